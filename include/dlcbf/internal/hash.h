@@ -1,0 +1,56 @@
+// Hashing primitives shared by every filter in this project.
+//
+// INTERNAL: not part of the public API; may change without notice.
+//
+// - HashKey:   XXH3-64 with a seed. This is "H(x)" of the dlCBF paper
+//              (Bonomi et al. 2006, §3.2): the one strong hash per key. Every
+//              other value (buckets, remainders, Bloom probe positions) is
+//              derived from its 64 bits, so a key is hashed exactly once.
+// - Mul64Hi:   the high 64 bits of a 64x64 product ("fastrange"): maps a
+//              uniform 64-bit value onto [0, n) without a division.
+// - Mix64:     a bijective 64-bit finalizer (xor-shift-multiply), used as the
+//              round function of the permutations and for probe derivation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include <xxhash.h>
+
+namespace dlcbf {
+namespace internal {
+
+inline uint64_t HashKey(const void* data, size_t n, uint64_t seed) {
+  return XXH3_64bits_withSeed(data, n, seed);
+}
+
+inline uint64_t Mul64Hi(uint64_t a, uint64_t b) {
+  __extension__ typedef unsigned __int128 u128;  // GCC/Clang; -Wpedantic-clean
+  return static_cast<uint64_t>((static_cast<u128>(a) * b) >> 64);
+}
+
+inline uint64_t Mix64(uint64_t x) {
+  // Constants from the "moremur" finalizer; full avalanche in two rounds.
+  x ^= x >> 27;
+  x *= 0x3C79AC492BA7B653ULL;
+  x ^= x >> 33;
+  x *= 0x1C69B3F74AC4AE35ULL;
+  x ^= x >> 27;
+  return x;
+}
+
+// Deterministic stream of 64-bit values (SplitMix64). Used to derive
+// permutation keys from a seed; the derived keys are also stored in every
+// serialized filter, so readers never depend on this derivation.
+inline uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace internal
+}  // namespace dlcbf
