@@ -1,0 +1,299 @@
+// Tests of the elastic filter (dlCBF -> ABF migration without the keys):
+// fed 10x its sizing it never fails an insert, never returns a false
+// negative, its FPR after migration matches the model, erase keeps
+// working, saturated fingerprints stay pinned, and concurrent readers
+// never miss a published key across the migration.
+#include "dlcbf/elastic_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlcbf {
+namespace {
+
+constexpr uint64_t kSizing = 2000;
+
+ElasticOptions Opts(bool thread_safe = false) {
+  ElasticOptions o;
+  o.expected_items = kSizing;
+  o.thread_safe = thread_safe;
+  return o;
+}
+
+std::unique_ptr<ElasticFilter> Make(const ElasticOptions& o) {
+  std::unique_ptr<ElasticFilter> f;
+  rocksdb::Status s = ElasticFilter::Create(o, &f);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return f;
+}
+
+std::string Key(uint64_t i) { return "elastic-" + std::to_string(i); }
+
+// FPR tolerance after migration. predicted = 1 - (1 - c)(1 - F_abf) with
+// F_abf = P1^k the lossless ABF model. Error sources (1 SE each):
+//   query sampling        sqrt(p (1 - p) / Q)
+//   fill of this filter   k P1^(k-1) sd(P1),  sd(P1) ~ sqrt(P1 P0 / m)
+// plus a bias bound: the model counts n inserted keys, but keys sharing a
+// dlCBF fingerprint (n^2 / (2 B Rn) pairs) are one ABF element, which
+// lowers the true F_abf by at most dF/dn * n^2 / (2 B Rn).
+double Tolerance(const ElasticStats& st, uint64_t queries, uint64_t fp_space) {
+  const double p = st.predicted_fpr;
+  const double m = static_cast<double>(st.abf.counting.num_counters);
+  const double k = st.abf.counting.num_probes;
+  const double n = static_cast<double>(st.abf.n);
+  const double P1 = st.abf.model.P1, P0 = st.abf.model.P0;
+  const double fill_sd = k * std::pow(P1, k - 1) * std::sqrt(P1 * P0 / m);
+  const double se = std::sqrt(p * (1 - p) / static_cast<double>(queries) + fill_sd * fill_sd);
+  const double dF_dn = k * std::pow(P1, k - 1) * (k / m) * P0;
+  const double bias = dF_dn * n * n / (2.0 * static_cast<double>(fp_space));
+  return 4.5 * se + bias;
+}
+
+double MeasureFpr(const ElasticFilter& f, uint64_t base, uint64_t q) {
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < q; ++i) fp += f.Contains("fresh-" + std::to_string(base + i)) ? 1 : 0;
+  return static_cast<double>(fp) / static_cast<double>(q);
+}
+
+TEST(ElasticOptionsTest, ValidateNamesTheField) {
+  auto invalid = [](const ElasticOptions& o, const char* field) {
+    rocksdb::Status s = o.Validate();
+    EXPECT_TRUE(s.IsInvalidArgument()) << field;
+    EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
+  };
+  EXPECT_TRUE(Opts().Validate().ok());
+  ElasticOptions o = Opts();
+  o.dleft.counter_bits = 0;
+  invalid(o, "dleft.counter_bits");
+  o = Opts();
+  o.dleft.subtables = 1;
+  invalid(o, "dleft");
+  o = Opts();
+  o.min_tpr = 0.9;
+  invalid(o, "allow_false_negatives");
+  o = Opts();
+  o.abf_counter_bits = 9;
+  invalid(o, "abf_counter_bits");
+  o = Opts();
+  o.migrate_at_load = 1.5;
+  invalid(o, "migrate_at_load");
+  o = Opts();
+  o.abf_growth = 0.5;
+  invalid(o, "abf_growth");
+}
+
+// The main scenario: 10x the sizing, then erase half, lossless mode.
+TEST(ElasticFilterTest, TenTimesSizingLosslessThenErase) {
+  auto f = Make(Opts());
+  const uint64_t n = 10 * kSizing;
+  uint64_t migrated_at = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(f->Insert(Key(i)), OpResult::kOk) << i;
+    if (migrated_at == 0 && f->mode() == ElasticMode::kAutoscaling) migrated_at = i + 1;
+  }
+  ElasticStats st = f->Stats();
+  EXPECT_EQ(st.mode, ElasticMode::kAutoscaling);
+  EXPECT_EQ(st.migration_cause, MigrationCause::kOverflow);
+  EXPECT_EQ(st.migrated_at_insert, migrated_at);
+  EXPECT_GT(st.migrated_at_insert, kSizing);  // sized at 75 % load: overflow later
+  EXPECT_EQ(st.migrated_items + 1, st.migrated_at_insert);  // all earlier inserts live
+  EXPECT_GT(st.migrated_fingerprints, 0u);
+  EXPECT_EQ(st.items, n);
+  EXPECT_EQ(st.inserts, n);
+  EXPECT_EQ(st.failed_inserts, 0u);
+  EXPECT_EQ(st.retained_bytes, 0u);  // not thread-safe: the dlCBF was freed
+  EXPECT_TRUE(st.abf.lossless);
+  // Same byte budget as the dlCBF it replaced.
+  DLeftOptions sized;
+  sized.SizeFor(kSizing);
+  std::unique_ptr<DLeftCountingBloomFilter> ref;
+  ASSERT_TRUE(DLeftCountingBloomFilter::Create(sized, &ref).ok());
+  EXPECT_LE(st.bytes, ref->bytes());
+  EXPECT_GT(st.bytes + 8, ref->bytes());
+  const uint64_t fp_space =
+      sized.buckets_per_subtable * ((uint64_t{1} << sized.remainder_bits) - 1);
+
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;  // zero FN
+
+  const uint64_t q = 20000;
+  double fpr = MeasureFpr(*f, 0, q);
+  EXPECT_NEAR(fpr, st.predicted_fpr, Tolerance(st, q, fp_space))
+      << "model " << st.abf.model.fpr << " k=" << st.abf.counting.num_probes;
+
+  // Erase after migration: the first half. Every live key is erasable.
+  for (uint64_t i = 0; i < n / 2; ++i) ASSERT_EQ(f->Erase(Key(i)), OpResult::kOk) << i;
+  for (uint64_t i = n / 2; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
+  st = f->Stats();
+  EXPECT_EQ(st.items, n / 2);
+  fpr = MeasureFpr(*f, 1000000, q);
+  EXPECT_NEAR(fpr, st.predicted_fpr, Tolerance(st, q, fp_space));
+  // Certainly-absent keys (Contains false: a zero counter) are kNotFound
+  // and change nothing. (Erasing a never-inserted key that is a false
+  // positive would remove other keys' evidence -- the documented "only
+  // erase keys you inserted" contract of every counting filter.)
+  uint64_t not_found = 0;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    const std::string absent = "absent-" + std::to_string(i);
+    if (f->Contains(absent)) continue;
+    ASSERT_EQ(f->Erase(absent), OpResult::kNotFound);
+    ++not_found;
+  }
+  EXPECT_GT(not_found, 100u);
+  EXPECT_EQ(f->Stats().items, n / 2);
+  for (uint64_t i = n / 2; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
+}
+
+// Explicit k > 1 at 3x: the model with more than one probe.
+TEST(ElasticFilterTest, ThreeTimesSizingWithThreeProbes) {
+  ElasticOptions o = Opts();
+  o.abf_probes = 3;
+  o.abf_counter_bits = 2;  // twice the counters; some saturate (sticky)
+  auto f = Make(o);
+  const uint64_t n = 3 * kSizing;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(f->Insert(Key(i)), OpResult::kOk);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i)));
+  const ElasticStats st = f->Stats();
+  ASSERT_EQ(st.mode, ElasticMode::kAutoscaling);
+  EXPECT_EQ(st.abf.counting.num_probes, 3u);
+  EXPECT_EQ(st.abf.counting.counter_bits, 2u);
+  DLeftOptions sized;
+  sized.SizeFor(kSizing);
+  const uint64_t fp_space =
+      sized.buckets_per_subtable * ((uint64_t{1} << sized.remainder_bits) - 1);
+  const uint64_t q = 20000;
+  EXPECT_NEAR(MeasureFpr(*f, 0, q), st.predicted_fpr, Tolerance(st, q, fp_space));
+}
+
+// Keys inserted more often than the dlCBF counter can count: their
+// fingerprints are pinned at migration, so no number of erases removes
+// them (the dlCBF's sticky rule carried over).
+TEST(ElasticFilterTest, SaturatedFingerprintsArePinnedAcrossMigration) {
+  auto f = Make(Opts());
+  for (int i = 0; i < 10; ++i) f->Insert("hot");  // dlCBF counter saturates
+  for (uint64_t i = 0; f->mode() == ElasticMode::kDLeft; ++i) f->Insert(Key(i));
+  const ElasticStats st = f->Stats();
+  EXPECT_GE(st.pinned_fingerprints, 1u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(f->Erase("hot"), OpResult::kOk);
+  EXPECT_TRUE(f->Contains("hot"));
+  EXPECT_GE(f->Stats().pinned_erases, 20u);
+}
+
+TEST(ElasticFilterTest, LoadThresholdMigration) {
+  ElasticOptions o = Opts();
+  o.migrate_at_load = 0.5;
+  auto f = Make(o);
+  uint64_t i = 0;
+  while (f->mode() == ElasticMode::kDLeft) ASSERT_EQ(f->Insert(Key(i++)), OpResult::kOk);
+  const ElasticStats st = f->Stats();
+  EXPECT_EQ(st.migration_cause, MigrationCause::kLoadThreshold);
+  DLeftOptions sized;
+  sized.SizeFor(kSizing);
+  const uint64_t cells = 4 * sized.buckets_per_subtable * 8;
+  EXPECT_EQ(st.migrated_at_insert, cells / 2 + 1);
+  for (uint64_t j = 0; j < i; ++j) ASSERT_TRUE(f->Contains(Key(j)));
+}
+
+TEST(ElasticFilterTest, DLeftModeBeforeMigration) {
+  auto f = Make(Opts());
+  for (uint64_t i = 0; i < kSizing; ++i) f->Insert(Key(i));
+  ElasticStats st = f->Stats();
+  EXPECT_EQ(st.mode, ElasticMode::kDLeft);
+  EXPECT_EQ(st.migration_cause, MigrationCause::kNone);
+  EXPECT_EQ(st.migrated_at_insert, 0u);
+  EXPECT_NEAR(st.predicted_fpr, st.dleft.predicted_fpr, 0);
+  EXPECT_EQ(f->Erase(Key(0)), OpResult::kOk);
+  EXPECT_EQ(f->Stats().items, kSizing - 1);
+  std::vector<std::string> keys;
+  for (uint64_t i = 1; i < 200; ++i) keys.push_back(Key(i));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::unique_ptr<bool[]> out(new bool[slices.size()]);
+  f->ContainsBatch(slices.data(), slices.size(), out.get());
+  for (size_t i = 0; i < slices.size(); ++i) EXPECT_TRUE(out[i]);
+}
+
+// Opt-in lossy mode: the ABF is auto-tuned; measured TPR stays near the
+// requested floor (it is approximate membership: misses are expected).
+TEST(ElasticFilterTest, OptInLossyModeTunesTheAbf) {
+  ElasticOptions o = Opts();
+  o.min_tpr = 0.9;
+  o.allow_false_negatives = true;
+  o.abf_probes = 20;
+  o.abf_counter_bits = 8;
+  auto f = Make(o);
+  const uint64_t n = 10 * kSizing;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(f->Insert(Key(i)), OpResult::kOk);
+  const ElasticStats st = f->Stats();
+  ASSERT_EQ(st.mode, ElasticMode::kAutoscaling);
+  EXPECT_FALSE(st.abf.lossless);
+  EXPECT_GE(st.abf.model.tpr, 0.9);
+  uint64_t tp = 0;
+  for (uint64_t i = 0; i < n; ++i) tp += f->Contains(Key(i)) ? 1 : 0;
+  const double tpr = static_cast<double>(tp) / n;
+  // SE of a TPR measured on one filter: fill fluctuation dominates; allow
+  // the model's TPR minus 0.03 (>= 5 SE at m = 5376, k = 20).
+  EXPECT_GT(tpr, st.abf.model.tpr - 0.03);
+  EXPECT_LT(tpr, 1.0);
+}
+
+// Thread-safe mode: one writer inserts 10x the sizing (crossing the
+// migration) and publishes a watermark; a reader checks random published
+// keys (single and batch lookups) and must never get a false negative.
+TEST(ElasticFilterConcurrencyTest, ReadersNeverMissAcrossMigration) {
+  auto f = Make(Opts(/*thread_safe=*/true));
+  const uint64_t n = 10 * kSizing;
+  std::atomic<uint64_t> published{0};
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> misses{0}, reads{0};
+  std::thread reader([&] {
+    std::mt19937_64 rng(11);
+    std::vector<std::string> keys(8);
+    std::vector<rocksdb::Slice> slices(8);
+    bool out[8];
+    while (!done.load(std::memory_order_acquire)) {
+      const uint64_t p = published.load(std::memory_order_acquire);
+      if (p == 0) continue;
+      for (int j = 0; j < 8; ++j) {
+        keys[j] = Key(rng() % p);
+        slices[j] = keys[j];
+        if (!f->Contains(slices[j])) misses.fetch_add(1);
+      }
+      f->ContainsBatch(slices.data(), 8, out);
+      for (bool b : out) {
+        if (!b) misses.fetch_add(1);
+      }
+      reads.fetch_add(16, std::memory_order_release);
+    }
+  });
+  // Handshake instead of timing: every 256 inserts the writer waits until
+  // the reader has completed another round, so reads interleave with the
+  // whole insert stream, migration included, however threads are scheduled.
+  uint64_t seen = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(f->Insert(Key(i)), OpResult::kOk);
+    published.store(i + 1, std::memory_order_release);
+    if (i % 256 == 0) {
+      while (reads.load(std::memory_order_acquire) == seen) std::this_thread::yield();
+      seen = reads.load(std::memory_order_acquire);
+    }
+  }
+  done.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_EQ(misses.load(), 0u);
+  EXPECT_GE(reads.load(), 16 * (n / 256));
+  ElasticStats st = f->Stats();
+  EXPECT_EQ(st.mode, ElasticMode::kAutoscaling);
+  EXPECT_GT(st.retained_bytes, 0u);  // frozen dlCBF kept for in-flight readers
+  f->ReleaseRetired();
+  EXPECT_EQ(f->Stats().retained_bytes, 0u);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i)));
+}
+
+}  // namespace
+}  // namespace dlcbf
