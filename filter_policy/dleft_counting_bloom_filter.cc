@@ -409,31 +409,64 @@ class DLeftCountingBloomFilter::Impl {
     return OpResult::kNotFound;
   }
 
+  struct Node {
+    uint32_t sub;
+    uint64_t bucket;
+    int32_t parent;        // index into nodes, -1 for a start bucket
+    uint32_t parent_cell;  // cell of the parent whose fingerprint moves here
+  };
+  struct Move {
+    uint32_t from_sub; uint64_t from_bucket; uint32_t from_cell;
+    uint32_t to_sub; uint64_t to_bucket; uint32_t to_cell;
+  };
+  struct VisitSlot {
+    uint64_t id;
+    uint32_t gen;
+  };
+
   // Resolves "all d candidate buckets full" by moving stored fingerprints to
   // another of their candidate buckets (paper §3.3, §5.2). The chain of moves
   // is planned first (breadth-first, bounded); nothing is written unless a
   // complete chain ending in a free cell was found. Returns false if none.
   bool Relocate(const Probe& p) {
     if (opt_.relocation == Relocation::kNone || opt_.max_relocation_nodes == 0) return false;
-    struct Node {
-      uint32_t sub;
-      uint64_t bucket;
-      int32_t parent;       // index into nodes, -1 for a start bucket
-      uint32_t parent_cell; // cell of the parent whose fingerprint moves here
-    };
-    std::vector<Node> nodes;
+    // Scratch buffers are members (the writer is serialized), so a
+    // relocation allocates nothing once they have grown.
+    std::vector<Node>& nodes = scratch_nodes_;
+    nodes.clear();
     const uint32_t d = geo_.subtables;
     const bool first_only = opt_.relocation == Relocation::kFirstSubtable;
-    const size_t limit = first_only ? 1 : opt_.max_relocation_nodes;
+    const size_t limit = first_only ? 1 : std::max<size_t>(d, opt_.max_relocation_nodes);
+    // Visited buckets: open addressing over global bucket ids, stamped with
+    // a generation so the table is never cleared.
+    size_t cap = 16;
+    while (cap < 2 * limit) cap <<= 1;
+    if (visited_.size() != cap) {
+      visited_.assign(cap, VisitSlot{0, 0});
+      generation_ = 0;
+    }
+    if (++generation_ == 0) {  // wrapped: reset stamps
+      std::fill(visited_.begin(), visited_.end(), VisitSlot{0, 0});
+      generation_ = 1;
+    }
+    auto visit = [&](uint32_t sub, uint64_t bucket) {  // true if newly visited
+      uint64_t id = uint64_t{sub} * geo_.buckets + bucket;
+      size_t i = static_cast<size_t>(internal::Mix64(id)) & (cap - 1);
+      while (visited_[i].gen == generation_) {
+        if (visited_[i].id == id) return false;
+        i = (i + 1) & (cap - 1);
+      }
+      visited_[i] = VisitSlot{id, generation_};
+      return true;
+    };
     if (first_only) {
       nodes.push_back(Node{0, p.loc[0].bucket, -1, 0});
+      visit(0, p.loc[0].bucket);
     } else {
-      for (uint32_t i = 0; i < d; ++i) nodes.push_back(Node{i, p.loc[i].bucket, -1, 0});
+      for (uint32_t i = 0; i < d; ++i) {
+        if (visit(i, p.loc[i].bucket)) nodes.push_back(Node{i, p.loc[i].bucket, -1, 0});
+      }
     }
-    auto seen = [&](uint32_t sub, uint64_t bucket) {
-      for (const Node& n : nodes) if (n.sub == sub && n.bucket == bucket) return true;
-      return false;
-    };
     for (size_t q = 0; q < nodes.size(); ++q) {
       const Node node = nodes[q];
       uint64_t b = BucketBit(node.sub, node.bucket);
@@ -451,7 +484,7 @@ class DLeftCountingBloomFilter::Impl {
                        static_cast<uint32_t>(s.free_cell));
             return true;
           }
-          if (!first_only && nodes.size() < limit && !seen(k, dest.bucket)) {
+          if (!first_only && nodes.size() < limit && visit(k, dest.bucket)) {
             nodes.push_back(Node{k, dest.bucket, static_cast<int32_t>(q), j});
           }
         }
@@ -464,14 +497,10 @@ class DLeftCountingBloomFilter::Impl {
   // the free cell of (k, dest); then each ancestor's moved fingerprint fills
   // the cell just vacated below it; finally the new key's remainder takes the
   // vacated cell of its own candidate bucket (a start node).
-  template <class NodeVec>
-  void ApplyChain(const Probe& p, const NodeVec& nodes, int32_t q, uint32_t cell,
+  void ApplyChain(const Probe& p, const std::vector<Node>& nodes, int32_t q, uint32_t cell,
                   uint32_t k, Location dest, uint32_t free_cell) {
-    struct Move {
-      uint32_t from_sub; uint64_t from_bucket; uint32_t from_cell;
-      uint32_t to_sub; uint64_t to_bucket; uint32_t to_cell;
-    };
-    std::vector<Move> moves;
+    std::vector<Move>& moves = scratch_moves_;
+    moves.clear();
     moves.push_back(Move{nodes[q].sub, nodes[q].bucket, cell, k, dest.bucket, free_cell});
     int32_t at = q;
     while (nodes[at].parent >= 0) {
@@ -578,6 +607,12 @@ class DLeftCountingBloomFilter::Impl {
   std::unique_ptr<uint64_t[], FreeDeleter> words_;
   std::unique_ptr<std::atomic<uint32_t>[]> stripes_;
   mutable std::mutex mu_;
+
+  // Relocation scratch space; used only by the (serialized) writer.
+  std::vector<Node> scratch_nodes_;
+  std::vector<Move> scratch_moves_;
+  std::vector<VisitSlot> visited_;
+  uint32_t generation_ = 0;
 
   // Statistics; written only by the (serialized) writer.
   uint64_t items_ = 0, fingerprints_ = 0, relocations_ = 0, overflows_ = 0;

@@ -33,9 +33,8 @@
 //            mixed radix [B] x [Rn], keyed per subtable:
 //              b_i = (b + F(q  ^ k_i0) ) mod B
 //              q_i = (q + G(b_i ^ k_i1)) mod Rn
-//            with F(x) = fastrange(x * C, B), G(x) = fastrange(x * C, Rn)
-//            (multiplicative hashing: the high bits of the product mix every
-//            bit of x; one multiply per round). It is a bijection for every B and
+//            with F(x) = fastrange(Mix64(x), B), G(x) = fastrange(Mix64(x), Rn).
+//            It is a bijection for every B and
 //            Rn (not only powers of two, unlike the paper's a*f mod 2^q), and
 //            P_i^-1 undoes the rounds in reverse order. Relocation and the
 //            dlCBF -> ABF migration recover f from (i, b_i, q_i) through it.
@@ -172,9 +171,12 @@ class Hashing {
   uint64_t Pack(Fingerprint f) const { return f.bucket * Rn_ + f.remainder; }
 
  private:
-  static constexpr uint64_t kMul = 0x9E3779B97F4A7C15ULL;  // 2^64 / golden ratio, odd
-  uint64_t F(uint32_t i, uint64_t q) const { return Mul64Hi((q ^ keys_.k[i][0]) * kMul, B_); }
-  uint64_t G(uint32_t i, uint64_t b) const { return Mul64Hi((b ^ keys_.k[i][1]) * kMul, Rn_); }
+  // Full-avalanche rounds. A single multiply ((x ^ k) * C) is nearly linear
+  // in small x, so F_1(q) - F_0(q) took only ~26 distinct values over 255
+  // remainders and d-left/cuckoo placement stalled far below its load limit
+  // (measured: d=3, L=1, r=8 stuck at load 0.43-0.61 instead of 0.88).
+  uint64_t F(uint32_t i, uint64_t q) const { return Mul64Hi(Mix64(q ^ keys_.k[i][0]), B_); }
+  uint64_t G(uint32_t i, uint64_t b) const { return Mul64Hi(Mix64(b ^ keys_.k[i][1]), Rn_); }
 
   uint64_t seed_ = 0;
   uint64_t B_ = 1;
