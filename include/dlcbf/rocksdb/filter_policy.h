@@ -1,0 +1,138 @@
+// RocksDB FilterPolicy that stores a static d-left fingerprint table (a
+// dlCBF without counters) in every SST filter block, full or partitioned.
+//
+// Quick start
+//   BlockBasedTableOptions t;
+//   std::shared_ptr<const rocksdb::FilterPolicy> p;
+//   Status s = dlcbf::NewDLeftFilterPolicy(dlcbf::DLeftFilterPolicyOptions{}, &p);
+//   t.filter_policy = p;                 // 10 bits/key, same space as
+//                                        // NewBloomFilterPolicy(10)
+// or by name, once the factories are registered (automatic when
+// libdlcbf_plugin.so is loaded; otherwise call dlcbf::RegisterAll):
+//   rocksdb::FilterPolicy::CreateFromString(cfg, "dlcbf:10", &p);
+//   OPTIONS file:  filter_policy=dlcbf:10
+//
+// Id strings (what GetId() returns, what OPTIONS files hold)
+//   dlcbf                   10 bits per key
+//   dlcbf:<bits>            bits per key, a decimal: "dlcbf:10", "dlcbf:9.5"
+//   dlcbf:fpr<rate>         smallest space that reaches the target FP rate:
+//                           "dlcbf:fpr0.005"
+//   ...followed by optional expert overrides, each ":<name><value>":
+//     d<2..8>               subtables               "dlcbf:10:d3"
+//     L<1..8>               cells per bucket        "dlcbf:10:d2:L4"
+//     r<2..32>              remainder bits
+//     load<0.05..0.99>      target cell load (at most one of r and load
+//                           with a bits budget: the other follows from it)
+//     nodes<0..65536>       relocation search budget (buckets visited)
+//   Numbers are plain decimals (an exponent is accepted, e.g. fpr1e-4);
+//   signs, "nan", "inf" and hex are rejected. Any error is
+//   Status::InvalidArgument naming the field. Values are canonicalized to
+//   6 significant digits, so GetId() round-trips exactly.
+//   Fractional bits per key ARE supported. (ObjectLibrary's
+//   PatternEntry::AddNumber(":") matches integers only, AddNumber(":", false)
+//   decimals; we register "dlcbf" plus AddSeparator(":") and parse the rest
+//   ourselves, so malformed values get a precise error instead of "not
+//   found".)
+//
+// Space budget
+//   bits_per_key means what it means for NewBloomFilterPolicy: filter bits
+//   per distinct key (or prefix) added, not counting a constant-size block
+//   header (48 + 16 d bytes plus an 8-byte checksum). So "dlcbf:10" and
+//   "bloomfilter:10" spend the same space.
+//
+// Thread safety: the policy and its readers are immutable and safe to share;
+// each builder is used by one thread at a time (as RocksDB does).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rocksdb/env.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+
+struct DLeftFilterPolicyOptions {
+  // Space budget in bits per distinct key, as for Bloom. Used when
+  // fp_rate == 0. Valid range [4, 48].
+  double bits_per_key = 10.0;
+
+  // If > 0: target false-positive rate instead of a space budget; the
+  // policy picks the geometry with the least space that reaches it.
+  // Valid range [1e-9, 0.5].
+  double fp_rate = 0.0;
+
+  // Expert geometry overrides; 0 means "choose automatically".
+  uint32_t subtables = 0;         // d, [2, 8]
+  uint32_t cells_per_bucket = 0;  // L, [1, 8]
+  uint32_t remainder_bits = 0;    // r, [2, 32]
+  double load = 0.0;              // target fraction of cells used, [0.05, 0.99]
+
+  // Buckets visited by the breadth-first relocation search per insert.
+  uint32_t max_relocation_nodes = 256;  // [0, 65536]
+
+  // Where readers report unreadable filter blocks (they then answer "may
+  // match" for every key). Builders log to FilterBuildingContext::info_log.
+  // Not part of the id; may be null.
+  std::shared_ptr<rocksdb::Logger> info_log;
+
+  // OK or InvalidArgument naming the offending field.
+  rocksdb::Status Validate() const;
+};
+
+// The geometry the policy uses; B follows from the number of keys.
+struct DLeftFilterPlan {
+  uint32_t subtables = 0;       // d
+  uint32_t cells_per_bucket = 0;  // L
+  uint32_t remainder_bits = 0;  // r (counter bits are always 0)
+  double load = 0;              // target cell load alpha
+  double bits_per_key = 0;      // r / load (payload only)
+  double predicted_fpr = 0;     // d * L * load / (2^r - 1)
+};
+
+// Validates options and picks the geometry. InvalidArgument naming the field.
+rocksdb::Status PlanDLeftFilter(const DLeftFilterPolicyOptions& options,
+                                DLeftFilterPlan* plan);
+
+// Creates the policy. InvalidArgument (naming the field) for bad options.
+rocksdb::Status NewDLeftFilterPolicy(const DLeftFilterPolicyOptions& options,
+                                     std::shared_ptr<const rocksdb::FilterPolicy>* out);
+rocksdb::Status NewDLeftFilterPolicy(const DLeftFilterPolicyOptions& options,
+                                     std::unique_ptr<const rocksdb::FilterPolicy>* out);
+
+// Convenience, like rocksdb::NewBloomFilterPolicy: nullptr if bits_per_key
+// is out of range.
+std::shared_ptr<const rocksdb::FilterPolicy> NewDLeftFilterPolicy(double bits_per_key);
+
+// Parses an id string ("dlcbf:10:d4", see above) into options, and back.
+rocksdb::Status ParseDLeftFilterPolicyId(const std::string& id,
+                                         DLeftFilterPolicyOptions* options);
+std::string DLeftFilterPolicyId(const DLeftFilterPolicyOptions& options);
+
+// Names used by the policy.
+//   Name():              "dlcbf"  (table property rocksdb.filter.policy)
+//   CompatibilityName(): "dlcbf.DLeftFilter" (metaindex key
+//                        "fullfilter.dlcbf.DLeftFilter"); the block format
+//                        version lives inside each block.
+const char* DLeftFilterPolicyName();
+const char* DLeftFilterCompatibilityName();
+
+// True if `policy` is a dlcbf policy; then *options (if non-null) gets its
+// canonical options.
+bool IsDLeftFilterPolicy(const rocksdb::FilterPolicy* policy,
+                         DLeftFilterPolicyOptions* options = nullptr);
+
+// Event counters of one policy object (shared by its builders and readers).
+struct DLeftFilterPolicyCounters {
+  uint64_t filters_built = 0;       // Finish calls that produced a block
+  uint64_t entries_built = 0;       // distinct hashes in those blocks
+  uint64_t placement_retries = 0;   // tables rebuilt after an overflow
+  uint64_t bloom_fallbacks = 0;     // blocks written in the Bloom format
+  uint64_t unreadable_blocks = 0;   // readers that fell back to "may match"
+  uint64_t post_verify_failures = 0;
+};
+DLeftFilterPolicyCounters GetDLeftFilterPolicyCounters(const rocksdb::FilterPolicy* policy);
+
+}  // namespace dlcbf

@@ -1,0 +1,864 @@
+// Tests of the dlcbf RocksDB FilterPolicy (issue #4): the filter block
+// builder/reader on their own, the id strings and registration, and real
+// RocksDB databases in temporary directories (flushes, compactions to
+// several levels, partitioned filters, prefix extractors, SstFileWriter
+// ingestion, OPTIONS files, policy switches, statistics). Statistical checks
+// use binomial tolerances; nothing depends on timing.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/rocksdb_filter_abi.h"
+#include "dlcbf/rocksdb/filter_policy.h"
+#include "dlcbf/rocksdb/registration.h"
+#include "gtest/gtest.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/slice_transform.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/statistics.h"
+#include "rocksdb/table.h"
+#include "rocksdb/table_properties.h"
+#include "rocksdb/utilities/options_util.h"
+
+namespace dlcbf {
+namespace {
+
+using rocksdb::BlockBasedTableOptions;
+using rocksdb::ConfigOptions;
+using rocksdb::DB;
+using rocksdb::FilterBitsBuilder;
+using rocksdb::FilterBitsReader;
+using rocksdb::FilterBuildingContext;
+using rocksdb::FilterPolicy;
+using rocksdb::Options;
+using rocksdb::ReadOptions;
+using rocksdb::Slice;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+void EnsureRegistered() { RegisterAll(*rocksdb::ObjectLibrary::Default()); }
+
+std::shared_ptr<const FilterPolicy> Policy(const std::string& id) {
+  EnsureRegistered();
+  std::shared_ptr<const FilterPolicy> p;
+  ConfigOptions cfg;
+  Status s = FilterPolicy::CreateFromString(cfg, id, &p);
+  EXPECT_TRUE(s.ok()) << id << ": " << s.ToString();
+  return p;
+}
+
+// Present keys have an odd 64-bit id, absent keys an even one.
+std::string PresentKey(uint64_t i) {
+  uint64_t state = i;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "key%016llx",
+                static_cast<unsigned long long>(internal::SplitMix64(&state) | 1));
+  return buf;
+}
+std::string AbsentKey(uint64_t i) {
+  uint64_t state = i + 0x100000000ULL;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "key%016llx",
+                static_cast<unsigned long long>(internal::SplitMix64(&state) & ~uint64_t{1}));
+  return buf;
+}
+
+double Tol(double p, double n, double z = 5.0) { return z * std::sqrt(p * (1 - p) / n) + 1e-9; }
+
+struct Block {
+  std::unique_ptr<const char[]> buf;
+  Slice data;
+};
+
+Block BuildBlock(const FilterPolicy& policy, const std::vector<std::string>& keys,
+                 bool detect_corruption = false) {
+  BlockBasedTableOptions t;
+  t.detect_filter_construct_corruption = detect_corruption;
+  FilterBuildingContext ctx(t);
+  std::unique_ptr<FilterBitsBuilder> b(policy.GetBuilderWithContext(ctx));
+  for (const auto& k : keys) b->AddKey(k);
+  Block out;
+  Status s;
+  out.data = b->Finish(&out.buf, &s);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(b->MaybePostVerify(out.data).ok());
+  return out;
+}
+
+std::vector<std::string> Keys(uint64_t n, uint64_t offset = 0) {
+  std::vector<std::string> k;
+  k.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) k.push_back(PresentKey(i + offset));
+  std::sort(k.begin(), k.end());
+  return k;
+}
+
+class CapturingLogger : public rocksdb::Logger {
+ public:
+  CapturingLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::DEBUG_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char buf[1024];
+    std::vsnprintf(buf, sizeof(buf), format, ap);
+    std::lock_guard<std::mutex> l(mu_);
+    lines_.emplace_back(buf);
+  }
+  std::string All() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string s;
+    for (auto& x : lines_) s += x + "\n";
+    return s;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char* base = std::getenv("TEST_TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlcbf_fp_XXXXXX";
+    std::vector<char> b(tmpl.begin(), tmpl.end());
+    b.push_back('\0');
+    char* p = mkdtemp(b.data());
+    EXPECT_NE(p, nullptr);
+    path = p ? p : "/tmp/dlcbf_fp_fallback";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+uint64_t Ticker(const Options& o, rocksdb::Tickers t) { return o.statistics->getTickerCount(t); }
+
+// Filter statistics since the last reset.
+struct FilterStats {
+  uint64_t useful, positive, true_positive;
+  double Fpr() const {
+    double fp = static_cast<double>(positive - true_positive);
+    return fp + useful == 0 ? 0 : fp / (fp + static_cast<double>(useful));
+  }
+};
+FilterStats ReadStats(const Options& o) {
+  return FilterStats{Ticker(o, rocksdb::BLOOM_FILTER_USEFUL), Ticker(o, rocksdb::BLOOM_FILTER_FULL_POSITIVE),
+                     Ticker(o, rocksdb::BLOOM_FILTER_FULL_TRUE_POSITIVE)};
+}
+
+Options DbOptions(std::shared_ptr<const FilterPolicy> policy, bool partitioned = false,
+                  bool prefix = false, bool whole_key = true) {
+  Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = true;
+  o.num_levels = 4;
+  o.write_buffer_size = 4 << 20;
+  o.target_file_size_base = 96 << 10;  // several SSTs per compaction output
+  o.statistics = rocksdb::CreateDBStatistics();
+  if (prefix) o.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(8));
+  BlockBasedTableOptions t;
+  t.filter_policy = std::move(policy);
+  t.whole_key_filtering = whole_key;
+  if (partitioned) {
+    t.partition_filters = true;
+    t.index_type = BlockBasedTableOptions::kTwoLevelIndexSearch;
+    t.metadata_block_size = 512;  // many partitions per SST
+    t.cache_index_and_filter_blocks = true;
+  }
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+std::string Value(const std::string& key) { return "v" + key.substr(key.size() - 6); }
+
+int FilesAtLevel(DB* db, int level) {
+  std::string v;
+  db->GetProperty("rocksdb.num-files-at-level" + std::to_string(level), &v);
+  return std::atoi(v.c_str());
+}
+
+// Writes `rounds` rounds of keys, each flushed; round i (except the last)
+// is compacted with CompactFiles to level (num_levels - 1 - i), so the data
+// ends up on L3, L2, L1 and L0.
+void FillSeveralLevels(DB* db, uint64_t per_round, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    for (uint64_t i = 0; i < per_round; ++i) {
+      std::string k = PresentKey(r * per_round + i);
+      ASSERT_TRUE(db->Put(WriteOptions(), k, Value(k)).ok());
+    }
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    if (r + 1 < rounds) {
+      rocksdb::ColumnFamilyMetaData meta;
+      db->GetColumnFamilyMetaData(&meta);
+      std::vector<std::string> l0;
+      for (const auto& f : meta.levels[0].files) l0.push_back(f.name);
+      ASSERT_FALSE(l0.empty());
+      Status s = db->CompactFiles(rocksdb::CompactionOptions(), l0, 3 - r);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+  }
+}
+
+// Every key by Get and by MultiGet; returns the number found.
+void CheckAllPresent(DB* db, uint64_t n) {
+  ReadOptions ro;
+  std::string v;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string k = PresentKey(i);
+    Status s = db->Get(ro, k, &v);
+    ASSERT_TRUE(s.ok()) << "false negative (Get) for key " << i << ": " << s.ToString();
+    ASSERT_EQ(v, Value(k));
+  }
+  const size_t kBatch = 100;  // RocksDB splits into batches of 32
+  std::vector<std::string> keys;
+  std::vector<Slice> slices;
+  for (uint64_t base = 0; base < n; base += kBatch) {
+    keys.clear();
+    slices.clear();
+    for (uint64_t i = base; i < std::min<uint64_t>(n, base + kBatch); ++i) keys.push_back(PresentKey(i));
+    for (auto& k : keys) slices.emplace_back(k);
+    std::vector<rocksdb::PinnableSlice> values(keys.size());
+    std::vector<Status> st(keys.size());
+    db->MultiGet(ro, db->DefaultColumnFamily(), keys.size(), slices.data(), values.data(), st.data());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_TRUE(st[i].ok()) << "false negative (MultiGet) for " << keys[i] << ": " << st[i].ToString();
+      ASSERT_EQ(values[i].ToString(), Value(keys[i]));
+    }
+  }
+}
+
+uint64_t CountAbsentFound(DB* db, uint64_t n) {
+  ReadOptions ro;
+  std::string v;
+  uint64_t found = 0;
+  for (uint64_t i = 0; i < n; ++i) found += db->Get(ro, AbsentKey(i), &v).ok();
+  return found;
+}
+
+// ---------------------------------------------------------------------------
+// Names, ids and registration
+// ---------------------------------------------------------------------------
+
+TEST(FilterPolicyIdTest, CreateFromStringValid) {
+  struct Case {
+    const char* in;
+    const char* id;
+  } cases[] = {
+      {"dlcbf", "dlcbf:10"},
+      {"dlcbf:10", "dlcbf:10"},
+      {"dlcbf:9.5", "dlcbf:9.5"},
+      {"dlcbf:12.25", "dlcbf:12.25"},
+      {"dlcbf:fpr0.005", "dlcbf:fpr0.005"},
+      {"dlcbf:fpr1e-4", "dlcbf:fpr0.0001"},
+      {"dlcbf:10:d3:L1", "dlcbf:10:d3:L1"},
+      {"dlcbf:10:d2:L4:load0.9", "dlcbf:10:d2:L4:load0.9"},
+      {"dlcbf:16:r12", "dlcbf:16:r12"},
+      {"dlcbf:10:nodes64", "dlcbf:10:nodes64"},
+      {"dlcbf.DLeftFilterPolicy:11", "dlcbf:11"},
+  };
+  for (const auto& c : cases) {
+    auto p = Policy(c.in);
+    ASSERT_NE(p, nullptr) << c.in;
+    EXPECT_STREQ(p->Name(), "dlcbf");
+    EXPECT_STREQ(p->CompatibilityName(), "dlcbf.DLeftFilter");
+    EXPECT_EQ(p->GetId(), c.id) << c.in;
+    EXPECT_TRUE(IsDLeftFilterPolicy(p.get()));
+    // Round trip.
+    auto q = Policy(p->GetId());
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->GetId(), p->GetId());
+  }
+}
+
+TEST(FilterPolicyIdTest, CreateFromStringInvalid) {
+  EnsureRegistered();
+  struct Case {
+    const char* in;
+    const char* field;  // must appear in the message
+  } cases[] = {
+      {"dlcbf:abc", "bits_per_key"},
+      {"dlcbf:-3", "bits_per_key"},
+      {"dlcbf:nan", "bits_per_key"},
+      {"dlcbf:inf", "bits_per_key"},
+      {"dlcbf:0x10", "bits_per_key"},
+      {"dlcbf:", "bits_per_key"},
+      {"dlcbf:1e300", "bits_per_key"},
+      {"dlcbf:99999999999999999999", "bits_per_key"},
+      {"dlcbf:2", "bits_per_key"},
+      {"dlcbf:fpr", "fp_rate"},
+      {"dlcbf:fpr0", "fp_rate"},
+      {"dlcbf:fpr0.9", "fp_rate"},
+      {"dlcbf:fpr1e-30", "fp_rate"},
+      {"dlcbf:10:d99", "subtables"},
+      {"dlcbf:10:d1", "subtables"},
+      {"dlcbf:10:dx", "subtables"},
+      {"dlcbf:10:L0", "cells_per_bucket"},
+      {"dlcbf:10:L65", "cells_per_bucket"},
+      {"dlcbf:10:r1", "remainder_bits"},
+      {"dlcbf:10:r40", "remainder_bits"},
+      {"dlcbf:10:r99999999999999", "remainder_bits"},
+      {"dlcbf:10:r12", "remainder_bits"},  // needs load 1.2
+      {"dlcbf:10:r9:load0.9", "remainder_bits"},
+      {"dlcbf:10:load1.5", "load"},
+      {"dlcbf:10:load0", "load"},
+      {"dlcbf:10:nodes100000", "max_relocation_nodes"},
+      {"dlcbf:10:d4:d4", "given twice"},
+      {"dlcbf:10:x3", "unknown option"},
+      {"dlcbf:10:", "unknown option"},
+  };
+  for (const auto& c : cases) {
+    std::shared_ptr<const FilterPolicy> p;
+    Status s = FilterPolicy::CreateFromString(ConfigOptions(), c.in, &p);
+    EXPECT_TRUE(s.IsInvalidArgument()) << c.in << " -> " << s.ToString();
+    EXPECT_NE(s.ToString().find(c.field), std::string::npos) << c.in << " -> " << s.ToString();
+    EXPECT_EQ(p, nullptr) << c.in;
+  }
+  // Direct API too.
+  DLeftFilterPolicyOptions o;
+  o.bits_per_key = 1000;
+  std::shared_ptr<const FilterPolicy> p;
+  EXPECT_TRUE(NewDLeftFilterPolicy(o, &p).IsInvalidArgument());
+  EXPECT_EQ(NewDLeftFilterPolicy(3.0), nullptr);
+  EXPECT_NE(NewDLeftFilterPolicy(10.0), nullptr);
+}
+
+TEST(FilterPolicyIdTest, RegistrationIsIdempotent) {
+  rocksdb::ObjectLibrary lib("test");
+  EXPECT_EQ(RegisterDLeftFilterPolicy(lib), 1);
+  EXPECT_EQ(RegisterDLeftFilterPolicy(lib), 0);
+  EXPECT_GE(RegisterAll(lib), 0);  // other extensions may add theirs
+  EXPECT_EQ(RegisterAll(lib), 0);
+  EXPECT_NE(lib.FindFactory<const FilterPolicy>("dlcbf:10"), nullptr);
+  EXPECT_NE(lib.FindFactory<const FilterPolicy>("dlcbf"), nullptr);
+  EXPECT_EQ(lib.FindFactory<const FilterPolicy>("dlcbfx"), nullptr);
+}
+
+TEST(FilterPolicyIdTest, PlanAtTenBitsPerKey) {
+  DLeftFilterPlan plan;
+  ASSERT_TRUE(PlanDLeftFilter(DLeftFilterPolicyOptions(), &plan).ok());
+  EXPECT_EQ(plan.subtables, 4u);
+  EXPECT_EQ(plan.cells_per_bucket, 1u);
+  EXPECT_EQ(plan.remainder_bits, 9u);
+  EXPECT_NEAR(plan.load, 0.9, 1e-12);
+  EXPECT_NEAR(plan.bits_per_key, 10.0, 1e-9);
+  EXPECT_NEAR(plan.predicted_fpr, 4 * 0.9 / 511, 1e-12);
+  EXPECT_LT(plan.predicted_fpr, 0.0097);  // RocksDB FastLocalBloom measured ~0.97%
+
+  DLeftFilterPolicyOptions o;
+  o.fp_rate = 0.01;
+  ASSERT_TRUE(PlanDLeftFilter(o, &plan).ok());
+  EXPECT_LE(plan.predicted_fpr, 0.01);
+  EXPECT_LT(plan.bits_per_key, 10.0);
+}
+
+// ---------------------------------------------------------------------------
+// Builder and reader without a DB
+// ---------------------------------------------------------------------------
+
+TEST(FilterBlockTest, NoFalseNegativesAndBatchAgrees) {
+  for (const char* id : {"dlcbf:10", "dlcbf:7", "dlcbf:16", "dlcbf:10:d2:L4", "dlcbf:fpr0.001"}) {
+    auto policy = Policy(id);
+    for (uint64_t n : {1u, 2u, 7u, 100u, 5000u}) {
+      auto keys = Keys(n);
+      Block b = BuildBlock(*policy, keys, /*detect_corruption=*/true);
+      std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(b.data));
+      for (const auto& k : keys) ASSERT_TRUE(r->MayMatch(k)) << id << " n=" << n;
+      // Batched path, with some absent keys mixed in.
+      std::vector<std::string> q;
+      for (uint64_t i = 0; i < 70; ++i) q.push_back(i % 2 ? keys[i % keys.size()] : AbsentKey(i));
+      std::vector<Slice> qs(q.begin(), q.end());
+      std::vector<Slice*> ptrs;
+      for (auto& s : qs) ptrs.push_back(&s);
+      bool out[70];
+      r->MayMatch(static_cast<int>(ptrs.size()), ptrs.data(), out);
+      for (size_t i = 0; i < q.size(); ++i) EXPECT_EQ(out[i], r->MayMatch(q[i])) << id;
+    }
+  }
+  DLeftFilterPolicyCounters c = GetDLeftFilterPolicyCounters(Policy("dlcbf:10").get());
+  EXPECT_EQ(c.post_verify_failures, 0u);
+}
+
+TEST(FilterBlockTest, ConcurrentReadersAgree) {
+  auto policy = Policy("dlcbf:10");
+  auto keys = Keys(20000);
+  Block b = BuildBlock(*policy, keys);
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(b.data));
+  std::vector<char> expect(20000);
+  for (uint64_t i = 0; i < 20000; ++i) expect[i] = r->MayMatch(AbsentKey(i));
+  std::atomic<uint64_t> errors{0};
+  auto work = [&](int t) {
+    for (int rep = 0; rep < 3; ++rep) {
+      for (size_t i = t; i < keys.size(); i += 2) errors += !r->MayMatch(keys[i]);
+      for (uint64_t i = t; i < 20000; i += 2) errors += r->MayMatch(AbsentKey(i)) != (expect[i] != 0);
+    }
+  };
+  std::thread a(work, 0), c(work, 1);
+  a.join();
+  c.join();
+  EXPECT_EQ(errors.load(), 0u);
+}
+
+TEST(FilterBlockTest, EmptyFilterNeverMatches) {
+  auto policy = Policy("dlcbf:10");
+  Block b = BuildBlock(*policy, {});
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(b.data));
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_FALSE(r->MayMatch(AbsentKey(i)));
+}
+
+TEST(FilterBlockTest, DeduplicatesAdjacentRepeats) {
+  auto policy = Policy("dlcbf:10");
+  BlockBasedTableOptions t;
+  FilterBuildingContext ctx(t);
+  std::unique_ptr<FilterBitsBuilder> b(policy->GetBuilderWithContext(ctx));
+  for (int i = 0; i < 100; ++i) {
+    b->AddKey("a");
+    b->AddKey("a");
+    b->AddKey("b" + std::to_string(i));
+  }
+  EXPECT_EQ(b->EstimateEntriesAdded(), 200u);
+}
+
+TEST(FilterBlockTest, ApproximateNumEntriesMatchesFinishSize) {
+  auto policy = Policy("dlcbf:10");
+  BlockBasedTableOptions t;
+  FilterBuildingContext ctx(t);
+  std::unique_ptr<FilterBitsBuilder> b(policy->GetBuilderWithContext(ctx));
+  EXPECT_EQ(b->ApproximateNumEntries(10), 0u);
+  for (size_t bytes : {200u, 460u, 3686u, 4096u, 100000u, 400000u}) {
+    size_t n = b->ApproximateNumEntries(bytes);
+    ASSERT_GT(n, 0u) << bytes;
+    // One builder reused for every size: also checks the reset after Finish.
+    for (const auto& k : Keys(n, bytes)) b->AddKey(k);
+    std::unique_ptr<const char[]> buf;
+    Slice s = b->Finish(&buf);
+    EXPECT_LE(s.size(), bytes) << "n=" << n;
+    EXPECT_GE(s.size(), bytes * 0.9 - 16) << "n=" << n;
+    EXPECT_EQ(b->EstimateEntriesAdded(), 0u);
+    // A few more keys would not fit.
+    for (const auto& k : Keys(n + n / 50 + 3, bytes)) b->AddKey(k);
+    s = b->Finish(&buf);
+    EXPECT_GT(s.size(), bytes) << "n=" << n;
+  }
+}
+
+TEST(FilterBlockTest, BloomFallbackNeverLosesKeys) {
+  // d = 2, L = 1 cannot reach load 0.99 (cuckoo threshold 0.5): every
+  // attempt overflows and the block is written in the Bloom format.
+  auto policy = Policy("dlcbf:10:d2:L1:load0.99");
+  auto keys = Keys(3000);
+  auto logger = std::make_shared<CapturingLogger>();
+  BlockBasedTableOptions t;
+  FilterBuildingContext ctx(t);
+  ctx.info_log = logger.get();
+  std::unique_ptr<FilterBitsBuilder> b(policy->GetBuilderWithContext(ctx));
+  for (const auto& k : keys) b->AddKey(k);
+  std::unique_ptr<const char[]> buf;
+  Slice s = b->Finish(&buf);
+  ASSERT_TRUE(b->MaybePostVerify(s).ok());
+  ASSERT_EQ(s[5], 2) << "kind byte: Bloom fallback";
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(s));
+  for (const auto& k : keys) ASSERT_TRUE(r->MayMatch(k));
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < 20000; ++i) fp += r->MayMatch(AbsentKey(i));
+  EXPECT_LT(fp / 20000.0, 0.03);  // a 10 bits/key Bloom filter: ~1%
+  DLeftFilterPolicyCounters c = GetDLeftFilterPolicyCounters(policy.get());
+  EXPECT_EQ(c.bloom_fallbacks, 1u);
+  EXPECT_EQ(c.placement_retries, 5u);
+  EXPECT_NE(logger->All().find("Bloom-format"), std::string::npos) << logger->All();
+}
+
+TEST(FilterBlockTest, MeasuredFprMatchesPrediction) {
+  auto policy = Policy("dlcbf:10");
+  const uint64_t n = 100000, q = 400000;
+  auto keys = Keys(n);
+  Block b = BuildBlock(*policy, keys);
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(b.data));
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < q; ++i) fp += r->MayMatch(AbsentKey(i));
+  // B = ceil(n / (0.9 * 4)), F <= n fingerprints in B * 511.
+  const double B = std::ceil(n / (0.9 * 4));
+  const double predicted = -std::expm1(n * std::log1p(-1.0 / (B * 511)));
+  EXPECT_NEAR(fp / double(q), predicted, Tol(predicted, q)) << "predicted " << predicted;
+  EXPECT_LT(fp / double(q), 0.0097);
+}
+
+// A version-1 block written when the format was defined (24 keys
+// "golden-key-0" .. "golden-key-23", dlcbf:10: d=4, L=1, r=9, B=7). If this
+// test fails, the meaning of version 1 changed: key hashing, the
+// permutations or cell layout of internal/dleft_layout.h, or the header.
+// SSTs already on disk would then give FALSE NEGATIVES. Do not update the
+// bytes: bump the block format version and keep a reader for version 1.
+TEST(FilterBlockTest, GoldenVersion1BlockStillReadable) {
+  const char* hex =
+      "644c534601010401090000000000000007000000000000000100001057f5cbd1"
+      "18000000000000002000000000000000bf754e8dc207cb1b020b2738d5ec0e33"
+      "7bc26652022e6863624d1acd8b6e191b0f17d74148686985dc40f7d12212f1da"
+      "e3b7c90bbd4238c5add7bd593e9dc8074e772f2c135551cdb7f7bc9d85921cf4"
+      "0600f036d8aa7446d64a00706c0200007994a6c8397874ec";
+  std::string block;
+  for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
+    block.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
+  }
+  ASSERT_EQ(block.size(), 152u);
+  auto policy = Policy("dlcbf:10");
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(block)));
+  EXPECT_EQ(GetDLeftFilterPolicyCounters(policy.get()).unreadable_blocks, 0u);
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_TRUE(r->MayMatch("golden-key-" + std::to_string(i)))
+        << "format version 1 no longer reads its own blocks (key " << i << ")";
+  }
+  int negatives = 0;
+  for (int i = 0; i < 1000; ++i) negatives += !r->MayMatch("absent-" + std::to_string(i));
+  EXPECT_GT(negatives, 950) << "the block is not being read as a d-left table";
+}
+
+// Corrupt, truncated, bit-flipped and random blocks: never crash, never a
+// false negative (the reader falls back to "may match").
+TEST(FilterBlockTest, CorruptBlocksAreSafe) {
+  auto logger = std::make_shared<CapturingLogger>();
+  DLeftFilterPolicyOptions o;
+  o.info_log = logger;
+  std::shared_ptr<const FilterPolicy> policy;
+  ASSERT_TRUE(NewDLeftFilterPolicy(o, &policy).ok());
+  auto keys = Keys(300);
+  Block b = BuildBlock(*policy, keys);
+  const std::string good(b.data.data(), b.data.size());
+  auto all_match = [&](const std::string& block) {
+    std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(block)));
+    for (const auto& k : keys) {
+      if (!r->MayMatch(k)) return false;
+    }
+    std::vector<Slice> qs(keys.begin(), keys.begin() + 40);
+    std::vector<Slice*> ptrs;
+    for (auto& s : qs) ptrs.push_back(&s);
+    bool out[40];
+    r->MayMatch(40, ptrs.data(), out);
+    return std::all_of(out, out + 40, [](bool x) { return x; });
+  };
+  ASSERT_TRUE(all_match(good));
+  // Truncations (a copy of exactly that length, so reads past it would be
+  // out of bounds for tools like ASan/valgrind).
+  for (size_t len = 0; len < good.size(); ++len) {
+    ASSERT_TRUE(all_match(good.substr(0, len))) << "truncated to " << len;
+  }
+  // Every single-bit flip.
+  for (size_t bit = 0; bit < good.size() * 8; ++bit) {
+    std::string x = good;
+    x[bit / 8] = static_cast<char>(x[bit / 8] ^ (1 << (bit % 8)));
+    ASSERT_TRUE(all_match(x)) << "bit " << bit;
+  }
+  // Trailing garbage.
+  ASSERT_TRUE(all_match(good + "x"));
+  // Random blocks, and random blocks with a valid magic and version.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string x(rng() % 700, '\0');
+    for (auto& ch : x) ch = static_cast<char>(rng());
+    if (i % 2 && x.size() >= 5) x.replace(0, 5, good.substr(0, 5));
+    ASSERT_TRUE(all_match(x)) << "random block " << i;
+  }
+  // An unknown version with a valid checksum is refused and logged.
+  std::string v2 = good;
+  v2[4] = 2;
+  size_t body = v2.size() - 8;
+  std::string sum;
+  internal::PutFixed64(&sum, internal::HashKey(v2.data(), body, 0));
+  v2.replace(body, 8, sum);
+  ASSERT_TRUE(all_match(v2));
+  EXPECT_NE(logger->All().find("unsupported format version 2"), std::string::npos);
+  EXPECT_GT(GetDLeftFilterPolicyCounters(policy.get()).unreadable_blocks, 1000u);
+}
+
+// Forged blocks that pass the checksum but carry absurd fields: the reader
+// must reject or survive them without reading out of bounds.
+TEST(FilterBlockTest, ForgedHeadersAreSafe) {
+  auto policy = Policy("dlcbf:10");
+  auto keys = Keys(200);
+  Block b = BuildBlock(*policy, keys);
+  const std::string good(b.data.data(), b.data.size());
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    std::string x = good;
+    // Randomize one or two header bytes (offsets 5 .. 47), fix the checksum.
+    for (int j = 0; j < 1 + i % 2; ++j) x[5 + rng() % 43] = static_cast<char>(rng());
+    size_t body = x.size() - 8;
+    std::string sum;
+    internal::PutFixed64(&sum, internal::HashKey(x.data(), body, 0));
+    x.replace(body, 8, sum);
+    std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(x)));
+    for (int k = 0; k < 4; ++k) r->MayMatch(keys[k]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Real databases
+// ---------------------------------------------------------------------------
+
+struct DbCase {
+  const char* name;
+  bool partitioned;
+  bool prefix;
+  bool whole_key;
+};
+
+void PrintTo(const DbCase& c, std::ostream* os) { *os << c.name; }
+
+class FilterPolicyDbTest : public ::testing::TestWithParam<DbCase> {};
+
+TEST_P(FilterPolicyDbTest, ZeroFalseNegativesAcrossLevelsAndReopen) {
+  const DbCase& c = GetParam();
+  TempDir dir;
+  auto policy = Policy("dlcbf:10");
+  Options o = DbOptions(policy, c.partitioned, c.prefix, c.whole_key);
+  const uint64_t per_round = 6000, rounds = 4, n = per_round * rounds;
+  {
+    DB* raw = nullptr;
+    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    std::unique_ptr<DB> db(raw);
+    FillSeveralLevels(db.get(), per_round, rounds);
+    int nonempty = 0;
+    for (int l = 0; l < 4; ++l) nonempty += FilesAtLevel(db.get(), l) > 0;
+    EXPECT_EQ(nonempty, 4);
+    CheckAllPresent(db.get(), n);
+  }
+  // Reopen: filters are read back from the files.
+  o.statistics = rocksdb::CreateDBStatistics();
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  CheckAllPresent(db.get(), n);
+  EXPECT_EQ(CountAbsentFound(db.get(), 5000), 0u);
+  if (c.whole_key) {
+    EXPECT_GT(Ticker(o, rocksdb::BLOOM_FILTER_USEFUL), 0u) << "filter never said no";
+  }
+  if (c.prefix) {
+    // Prefix seeks find every present key's prefix.
+    ReadOptions ro;
+    ro.prefix_same_as_start = true;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+    for (uint64_t i = 0; i < n; i += 7) {
+      std::string k = PresentKey(i);
+      it->Seek(k.substr(0, 8));
+      ASSERT_TRUE(it->Valid()) << "prefix seek missed " << k;
+      ASSERT_EQ(it->key().ToString().substr(0, 8), k.substr(0, 8));
+    }
+    ASSERT_TRUE(it->status().ok());
+    // Absent prefixes (in the extractor's domain) beyond every key.
+    for (uint64_t i = 0; i < 2000; ++i) {
+      it->Seek("zzzzzzzz" + std::to_string(i));
+      EXPECT_FALSE(it->Valid());
+    }
+  }
+  DLeftFilterPolicyCounters cnt = GetDLeftFilterPolicyCounters(policy.get());
+  EXPECT_GT(cnt.filters_built, 0u);
+  EXPECT_EQ(cnt.unreadable_blocks, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, FilterPolicyDbTest,
+                         ::testing::Values(DbCase{"Full", false, false, true},
+                                           DbCase{"Partitioned", true, false, true},
+                                           DbCase{"PrefixAndWholeKey", false, true, true},
+                                           DbCase{"PrefixOnly", false, true, false},
+                                           DbCase{"PartitionedPrefix", true, true, true}),
+                         [](const ::testing::TestParamInfo<DbCase>& i) { return i.param.name; });
+
+// The hand-written FilterBitsBuilder/Reader declarations match the
+// library's vtables: a filter written by the real table builder is read back
+// by the real table reader, which gets definite "no" answers from it.
+TEST(FilterPolicyDbTest2, VtableMatchesAtRuntime) {
+  TempDir dir;
+  auto policy = Policy("dlcbf:10");
+  Options o = DbOptions(policy);
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  const uint64_t n = 5000;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), Value(PresentKey(i))).ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  rocksdb::TablePropertiesCollection props;
+  ASSERT_TRUE(db->GetPropertiesOfAllTables(&props).ok());
+  ASSERT_EQ(props.size(), 1u);
+  const auto& tp = *props.begin()->second;
+  EXPECT_EQ(tp.filter_policy_name, "dlcbf");
+  EXPECT_EQ(tp.num_filter_entries, n);
+  EXPECT_GT(tp.filter_size, n * 10 / 8);
+  EXPECT_LT(tp.filter_size, n * 10 / 8 + 200);
+  CheckAllPresent(db.get(), n);
+  EXPECT_EQ(CountAbsentFound(db.get(), 10000), 0u);
+  FilterStats s = ReadStats(o);
+  EXPECT_GT(s.useful, 9000u);
+  EXPECT_EQ(s.true_positive, 2 * n);  // Get + MultiGet of every key
+}
+
+TEST(FilterPolicyDbTest2, EndToEndFprFromStatistics) {
+  TempDir dir;
+  auto policy = Policy("dlcbf:10");
+  Options o = DbOptions(policy);
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  const uint64_t n = 40000, q = 200000;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), "v").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(o.statistics->Reset().ok());
+  EXPECT_EQ(CountAbsentFound(db.get(), q), 0u);
+  FilterStats s = ReadStats(o);
+  ASSERT_EQ(s.useful + s.positive, q) << "every Get consulted the one filter";
+  const double B = std::ceil(n / (0.9 * 4));
+  const double predicted = -std::expm1(n * std::log1p(-1.0 / (B * 511)));
+  EXPECT_NEAR(s.Fpr(), predicted, Tol(predicted, q))
+      << "measured " << s.Fpr() << " predicted " << predicted;
+  EXPECT_LT(s.Fpr(), 0.0097);
+}
+
+TEST(FilterPolicyDbTest2, DetectFilterConstructCorruption) {
+  TempDir dir;
+  auto policy = Policy("dlcbf:10");
+  Options o = DbOptions(policy, /*partitioned=*/true);
+  BlockBasedTableOptions t = *o.table_factory->GetOptions<BlockBasedTableOptions>();
+  t.detect_filter_construct_corruption = true;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  FillSeveralLevels(db.get(), 3000, 2);
+  CheckAllPresent(db.get(), 6000);
+  EXPECT_EQ(GetDLeftFilterPolicyCounters(policy.get()).post_verify_failures, 0u);
+}
+
+TEST(FilterPolicyDbTest2, SstFileWriterAndIngest) {
+  TempDir dir;
+  auto policy = Policy("dlcbf:10");
+  Options o = DbOptions(policy);
+  const uint64_t n = 8000;
+  std::vector<std::string> keys = Keys(n);
+  std::string file = dir.path + "/ingest.sst";
+  {
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
+    ASSERT_TRUE(w.Open(file).ok());
+    for (const auto& k : keys) ASSERT_TRUE(w.Put(k, Value(k)).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir.path + "/db", &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  ASSERT_TRUE(db->IngestExternalFile({file}, rocksdb::IngestExternalFileOptions()).ok());
+  CheckAllPresent(db.get(), n);
+  EXPECT_EQ(CountAbsentFound(db.get(), 5000), 0u);
+  EXPECT_GT(Ticker(o, rocksdb::BLOOM_FILTER_USEFUL), 4000u);
+}
+
+TEST(FilterPolicyDbTest2, OptionsFileRoundTrip) {
+  TempDir dir;
+  auto policy = Policy("dlcbf:9.5:d4:nodes128");
+  Options o = DbOptions(policy);
+  {
+    DB* raw = nullptr;
+    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    std::unique_ptr<DB> db(raw);
+    for (uint64_t i = 0; i < 3000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), Value(PresentKey(i))).ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  }
+  ConfigOptions cfg;
+  rocksdb::DBOptions dbo;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  Status s = rocksdb::LoadLatestOptions(cfg, dir.path, &dbo, &cfs);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(cfs.size(), 1u);
+  const auto* t = cfs[0].options.table_factory->GetOptions<BlockBasedTableOptions>();
+  ASSERT_NE(t, nullptr);
+  ASSERT_NE(t->filter_policy, nullptr);
+  EXPECT_EQ(t->filter_policy->GetId(), "dlcbf:9.5:d4:nodes128");
+  EXPECT_NE(t->filter_policy.get(), policy.get()) << "a new object made from the file";
+  // Reopen with the loaded options: the loaded policy reads the filters.
+  Options o2(dbo, cfs[0].options);
+  o2.statistics = rocksdb::CreateDBStatistics();
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o2, dir.path, &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  CheckAllPresent(db.get(), 3000);
+  EXPECT_EQ(CountAbsentFound(db.get(), 3000), 0u);
+  EXPECT_GT(Ticker(o2, rocksdb::BLOOM_FILTER_USEFUL), 2500u);
+}
+
+TEST(FilterPolicyDbTest2, SwitchBloomAndDLeft) {
+  TempDir dir;
+  std::shared_ptr<const FilterPolicy> bloom(rocksdb::NewBloomFilterPolicy(10));
+  auto dleft = Policy("dlcbf:10");
+  const uint64_t per = 3000;
+  auto write = [&](DB* db, uint64_t first) {
+    for (uint64_t i = first; i < first + per; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), Value(PresentKey(i))).ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  };
+  // Bloom -> dlcbf -> Bloom -> dlcbf, reading everything each time.
+  std::shared_ptr<const FilterPolicy> seq[] = {bloom, dleft, bloom, dleft};
+  for (int step = 0; step < 4; ++step) {
+    Options o = DbOptions(seq[step]);
+    DB* raw = nullptr;
+    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok()) << step;
+    std::unique_ptr<DB> db(raw);
+    if (step > 0) CheckAllPresent(db.get(), per * step);
+    write(db.get(), per * step);
+    CheckAllPresent(db.get(), per * (step + 1));
+    EXPECT_EQ(CountAbsentFound(db.get(), 2000), 0u);
+    if (step == 3) {
+      // Compact everything under dlcbf: all files get dlcbf filters.
+      ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok());
+      rocksdb::TablePropertiesCollection props;
+      ASSERT_TRUE(db->GetPropertiesOfAllTables(&props).ok());
+      for (const auto& p : props) EXPECT_EQ(p.second->filter_policy_name, "dlcbf");
+      CheckAllPresent(db.get(), per * 4);
+    }
+  }
+}
+
+TEST(FilterPolicyDbTest2, SstDumpShowsPolicyName) {
+  const char* sst_dump = "/usr/bin/sst_dump";
+  if (access(sst_dump, X_OK) != 0) {
+    GTEST_SKIP() << "sst_dump not installed at /usr/bin/sst_dump (package rocksdb-tools)";
+  }
+  TempDir dir;
+  Options o = DbOptions(Policy("dlcbf:10"));
+  {
+    DB* raw = nullptr;
+    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    std::unique_ptr<DB> db(raw);
+    for (uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), "v").ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  }
+  std::string cmd = std::string(sst_dump) + " --file=" + dir.path + " --show_properties 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, got);
+  pclose(f);
+  EXPECT_NE(out.find("filter policy name: dlcbf"), std::string::npos) << out;
+  EXPECT_NE(out.find("# entries for filter: 1000"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace dlcbf
