@@ -13,9 +13,10 @@
 //     together so the misses overlap); ContainsBatch prefetches every bucket
 //     of the batch before probing.
 // Trade-offs chosen here:
-//   - Permutations: a 2-round Feistel network over the mixed radix [B] x [Rn]
-//     (internal/dleft_layout.h) instead of a*f mod 2^q, so B may be any
-//     positive count (SST filters are sized exactly) and P_i^-1 exists.
+//   - Permutations: P_i(b, q) = ((b + F_i(q)) mod B, q) with a keyed
+//     full-avalanche F_i and P_0 = identity (internal/dleft_layout.h),
+//     instead of a*f mod 2^q: B may be any positive count (SST filters are
+//     sized exactly), P_i^-1 exists, and a query costs d - 1 mixing rounds.
 //   - Full buckets: bounded breadth-first relocation (§3.3; §5.2 used a
 //     one-level move from subtable 0, available as Relocation::kFirstSubtable).
 //     The search plans the whole chain of moves before changing anything, so

@@ -515,8 +515,8 @@ TEST(FilterBlockTest, GoldenVersion1BlockStillReadable) {
       "644c534601010401090000000000000007000000000000000100001057f5cbd1"
       "18000000000000002000000000000000bf754e8dc207cb1b020b2738d5ec0e33"
       "7bc26652022e6863624d1acd8b6e191b0f17d74148686985dc40f7d12212f1da"
-      "e3b7c90bbd4238c5add7bd593e9dc8074e772f2c135551cdb7f7bc9d85921cf4"
-      "0600f036d8aa7446d64a00706c0200007994a6c8397874ec";
+      "e3b7c90bbd4238c5add7bd593e9dc807100f61a0b3cf244563b5a90678bac423"
+      "b7889901143e9d89c87200fa000010085f676aef92b784cc";
   std::string block;
   for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
     block.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));

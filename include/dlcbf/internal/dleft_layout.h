@@ -29,15 +29,22 @@
 //   phase 1: h = XXH3(key, seed); the true fingerprint f = (b, q) in
 //            [B] x [Rn] is read off h as a mixed-radix fraction:
 //            b = floor(h * B / 2^64), q = floor(((h * B) mod 2^64) * Rn / 2^64).
-//   phase 2: P_i(b, q) = (b_i, q_i), a two-round Feistel network over the
-//            mixed radix [B] x [Rn], keyed per subtable:
-//              b_i = (b + F(q  ^ k_i0) ) mod B
-//              q_i = (q + G(b_i ^ k_i1)) mod Rn
-//            with F(x) = fastrange(Mix64(x), B), G(x) = fastrange(Mix64(x), Rn).
-//            It is a bijection for every B and
-//            Rn (not only powers of two, unlike the paper's a*f mod 2^q), and
-//            P_i^-1 undoes the rounds in reverse order. Relocation and the
+//   phase 2: P_i(b, q) = ((b + F_i(q)) mod B, q), F_0 = 0 and, for i >= 1,
+//            F_i(q) = fastrange(Mix64(q ^ k_i0), B).
+//            Each P_i is a bijection of [B] x [Rn] for every B and Rn (not
+//            only powers of two, unlike the paper's a*f mod 2^q), and
+//            P_i^-1(b', q) = ((b' - F_i(q)) mod B, q). Relocation and the
 //            dlCBF -> ABF migration recover f from (i, b_i, q_i) through it.
+//   Why this shape: placement depends only on the d buckets b + F_i(q); a
+//   second round that re-encodes the remainder per subtable (as the paper
+//   allows) changes neither placement nor the FPR, which depends only on
+//   fingerprint collisions (Claim 2), so it is omitted, as is the round of
+//   subtable 0 (the identity is a permutation). A query costs d - 1 Mix64
+//   rounds. F must mix fully: a single multiply ((q ^ k) * C) is nearly
+//   linear in small q, and with only ~26 distinct F_1 - F_0 over 255
+//   remainders d-left/cuckoo placement stalled far below its load limit.
+//   Serialized forms store two keys per subtable; version 1 uses k_i0 for
+//   i >= 1 and ignores k_00 and every k_i1.
 #pragma once
 
 #include <algorithm>
@@ -153,30 +160,24 @@ class Hashing {
   Location Permute(uint32_t i, Fingerprint f) const {
     uint64_t b = f.bucket + F(i, f.remainder);
     if (b >= B_) b -= B_;
-    uint64_t q = f.remainder + G(i, b);
-    if (q >= Rn_) q -= Rn_;
-    return Location{b, q};
+    return Location{b, f.remainder};
   }
 
   // P_i^-1.
   Fingerprint Invert(uint32_t i, Location loc) const {
-    uint64_t g = G(i, loc.bucket);
-    uint64_t q = loc.remainder >= g ? loc.remainder - g : loc.remainder + Rn_ - g;
-    uint64_t fb = F(i, q);
+    uint64_t fb = F(i, loc.remainder);
     uint64_t b = loc.bucket >= fb ? loc.bucket - fb : loc.bucket + B_ - fb;
-    return Fingerprint{b, q};
+    return Fingerprint{b, loc.remainder};
   }
 
   // f packed into one integer in [0, B * Rn): b * Rn + q.
   uint64_t Pack(Fingerprint f) const { return f.bucket * Rn_ + f.remainder; }
 
  private:
-  // Full-avalanche rounds. A single multiply ((x ^ k) * C) is nearly linear
-  // in small x, so F_1(q) - F_0(q) took only ~26 distinct values over 255
-  // remainders and d-left/cuckoo placement stalled far below its load limit
-  // (measured: d=3, L=1, r=8 stuck at load 0.43-0.61 instead of 0.88).
-  uint64_t F(uint32_t i, uint64_t q) const { return Mul64Hi(Mix64(q ^ keys_.k[i][0]), B_); }
-  uint64_t G(uint32_t i, uint64_t b) const { return Mul64Hi(Mix64(b ^ keys_.k[i][1]), Rn_); }
+  // Full-avalanche round (see the note at the top); F_0 = 0.
+  uint64_t F(uint32_t i, uint64_t q) const {
+    return i == 0 ? 0 : Mul64Hi(Mix64(q ^ keys_.k[i][0]), B_);
+  }
 
   uint64_t seed_ = 0;
   uint64_t B_ = 1;
