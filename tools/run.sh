@@ -57,8 +57,12 @@ case "$cmd" in
   demo)
     install_packages gnuplot-nox
     build
-    log "demo: dlCBF paper reproduction (Bonomi et al. 2006, §5.1 Table 1 and §5.2)"
-    "$BUILD_DIR/tools/dlcbf_sim" --trials=20 "$@"
+    log "demo: dlCBF paper reproduction (Bonomi et al. 2006, §5.1 Table 1 and §5.2), short"
+    "$BUILD_DIR/tools/dlcbf_sim" --trials=8
+    # args go to compare, e.g. `tools/run.sh demo --scale` (see db_bench_ext/compare --help)
+    log "demo: no filter vs bloom/ribbon/dlcbf in stock db_bench (db_bench_ext/compare)"
+    DLCBF_PLUGIN="$BUILD_DIR/libdlcbf_plugin.so" \
+      python3 db_bench_ext/compare --out="$BUILD_DIR/compare-demo" "$@"
     ;;
   *)
     echo "usage: tools/run.sh {demo|test|build} [args...]" >&2
