@@ -298,12 +298,13 @@ int main(int argc, char** argv) {
   std::printf("  min %.5f  avg %.6f  max %.5f  (pooled %.6f over %" PRIu64 " probes)\n",
               sum.fpr_min, sum.fpr_avg, sum.fpr_max, fpr_pooled, sum.probes);
   std::printf("  predicted m/(B*2^r) = %.6f (paper: 24*2^-r at load 6); Claim 3 exact "
-              "1-(1-1/(B*2^r))^m = %.6f; avg/Claim3 = %.4f\n",
-              fpr_bound, fpr_claim3, fpr_claim3 > 0 ? sum.fpr_avg / fpr_claim3 : 0.0);
+              "1-(1-1/(B*Rn))^m = %.6f (Rn = %" PRIu64 "); avg/Claim3 = %.4f\n",
+              fpr_bound, fpr_claim3, dlcbf::sim::RemainderValues(FLAGS_r, FLAGS_c),
+              fpr_claim3 > 0 ? sum.fpr_avg / fpr_claim3 : 0.0);
 
   std::printf("\nCounters: largest value reached %u (counter max %u); saturated increments "
               "%" PRIu64 " in %" PRIu64 " trials\n",
-              sum.max_counter, (FLAGS_c == 0 ? 1u : (1u << FLAGS_c) - 1u), sum.saturations,
+              sum.max_counter, dlcbf::sim::SaturatedCounter(FLAGS_c), sum.saturations,
               sum.trials_with_saturation);
   const double pct =
       100.0 * static_cast<double>(sum.overflow_trials) / static_cast<double>(sum.trials);

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "dlcbf/dleft_counting_bloom_filter.h"
+#include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
@@ -304,13 +305,27 @@ inline Summary Summarize(const std::vector<TrialResult>& rs) {
   return s;
 }
 
+// Rn, the number of distinct remainders the filter stores for (r, c), and
+// the counter's saturated value, exactly as the implementation defines them.
+inline uint64_t RemainderValues(uint32_t r, uint32_t c) {
+  internal::Geometry g;
+  g.remainder_bits = r;
+  g.counter_bits = c;
+  return g.remainder_values();
+}
+inline uint32_t SaturatedCounter(uint32_t c) {
+  internal::Geometry g;
+  g.counter_bits = c;
+  return g.max_counter();
+}
+
 // Paper §4 bound on the FPR: (m / (B * 2^r)) = 24 * 2^-r at load 6 of 8 with
 // d = 4; and Claim 3's exact 1 - (1 - 1/(B * Rn))^m for m stored elements.
 inline double PaperFprBound(uint64_t m, uint64_t B, uint32_t r) {
   return static_cast<double>(m) / (static_cast<double>(B) * std::ldexp(1.0, static_cast<int>(r)));
 }
 inline double Claim3Fpr(uint64_t m, uint64_t B, uint32_t r, uint32_t c) {
-  const double Rn = std::ldexp(1.0, static_cast<int>(r)) - (c == 0 ? 1.0 : 0.0);
+  const double Rn = static_cast<double>(RemainderValues(r, c));
   return -std::expm1(static_cast<double>(m) * std::log1p(-1.0 / (static_cast<double>(B) * Rn)));
 }
 
@@ -321,7 +336,7 @@ inline double Claim3Fpr(uint64_t m, uint64_t B, uint32_t r, uint32_t c) {
 // not for m: 49116 instead of 49152 in the paper's §5.1 setting, which
 // lowers "load >= 7" by 0.0024 (the gap between Table 1's two columns).
 inline double ExpectedFingerprints(uint64_t m, uint64_t B, uint32_t r, uint32_t c) {
-  const double Rn = std::ldexp(1.0, static_cast<int>(r)) - (c == 0 ? 1.0 : 0.0);
+  const double Rn = static_cast<double>(RemainderValues(r, c));
   return static_cast<double>(B) * Rn * Claim3Fpr(m, B, r, c);
 }
 
