@@ -1,0 +1,450 @@
+// LiveKeyDB: a rocksdb::StackableDB that keeps, per column family, a
+// counting filter over the set of LIVE user keys, so point lookups of keys
+// that are absent or deleted return NotFound without touching the LSM tree.
+//
+// Why
+//   In an LSM tree a lookup of an absent or deleted key pays for every
+//   level: one SST-filter probe per L0 file and per level, and for deleted
+//   keys the search for the tombstone. SST filters keep answering "maybe"
+//   for deleted keys until compaction rewrites their files. A counting
+//   filter over the live keys answers such a lookup with one probe and
+//   forgets a key the moment it is deleted: the d-left counting Bloom
+//   filter's purpose (exact erase of deletable keys).
+//
+// Quick start
+//   rocksdb::Options o;
+//   o.create_if_missing = true;
+//   dlcbf::LiveKeyIndexOptions io;
+//   io.expected_keys = 10000000;            // live keys per column family
+//   dlcbf::LiveKeyDB* db = nullptr;
+//   rocksdb::Status s = dlcbf::LiveKeyDB::Open(o, io, "/path/db", &db);
+//   db->Put(wo, "k", "v");
+//   db->Get(ro, "absent", &v);             // NotFound from the index alone
+//   dlcbf::LiveKeyStats st = db->GetLiveKeyStats();
+//   s = db->Close();                        // persists the index (see below)
+//   delete db;
+//
+// The index (one per column family)
+//   A d-left counting Bloom filter (dlcbf/dleft_counting_bloom_filter.h)
+//   sized for LiveKeyIndexOptions::expected_keys. If more keys arrive than
+//   it can hold, it hands its contents over, without the keys and
+//   losslessly, to a dlcbf::ElasticFilter, which migrates to an
+//   autoscaling counting Bloom filter in the same memory: inserts never
+//   fail and lookups never miss; only the false-positive rate rises. A
+//   rebuild from a DB scan then restores a right-sized dlCBF (automatically
+//   past auto_rebuild_drift, or on demand with RebuildIndex()).
+//   Every live key is counted exactly once; "stale" entries (keys counted
+//   but no longer live, see below) only cost false positives.
+//
+// Contract, per call
+//   Reads at the latest state -- Get, GetEntity, MultiGet (every overload
+//   without timestamps) and KeyMayExist -- consult the index first. "No"
+//   returns NotFound (KeyMayExist: false) without touching RocksDB; "maybe"
+//   delegates to RocksDB. These reads BYPASS the index (go straight to
+//   RocksDB) when ReadOptions has a snapshot, a read_tier other than
+//   kReadAllTier, a timestamp or iter_start_ts, or ignore_range_deletions;
+//   also when timestamps are requested, and for column families that are
+//   not indexed (see "Column families"). Iterators and GetMergeOperands
+//   always bypass: the index knows only the latest state.
+//
+//   No false negatives, ever, also for concurrent readers. Writers keep
+//   the invariant "every key visible in the DB is in the index":
+//   - Put / Merge / PutEntity of k: if the index does not contain k, k is
+//     new; if it does, a liveness read (a Get on the base DB) decides. A
+//     new k is added to the index BEFORE the DB write and removed again if
+//     the write fails (after a read confirms it is not live). Merge on an
+//     absent key creates it, so it is handled like Put. Overwrites of a
+//     live key leave the index unchanged (no double count).
+//   - Delete / SingleDelete of k: if the index does not contain k, nothing
+//     is done to the index (k cannot be live); otherwise a liveness read
+//     decides whether k was live, and a live k is erased from the index
+//     AFTER the delete succeeded.
+//   - Write(WriteBatch): the entries are processed in order with an overlay
+//     of the keys the batch already touched; only each key's state before
+//     and after the batch matters (the batch becomes visible atomically).
+//     Keys that become live are inserted before the write, keys that stop
+//     being live are erased after it succeeded.
+//   - Per key, check -> write -> index update is serialized by striped
+//     mutexes keyed by the key's hash (LiveKeyIndexOptions::lock_stripes).
+//     A batch takes its stripes in ascending order (no deadlock).
+//   - When a liveness read fails (an I/O error, a failing merge operator),
+//     the write path assumes the worst for false negatives: Put/Merge
+//     insert, Delete keeps the entry (a stale entry).
+//   Cost: a write of a NEW key costs one hash, one filter probe and one
+//   filter insert on top of the DB write; overwrites, merges into existing
+//   keys and deletes of existing keys pay one liveness read (a Get) each.
+//   Measured numbers are in the README and in filter_policy/live_key_db.cc.
+//
+//   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
+//   the DB pause), scans the live keys of [begin, end) (keys only are used;
+//   at most delete_range_scan_limit keys per call), applies the range
+//   deletion, and erases the scanned keys from the index. Keys beyond the
+//   limit stay in the index as stale entries. delete_range_scan_limit = 0
+//   never scans: every key of the range becomes stale. Stale entries are
+//   harmless (false positives only); a rebuild removes them.
+//
+//   SingleDelete: RocksDB leaves SingleDelete of an overwritten key
+//   undefined (an older version may resurface later). With
+//   trust_single_delete = true (default) LiveKeyDB erases the key like
+//   Delete, so misuse can also make the index forget a key that RocksDB
+//   later resurrects. Set it to false to keep SingleDeleted keys as stale
+//   entries instead (always safe).
+//
+//   IngestExternalFile(s): takes every stripe, reads the files' keys with
+//   rocksdb::SstFileReader (latest visible keys, point entries), adds the
+//   ones that are not live to the index, then ingests; if ingestion fails,
+//   the added keys that did not become live are removed again. Deletions
+//   and range deletions inside ingested files leave stale entries.
+//
+//   Keys removed behind LiveKeyDB's back -- compaction filters, TTL, and
+//   writes made through GetBaseDB() or by another process -- are NOT seen.
+//   Removals only leave stale entries (safe); but keys ADDED behind its back
+//   (writes through GetBaseDB()) are invisible to the index and reads of
+//   them may return NotFound: never write through the base DB.
+//
+// Column families
+//   Every column family opened or created through LiveKeyDB gets its own
+//   index, except those whose comparator has user-defined timestamps or
+//   may consider keys with different bytes equal
+//   (Comparator::CanKeysWithDifferentByteContentsBeEqual(); the bytewise
+//   comparators say no; set trust_comparator to index such a family
+//   anyway): those are passed through unindexed (stats: bypass_reason).
+//   Writes with timestamps to an indexed family return InvalidArgument.
+//   Release handles with DestroyColumnFamilyHandle (not delete): LiveKeyDB
+//   keeps the handles it tracks alive until Close for background rebuilds.
+//
+// Persistence and recovery
+//   Close() (and the destructor) persists each index that is in dlCBF mode
+//   with the DB's latest sequence number, DB identity, hash seed and a
+//   checksum into <db dir>/<index_file_name>, atomically (temp file, fsync,
+//   rename, directory fsync). Open() loads it only if the checksum, format,
+//   identity, seed and sequence number (after WAL recovery) all match and no
+//   SST ingested since then exists (ingestion into the bottom level can add
+//   keys without advancing the sequence number); otherwise, and for every
+//   column family not in the file, the index is rebuilt by a keys-only scan
+//   with progress in the info LOG. A corrupt or mismatched file is logged
+//   and ignored, never trusted. After a successful Open the file is
+//   deleted, so a later crash cannot leave a stale file behind.
+//
+// Drift and rebuilds
+//   An index is sized for max(expected_keys, rebuild_headroom x the keys it
+//   had when it was (re)built). Past auto_rebuild_drift x that size, or when
+//   the dlCBF had to hand over to the elastic filter, a background thread
+//   rebuilds it: it creates an iterator (an implicit snapshot) and starts a
+//   delta log while holding every stripe (a pause of microseconds), scans
+//   without locks while writers keep updating the old index and logging
+//   their index changes, then holds every stripe again to replay the delta
+//   log into the new index and swap it in (a pause proportional to the
+//   writes made during the scan). No update is lost; readers use the old
+//   index until the swap and never block. The old index is freed once no
+//   reader can still be inside it (an epoch scheme; readers never wait).
+//   One rebuild runs at a time; DropColumnFamily waits for a running one.
+//   Stats report each family's last rebuild (keys, replayed updates, pause).
+//
+// Thread safety
+//   Like rocksdb::DB: every call may be made from any thread concurrently,
+//   except Close() and the destructor. Readers never take a lock.
+//
+// Ownership
+//   Open() hands out a LiveKeyDB that owns the base DB; delete it to close
+//   (or call Close() first to see the status). Handles returned by Open()
+//   belong to the caller as with rocksdb::DB.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlcbf/dleft_counting_bloom_filter.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/status.h"
+#include "rocksdb/utilities/stackable_db.h"
+
+namespace dlcbf {
+
+struct LiveKeyIndexOptions {
+  // Live keys expected per column family; each index is sized for it
+  // (dlCBF at sizing_load). [1, 2^40].
+  uint64_t expected_keys = 1000000;
+
+  // Geometry template: d, L, r, c, seed, relocation. buckets_per_subtable
+  // is derived from expected_keys; thread_safe is forced on. counter_bits
+  // must be >= 1 (keys are erased). The default d 2, L 4, r 14, c 2 spends
+  // 21.3 bits per key at load 0.75 for a predicted FPR of d L 0.75 / (2^r - 1)
+  // = 0.037 %, probing 2 buckets of 4 cells. The paper's d 4, L 8 has 4x the
+  // FPR in the same bits and twice the work per probe and insert (its
+  // balance without relocation is not needed: inserts relocate
+  // breadth-first), which costs ~10 % on new-key writes here.
+  DLeftOptions dleft = [] {
+    DLeftOptions d;
+    d.subtables = 2;
+    d.cells_per_bucket = 4;
+    return d;
+  }();
+  double sizing_load = 0.75;  // (0, 1]
+
+  // Counter width of the autoscaling Bloom filter the index hands over to
+  // when the dlCBF is full. [1, 8].
+  uint32_t abf_counter_bits = 4;
+
+  // Rebuild automatically (background thread) when an index holds more
+  // than this many times the keys it was sized for, or when it had to hand
+  // over to the elastic filter. 0 disables automatic rebuilds; else > 1.
+  double auto_rebuild_drift = 1.5;
+  // A rebuild sizes the new index for max(expected_keys, rebuild_headroom x
+  // the entries at the time; at Open: the estimate-num-keys property).
+  // [1, 1000].
+  double rebuild_headroom = 1.5;
+
+  // Striped locks serializing check -> write -> index update per key.
+  // A power of two in [1, 2^20].
+  uint32_t lock_stripes = 1024;
+
+  // DeleteRange erases at most this many live keys of its range from the
+  // index (found by a scan); the rest stay as stale entries. 0 = never scan.
+  uint64_t delete_range_scan_limit = 100000;
+
+  // See "SingleDelete" above.
+  bool trust_single_delete = true;
+  // Index column families whose comparator may consider keys with
+  // different bytes equal. Only if such keys are never written.
+  bool trust_comparator = false;
+
+  // Persist on Close and load on Open. File name inside the DB directory
+  // (no '/').
+  bool persist_index = true;
+  std::string index_file_name = "LIVEKEY_INDEX";
+
+  // Rebuild scans log progress every this many keys. >= 1.
+  uint64_t rebuild_progress_interval = 1000000;
+
+  // OK, or InvalidArgument naming the field.
+  rocksdb::Status Validate() const;
+};
+
+struct LiveKeyCfStats {
+  uint32_t id = 0;
+  std::string name;
+  bool indexed = false;
+  std::string bypass_reason;  // when !indexed
+
+  // "dlcbf" (persistable), "elastic-dlcbf" (handed over, ABF not needed
+  // yet), "elastic-abf" (autoscaling Bloom filter). "" when !indexed.
+  std::string mode;
+  uint64_t entries = 0;     // keys counted: live keys + stale entries
+  uint64_t sized_for = 0;   // keys the index was sized for
+  double drift = 0;         // entries / sized_for
+  uint64_t bytes = 0;       // filter memory, retained bytes included
+  double predicted_fpr = 0; // model (dlcbf: paper Claim 3; ABF: model)
+
+  bool loaded_from_file = false;  // this session's index came from the file
+  uint64_t rebuilds = 0;          // open, manual and automatic
+  bool rebuild_in_progress = false;
+  std::string last_rebuild_reason;
+  double last_rebuild_seconds = 0;
+  uint64_t last_rebuild_keys = 0;          // keys scanned
+  uint64_t last_rebuild_deltas = 0;        // index updates replayed
+  uint64_t last_rebuild_pause_micros = 0;  // writers paused for the swap
+};
+
+struct LiveKeyStats {
+  // Reads.
+  uint64_t lookups = 0;          // keys checked against the index
+  uint64_t short_circuited = 0;  // of those, "no": RocksDB not touched
+  uint64_t bypassed_reads = 0;   // snapshot/tier/timestamp/unindexed reads
+  // Writes.
+  uint64_t write_keys = 0;       // point keys handled for indexed families
+  uint64_t liveness_reads = 0;   // base-DB reads issued by writes
+  uint64_t index_inserts = 0;
+  uint64_t index_erases = 0;
+  uint64_t undone_inserts = 0;   // removed again after a failed write
+  uint64_t delete_range_erased = 0;      // keys erased by DeleteRange scans
+  uint64_t delete_range_limit_hits = 0;  // scans cut by the limit (stale)
+  uint64_t ingested_keys = 0;    // keys read from ingested files
+  // Rebuilds and persistence.
+  uint64_t rebuilds = 0;
+  uint64_t auto_rebuilds = 0;
+  uint64_t failed_rebuilds = 0;
+  uint64_t index_file_loads = 0;       // column families loaded from file
+  uint64_t index_file_rejections = 0;  // files (or entries) not trusted
+  std::string last_rejection;          // why
+
+  std::vector<LiveKeyCfStats> column_families;
+
+  double ShortCircuitRate() const {
+    return lookups == 0 ? 0.0 : static_cast<double>(short_circuited) / lookups;
+  }
+  // Multi-line human-readable summary.
+  std::string ToString() const;
+};
+
+class LiveKeyDB : public rocksdb::StackableDB {
+ public:
+  // Opens (or creates) the DB at `path` with the default column family
+  // only. InvalidArgument (naming the field) for bad index_options or a
+  // null dbptr; otherwise what rocksdb::DB::Open returns, or the error of
+  // an index rebuild. Blocks while indexes are loaded or rebuilt.
+  static rocksdb::Status Open(const rocksdb::Options& options,
+                              const LiveKeyIndexOptions& index_options,
+                              const std::string& path, LiveKeyDB** dbptr);
+
+  // Column-family-aware Open, as rocksdb::DB::Open. `handles` receives one
+  // handle per descriptor (the caller's, as with RocksDB).
+  static rocksdb::Status Open(const rocksdb::DBOptions& db_options,
+                              const LiveKeyIndexOptions& index_options,
+                              const std::string& path,
+                              const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+                              std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                              LiveKeyDB** dbptr);
+
+  ~LiveKeyDB() override;
+  LiveKeyDB(const LiveKeyDB&) = delete;
+  LiveKeyDB& operator=(const LiveKeyDB&) = delete;
+
+  // Rebuilds the index of `column_family` (nullptr: every indexed family)
+  // from a DB scan, sized for the current number of entries, alongside
+  // concurrent readers and writers (see "Drift and rebuilds"). Blocks until
+  // done. NotSupported for an unindexed family.
+  rocksdb::Status RebuildIndex(rocksdb::ColumnFamilyHandle* column_family = nullptr);
+
+  // Blocks until no automatic rebuild is queued or running, at most
+  // timeout_ms. False on timeout.
+  bool WaitForBackgroundRebuilds(uint64_t timeout_ms);
+
+  // Counters since Open and the state of every index. Cheap in dlCBF mode;
+  // O(index size) for indexes in elastic mode.
+  LiveKeyStats GetLiveKeyStats() const;
+
+  const LiveKeyIndexOptions& index_options() const;
+
+  // ---- rocksdb::DB -------------------------------------------------------
+  // Stops background rebuilds, persists the indexes (persist_index), closes
+  // the base DB. A failure to persist is logged, not returned (the next
+  // Open rebuilds). Idempotent.
+  rocksdb::Status Close() override;
+  rocksdb::Status Resume() override;
+
+  using rocksdb::StackableDB::Get;
+  rocksdb::Status Get(const rocksdb::ReadOptions& options,
+                      rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                      rocksdb::PinnableSlice* value) override;
+  rocksdb::Status Get(const rocksdb::ReadOptions& options,
+                      rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                      rocksdb::PinnableSlice* value, std::string* timestamp) override;
+  using rocksdb::StackableDB::GetEntity;
+  rocksdb::Status GetEntity(const rocksdb::ReadOptions& options,
+                            rocksdb::ColumnFamilyHandle* column_family,
+                            const rocksdb::Slice& key,
+                            rocksdb::PinnableWideColumns* columns) override;
+
+  using rocksdb::StackableDB::MultiGet;
+  std::vector<rocksdb::Status> MultiGet(
+      const rocksdb::ReadOptions& options,
+      const std::vector<rocksdb::ColumnFamilyHandle*>& column_family,
+      const std::vector<rocksdb::Slice>& keys, std::vector<std::string>* values) override;
+  std::vector<rocksdb::Status> MultiGet(
+      const rocksdb::ReadOptions& options,
+      const std::vector<rocksdb::ColumnFamilyHandle*>& column_family,
+      const std::vector<rocksdb::Slice>& keys, std::vector<std::string>* values,
+      std::vector<std::string>* timestamps) override;
+  void MultiGet(const rocksdb::ReadOptions& options,
+                rocksdb::ColumnFamilyHandle* column_family, const size_t num_keys,
+                const rocksdb::Slice* keys, rocksdb::PinnableSlice* values,
+                rocksdb::Status* statuses, const bool sorted_input = false) override;
+  void MultiGet(const rocksdb::ReadOptions& options, const size_t num_keys,
+                rocksdb::ColumnFamilyHandle** column_families, const rocksdb::Slice* keys,
+                rocksdb::PinnableSlice* values, rocksdb::Status* statuses,
+                const bool sorted_input = false) override;
+
+  using rocksdb::StackableDB::KeyMayExist;
+  bool KeyMayExist(const rocksdb::ReadOptions& options,
+                   rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                   std::string* value, bool* value_found = nullptr) override;
+  bool KeyMayExist(const rocksdb::ReadOptions& options,
+                   rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                   std::string* value, std::string* timestamp,
+                   bool* value_found = nullptr) override;
+
+  using rocksdb::StackableDB::Put;
+  rocksdb::Status Put(const rocksdb::WriteOptions& options,
+                      rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                      const rocksdb::Slice& value) override;
+  rocksdb::Status Put(const rocksdb::WriteOptions& options,
+                      rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                      const rocksdb::Slice& ts, const rocksdb::Slice& value) override;
+  using rocksdb::StackableDB::PutEntity;
+  rocksdb::Status PutEntity(const rocksdb::WriteOptions& options,
+                            rocksdb::ColumnFamilyHandle* column_family,
+                            const rocksdb::Slice& key,
+                            const rocksdb::WideColumns& columns) override;
+  using rocksdb::StackableDB::Merge;
+  rocksdb::Status Merge(const rocksdb::WriteOptions& options,
+                        rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override;
+  rocksdb::Status Merge(const rocksdb::WriteOptions& options,
+                        rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                        const rocksdb::Slice& ts, const rocksdb::Slice& value) override;
+  using rocksdb::StackableDB::Delete;
+  rocksdb::Status Delete(const rocksdb::WriteOptions& options,
+                         rocksdb::ColumnFamilyHandle* column_family,
+                         const rocksdb::Slice& key) override;
+  rocksdb::Status Delete(const rocksdb::WriteOptions& options,
+                         rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
+                         const rocksdb::Slice& ts) override;
+  using rocksdb::StackableDB::SingleDelete;
+  rocksdb::Status SingleDelete(const rocksdb::WriteOptions& options,
+                               rocksdb::ColumnFamilyHandle* column_family,
+                               const rocksdb::Slice& key) override;
+  rocksdb::Status SingleDelete(const rocksdb::WriteOptions& options,
+                               rocksdb::ColumnFamilyHandle* column_family,
+                               const rocksdb::Slice& key, const rocksdb::Slice& ts) override;
+  using rocksdb::StackableDB::DeleteRange;
+  rocksdb::Status DeleteRange(const rocksdb::WriteOptions& options,
+                              rocksdb::ColumnFamilyHandle* column_family,
+                              const rocksdb::Slice& begin_key,
+                              const rocksdb::Slice& end_key) override;
+  rocksdb::Status DeleteRange(const rocksdb::WriteOptions& options,
+                              rocksdb::ColumnFamilyHandle* column_family,
+                              const rocksdb::Slice& begin_key, const rocksdb::Slice& end_key,
+                              const rocksdb::Slice& ts) override;
+  rocksdb::Status Write(const rocksdb::WriteOptions& options,
+                        rocksdb::WriteBatch* updates) override;
+
+  using rocksdb::StackableDB::IngestExternalFile;
+  rocksdb::Status IngestExternalFile(rocksdb::ColumnFamilyHandle* column_family,
+                                     const std::vector<std::string>& external_files,
+                                     const rocksdb::IngestExternalFileOptions& options) override;
+  using rocksdb::StackableDB::IngestExternalFiles;
+  rocksdb::Status IngestExternalFiles(
+      const std::vector<rocksdb::IngestExternalFileArg>& args) override;
+  using rocksdb::StackableDB::CreateColumnFamilyWithImport;
+  rocksdb::Status CreateColumnFamilyWithImport(
+      const rocksdb::ColumnFamilyOptions& options, const std::string& column_family_name,
+      const rocksdb::ImportColumnFamilyOptions& import_options,
+      const rocksdb::ExportImportFilesMetaData& metadata,
+      rocksdb::ColumnFamilyHandle** handle) override;
+
+  rocksdb::Status CreateColumnFamily(const rocksdb::ColumnFamilyOptions& options,
+                                     const std::string& column_family_name,
+                                     rocksdb::ColumnFamilyHandle** handle) override;
+  rocksdb::Status CreateColumnFamilies(const rocksdb::ColumnFamilyOptions& options,
+                                       const std::vector<std::string>& column_family_names,
+                                       std::vector<rocksdb::ColumnFamilyHandle*>* handles) override;
+  rocksdb::Status CreateColumnFamilies(
+      const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+      std::vector<rocksdb::ColumnFamilyHandle*>* handles) override;
+  rocksdb::Status DropColumnFamily(rocksdb::ColumnFamilyHandle* column_family) override;
+  rocksdb::Status DropColumnFamilies(
+      const std::vector<rocksdb::ColumnFamilyHandle*>& column_families) override;
+  rocksdb::Status DestroyColumnFamilyHandle(rocksdb::ColumnFamilyHandle* column_family) override;
+
+  struct Rep;  // internal (filter_policy/live_key_db.cc)
+
+ private:
+  LiveKeyDB(rocksdb::DB* base, const LiveKeyIndexOptions& index_options);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace dlcbf

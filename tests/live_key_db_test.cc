@@ -1,0 +1,1046 @@
+// Tests of dlcbf::LiveKeyDB (issue #8): exact maintenance against a
+// std::map oracle under concurrency, failure injection on the WAL,
+// crash/reopen and persistence checks, drift and automatic rebuilds.
+#include "dlcbf/rocksdb/live_key_db.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
+#include "rocksdb/merge_operator.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/write_batch.h"
+
+namespace fs = std::filesystem;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+using rocksdb::ReadOptions;
+using rocksdb::Slice;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+
+namespace {
+
+// Appends operands with ','; never fails.
+class AppendOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const Slice&, const Slice* existing, const Slice& value, std::string* out,
+             rocksdb::Logger*) const override {
+    out->clear();
+    if (existing != nullptr) {
+      out->assign(existing->data(), existing->size());
+      out->push_back(',');
+    }
+    out->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "AppendOperator"; }
+};
+
+std::string TestDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  fs::path p = fs::path(base ? base : "/tmp") /
+               ("live_key_db_test_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(p);
+  return p.string();
+}
+
+rocksdb::Options BaseOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.merge_operator = std::make_shared<AppendOperator>();
+  o.write_buffer_size = 256 << 10;  // flushes happen: keys live in SSTs too
+  return o;
+}
+
+LiveKeyIndexOptions SmallIndex(uint64_t expected = 1000) {
+  LiveKeyIndexOptions io;
+  io.expected_keys = expected;
+  return io;
+}
+
+std::string Key(const char* prefix, int i) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%s%06d", prefix, i);
+  return b;
+}
+
+std::string GetOr(rocksdb::DB* db, const std::string& k, Status* st = nullptr) {
+  std::string v;
+  Status s = db->Get(ReadOptions(), k, &v);
+  if (st) *st = s;
+  return s.ok() ? v : "<" + s.ToString() + ">";
+}
+
+const dlcbf::LiveKeyCfStats& Cf(const LiveKeyStats& st, uint32_t id = 0) {
+  for (const auto& c : st.column_families) {
+    if (c.id == id) return c;
+  }
+  static dlcbf::LiveKeyCfStats none;
+  ADD_FAILURE() << "no stats for column family " << id;
+  return none;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+std::string ReadLog(const std::string& dir) { return ReadFile(dir + "/LOG"); }
+
+// Every key of `oracle` agrees with the DB; count of live keys returned.
+uint64_t CheckAgainst(rocksdb::DB* db, const std::map<std::string, std::string>& oracle,
+                      const std::vector<std::string>& absent) {
+  for (const auto& kv : oracle) {
+    Status s;
+    EXPECT_EQ(GetOr(db, kv.first, &s), kv.second) << kv.first;
+  }
+  for (const auto& k : absent) {
+    if (oracle.count(k)) continue;
+    Status s;
+    GetOr(db, k, &s);
+    EXPECT_TRUE(s.IsNotFound()) << k << " " << s.ToString();
+  }
+  return oracle.size();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+TEST(LiveKeyDBTest, OptionsValidation) {
+  struct Case {
+    std::function<void(LiveKeyIndexOptions*)> set;
+    const char* field;
+  };
+  std::vector<Case> cases = {
+      {[](LiveKeyIndexOptions* o) { o->expected_keys = 0; }, "expected_keys"},
+      {[](LiveKeyIndexOptions* o) { o->sizing_load = 1.5; }, "sizing_load"},
+      {[](LiveKeyIndexOptions* o) { o->dleft.counter_bits = 0; }, "dleft.counter_bits"},
+      {[](LiveKeyIndexOptions* o) { o->dleft.subtables = 1; }, "dleft."},
+      {[](LiveKeyIndexOptions* o) { o->abf_counter_bits = 0; }, "abf_counter_bits"},
+      {[](LiveKeyIndexOptions* o) { o->auto_rebuild_drift = 0.5; }, "auto_rebuild_drift"},
+      {[](LiveKeyIndexOptions* o) { o->rebuild_headroom = 0.9; }, "rebuild_headroom"},
+      {[](LiveKeyIndexOptions* o) { o->lock_stripes = 1000; }, "lock_stripes"},
+      {[](LiveKeyIndexOptions* o) { o->index_file_name = "a/b"; }, "index_file_name"},
+      {[](LiveKeyIndexOptions* o) { o->rebuild_progress_interval = 0; }, "rebuild_progress_interval"},
+  };
+  const std::string dir = TestDir("options");
+  for (const Case& c : cases) {
+    LiveKeyIndexOptions io;
+    c.set(&io);
+    Status s = io.Validate();
+    EXPECT_TRUE(s.IsInvalidArgument()) << c.field << ": " << s.ToString();
+    EXPECT_NE(s.ToString().find(c.field), std::string::npos) << s.ToString();
+    LiveKeyDB* db = nullptr;
+    s = LiveKeyDB::Open(BaseOptions(), io, dir, &db);
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_EQ(db, nullptr);
+  }
+  EXPECT_TRUE(LiveKeyIndexOptions().Validate().ok());
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), LiveKeyIndexOptions(), dir, nullptr).IsInvalidArgument());
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+TEST(LiveKeyDBTest, ExactMaintenanceAndReadPaths) {
+  const std::string dir = TestDir("basic");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+
+  ASSERT_TRUE(db->Put(wo, "a", "1").ok());
+  ASSERT_TRUE(db->Put(wo, "b", "2").ok());
+  EXPECT_EQ(GetOr(db.get(), "a"), "1");
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).entries, 2u);
+  EXPECT_EQ(Cf(st).mode, "dlcbf");
+  EXPECT_EQ(st.liveness_reads, 0u);  // new keys need no read
+
+  // Absent keys: answered by the index alone.
+  Status s;
+  GetOr(db.get(), "zz", &s);
+  EXPECT_TRUE(s.IsNotFound());
+  std::string v;
+  EXPECT_FALSE(db->KeyMayExist(ReadOptions(), "zz", &v));
+  st = db->GetLiveKeyStats();
+  EXPECT_GE(st.short_circuited, 2u);
+
+  // Overwrite: one liveness read, no double count.
+  ASSERT_TRUE(db->Put(wo, "a", "1b").ok());
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.liveness_reads, 1u);
+  EXPECT_EQ(Cf(st).entries, 2u);
+
+  // Delete of an absent key: no read, no index change.
+  ASSERT_TRUE(db->Delete(wo, "nope").ok());
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.liveness_reads, 1u);
+  EXPECT_EQ(Cf(st).entries, 2u);
+
+  // Delete / SingleDelete of live keys.
+  ASSERT_TRUE(db->Delete(wo, "a").ok());
+  ASSERT_TRUE(db->SingleDelete(wo, "b").ok());
+  GetOr(db.get(), "a", &s);
+  EXPECT_TRUE(s.IsNotFound());
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).entries, 0u);
+  // A second delete of a deleted key: the index says no, nothing to do.
+  ASSERT_TRUE(db->Delete(wo, "a").ok());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, 0u);
+
+  // Merge creates a key; merging again does not count it twice.
+  ASSERT_TRUE(db->Merge(wo, "m", "x").ok());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, 1u);
+  ASSERT_TRUE(db->Merge(wo, "m", "y").ok());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, 1u);
+  EXPECT_EQ(GetOr(db.get(), "m"), "x,y");
+
+  // Wide columns.
+  ASSERT_TRUE(db->PutEntity(wo, db->DefaultColumnFamily(), "e", {{"c", "v"}}).ok());
+  rocksdb::PinnableWideColumns cols;
+  EXPECT_TRUE(db->GetEntity(ReadOptions(), db->DefaultColumnFamily(), "e", &cols).ok());
+  EXPECT_TRUE(db->GetEntity(ReadOptions(), db->DefaultColumnFamily(), "e-absent", &cols).IsNotFound());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, 2u);
+
+  // MultiGet, every overload.
+  std::vector<Slice> keys = {"m", "zz", "e", "a"};
+  std::vector<std::string> vals;
+  std::vector<Status> sts = db->MultiGet(ReadOptions(), keys, &vals);
+  ASSERT_EQ(sts.size(), 4u);
+  EXPECT_TRUE(sts[0].ok());
+  EXPECT_EQ(vals[0], "x,y");
+  EXPECT_TRUE(sts[1].IsNotFound());
+  EXPECT_TRUE(sts[2].ok());
+  EXPECT_TRUE(sts[3].IsNotFound());
+  std::vector<rocksdb::PinnableSlice> pvals(4);
+  std::vector<Status> psts(4);
+  db->MultiGet(ReadOptions(), db->DefaultColumnFamily(), keys.size(), keys.data(), pvals.data(),
+               psts.data());
+  EXPECT_TRUE(psts[0].ok());
+  EXPECT_EQ(pvals[0].ToString(), "x,y");
+  EXPECT_TRUE(psts[1].IsNotFound());
+  EXPECT_TRUE(psts[2].ok());
+  EXPECT_TRUE(psts[3].IsNotFound());
+
+  // Snapshot / read-tier reads bypass: the index knows only the latest state.
+  ASSERT_TRUE(db->Put(wo, "s", "old").ok());
+  const rocksdb::Snapshot* snap = db->GetSnapshot();
+  ASSERT_TRUE(db->Delete(wo, "s").ok());
+  ReadOptions at_snap;
+  at_snap.snapshot = snap;
+  EXPECT_TRUE(db->Get(at_snap, "s", &v).ok());
+  EXPECT_EQ(v, "old");
+  EXPECT_TRUE(db->Get(ReadOptions(), "s", &v).IsNotFound());
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(at_snap));
+  it->Seek("s");
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "s");
+  it.reset();
+  db->ReleaseSnapshot(snap);
+  ReadOptions mem_only;
+  mem_only.read_tier = rocksdb::kMemtableTier;
+  const uint64_t bypassed = db->GetLiveKeyStats().bypassed_reads;
+  db->Get(mem_only, "zz", &v).PermitUncheckedError();
+  EXPECT_EQ(db->GetLiveKeyStats().bypassed_reads, bypassed + 1);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+TEST(LiveKeyDBTest, WriteBatchOverlayAndDeleteRange) {
+  const std::string dir = TestDir("batch");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  std::map<std::string, std::string> oracle;
+  std::vector<std::string> all;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(db->Put(wo, Key("r", i), "v").ok());
+    oracle[Key("r", i)] = "v";
+    all.push_back(Key("r", i));
+  }
+  ASSERT_TRUE(db->Put(wo, "e1", "x").ok());
+  ASSERT_TRUE(db->Put(wo, "e2", "x").ok());
+  oracle["e1"] = oracle["e2"] = "x";
+
+  rocksdb::WriteBatch b;
+  b.Put("k1", "1");
+  b.Delete("k1");          // new then gone: no net change
+  b.Put("k2", "2");
+  b.Merge("k3", "3");      // merge of an absent key creates it
+  b.Put("k4", "a");
+  b.Delete("k4");
+  b.Put("k4", "b");        // back again
+  b.Delete("e1");          // existing key deleted
+  b.Put("e2", "y");        // existing key overwritten
+  b.Merge("e2", "z");
+  b.Put(Key("r", 10) + "x", "in-range");         // inside the range below
+  b.DeleteRange(Key("r", 0), Key("r", 30));      // kills r0..r29 and r10x
+  b.Put(Key("r", 5), "again");                   // after the range: live
+  ASSERT_TRUE(db->Write(wo, &b).ok());
+  oracle.erase("e1");
+  oracle["e2"] = "y,z";
+  oracle["k2"] = "2";
+  oracle["k3"] = "3";
+  oracle["k4"] = "b";
+  for (int i = 0; i < 30; ++i) oracle.erase(Key("r", i));
+  oracle[Key("r", 5)] = "again";
+  all.insert(all.end(), {"k1", "e1", Key("r", 10) + "x"});
+  CheckAgainst(db.get(), oracle, all);
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, oracle.size());
+
+  // DeleteRange past the scan limit leaves stale entries: still correct.
+  LiveKeyIndexOptions limited = SmallIndex();
+  limited.delete_range_scan_limit = 5;
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), limited, dir, &raw).ok());
+  db.reset(raw);
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, oracle.size());
+  ASSERT_TRUE(db->DeleteRange(wo, db->DefaultColumnFamily(), Key("r", 30), Key("r", 50)).ok());
+  for (int i = 30; i < 50; ++i) oracle.erase(Key("r", i));
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.delete_range_limit_hits, 1u);
+  EXPECT_EQ(Cf(st).entries, oracle.size() + 15);  // 15 stale entries
+  CheckAgainst(db.get(), oracle, all);
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, oracle.size());
+  CheckAgainst(db.get(), oracle, all);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+// Random Put / Delete / SingleDelete / Merge / batches / DeleteRange from
+// several threads, concurrent Get / MultiGet / KeyMayExist readers, manual
+// and automatic rebuilds, dlCBF -> elastic handovers. The oracle is a map per
+// key guarded by test-side locks; a per-key version (odd while a write is in
+// flight) tells a reader whether its DB read raced with a write.
+TEST(LiveKeyDBTest, ConcurrentOracle) {
+  const std::string dir = TestDir("oracle");
+  constexpr int kKeys = 3000;      // "k" keys: every operation
+  constexpr int kSdKeys = 300;     // "s" keys: only Put-when-absent / SingleDelete
+  constexpr int kStable = 700;     // "p" keys: written once, read all the time
+  constexpr int kTotal = kKeys + kSdKeys;
+  constexpr int kTestStripes = 128;
+
+  // Far too small: the stable keys alone overflow it (handover to the
+  // elastic filter, automatic rebuild queued as the threads start); the
+  // writers then grow it further (more handovers and rebuilds).
+  LiveKeyIndexOptions io = SmallIndex(300);
+  io.lock_stripes = 64;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  for (int i = 0; i < kStable; ++i) ASSERT_TRUE(db->Put(wo, Key("p", i), "stable").ok());
+
+  std::vector<std::string> names(kTotal);
+  for (int i = 0; i < kKeys; ++i) names[i] = Key("k", i);
+  for (int i = 0; i < kSdKeys; ++i) names[kKeys + i] = Key("s", i);
+  std::vector<std::string> value(kTotal);
+  std::vector<char> present(kTotal, 0);
+  std::vector<std::atomic<uint64_t>> version(kTotal);
+  std::vector<std::mutex> locks(kTestStripes);
+  auto lock_of = [&](int id) { return id % kTestStripes; };
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> false_negatives{0}, mismatches{0}, checked{0}, write_errors{0};
+  std::atomic<uint64_t> ops{0};
+
+  auto writer = [&](int seed) {
+    std::mt19937_64 rng(seed);
+    while (!stop.load()) {
+      const int kind = static_cast<int>(rng() % 100);
+      ops.fetch_add(1);
+      if (kind < 3) {  // DeleteRange over <= 25 consecutive "k" keys
+        const int a = static_cast<int>(rng() % kKeys);
+        const int b = std::min(kKeys, a + 1 + static_cast<int>(rng() % 25));
+        std::vector<std::unique_lock<std::mutex>> held;
+        for (int l = 0; l < kTestStripes; ++l) held.emplace_back(locks[l]);
+        for (int i = a; i < b; ++i) version[i].fetch_add(1);
+        const std::string end = b < kKeys ? names[b] : "l";
+        if (!db->DeleteRange(wo, db->DefaultColumnFamily(), names[a], end).ok()) write_errors++;
+        for (int i = a; i < b; ++i) present[i] = 0;
+        for (int i = a; i < b; ++i) version[i].fetch_add(1);
+        continue;
+      }
+      if (kind < 18) {  // a batch of 2..6 ops on "k" keys
+        const int n = 2 + static_cast<int>(rng() % 5);
+        std::vector<int> ids(n);
+        for (int& id : ids) id = static_cast<int>(rng() % kKeys);
+        std::vector<int> ls;
+        for (int id : ids) ls.push_back(lock_of(id));
+        std::sort(ls.begin(), ls.end());
+        ls.erase(std::unique(ls.begin(), ls.end()), ls.end());
+        std::vector<std::unique_lock<std::mutex>> held;
+        for (int l : ls) held.emplace_back(locks[l]);
+        for (int id : ids) version[id].fetch_add(1);
+        rocksdb::WriteBatch batch;
+        // The oracle after the batch, applied in batch order to copies of
+        // the entries of these keys only (other keys belong to other threads).
+        std::map<int, std::pair<std::string, char>> after;
+        for (int id : ids) after[id] = {value[id], present[id]};
+        for (int id : ids) {
+          const int what = static_cast<int>(rng() % 3);
+          const std::string val = "b" + std::to_string(rng() % 1000);
+          auto& e = after[id];
+          if (what == 0) {
+            batch.Put(names[id], val);
+            e = {val, 1};
+          } else if (what == 1) {
+            batch.Delete(names[id]);
+            e.second = 0;
+          } else {
+            batch.Merge(names[id], val);
+            e.first = e.second ? e.first + "," + val : val;
+            e.second = 1;
+          }
+        }
+        Status s = db->Write(wo, &batch);
+        if (s.ok()) {
+          for (const auto& kv : after) {
+            value[kv.first] = kv.second.first;
+            present[kv.first] = kv.second.second;
+          }
+        } else {
+          write_errors++;
+        }
+        for (int id : ids) version[id].fetch_add(1);
+        continue;
+      }
+      if (kind < 30) {  // SingleDelete space
+        const int id = kKeys + static_cast<int>(rng() % kSdKeys);
+        std::lock_guard<std::mutex> l(locks[lock_of(id)]);
+        version[id].fetch_add(1);
+        if (present[id]) {
+          if (db->SingleDelete(wo, names[id]).ok()) present[id] = 0; else write_errors++;
+        } else {
+          const std::string val = "s" + std::to_string(rng() % 1000);
+          if (db->Put(wo, names[id], val).ok()) {
+            present[id] = 1;
+            value[id] = val;
+          } else {
+            write_errors++;
+          }
+        }
+        version[id].fetch_add(1);
+        continue;
+      }
+      const int id = static_cast<int>(rng() % kKeys);
+      std::lock_guard<std::mutex> l(locks[lock_of(id)]);
+      version[id].fetch_add(1);
+      const std::string val = "v" + std::to_string(rng() % 1000);
+      if (kind < 62) {
+        if (db->Put(wo, names[id], val).ok()) {
+          present[id] = 1;
+          value[id] = val;
+        } else {
+          write_errors++;
+        }
+      } else if (kind < 85) {
+        if (db->Delete(wo, names[id]).ok()) present[id] = 0; else write_errors++;
+      } else {
+        if (db->Merge(wo, names[id], val).ok()) {
+          value[id] = present[id] ? value[id] + "," + val : val;
+          present[id] = 1;
+        } else {
+          write_errors++;
+        }
+      }
+      version[id].fetch_add(1);
+    }
+  };
+
+  // Reads one key's oracle state consistently: (version, present, value).
+  auto observe = [&](int id, uint64_t* ver, bool* pres, std::string* val) {
+    std::lock_guard<std::mutex> l(locks[lock_of(id)]);
+    *ver = version[id].load();
+    *pres = present[id] != 0;
+    *val = value[id];
+  };
+  auto judge = [&](int id, uint64_t v1, bool pres, const std::string& val, const Status& s,
+                   const std::string& got) {
+    if (version[id].load() != v1) return;  // raced with a write: no verdict
+    checked++;
+    if (pres && s.IsNotFound()) {
+      false_negatives++;
+    } else if (pres ? (!s.ok() || got != val) : !s.IsNotFound()) {
+      mismatches++;
+    }
+  };
+  auto reader = [&](int seed) {
+    std::mt19937_64 rng(seed);
+    std::string got;
+    while (!stop.load()) {
+      const int mode = static_cast<int>(rng() % 10);
+      if (mode == 0) {  // stable keys are always there
+        const std::string k = Key("p", static_cast<int>(rng() % kStable));
+        if (!db->Get(ReadOptions(), k, &got).ok()) false_negatives++;
+        continue;
+      }
+      if (mode <= 2) {  // MultiGet of 8 keys
+        int ids[8];
+        uint64_t v1[8];
+        bool pres[8];
+        std::string val[8];
+        std::vector<Slice> ks;
+        for (int j = 0; j < 8; ++j) {
+          ids[j] = static_cast<int>(rng() % kTotal);
+          observe(ids[j], &v1[j], &pres[j], &val[j]);
+          ks.emplace_back(names[ids[j]]);
+        }
+        std::vector<std::string> vals;
+        std::vector<Status> sts = db->MultiGet(ReadOptions(), ks, &vals);
+        for (int j = 0; j < 8; ++j) judge(ids[j], v1[j], pres[j], val[j], sts[j], vals[j]);
+        continue;
+      }
+      const int id = static_cast<int>(rng() % kTotal);
+      uint64_t v1;
+      bool pres;
+      std::string val;
+      observe(id, &v1, &pres, &val);
+      if (mode == 3) {
+        const bool may = db->KeyMayExist(ReadOptions(), names[id], &got);
+        if (version[id].load() == v1 && pres && !may) false_negatives++;
+        continue;
+      }
+      Status s = db->Get(ReadOptions(), names[id], &got);
+      judge(id, v1, pres, val, s, got);
+    }
+  };
+  auto rebuilder = [&] {
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      if (stop.load()) break;
+      Status s = db->RebuildIndex();
+      if (!s.ok()) write_errors++;
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) threads.emplace_back(writer, 100 + i);
+  for (int i = 0; i < 2; ++i) threads.emplace_back(reader, 200 + i);
+  threads.emplace_back(rebuilder);
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(20000));
+
+  EXPECT_EQ(false_negatives.load(), 0u);
+  EXPECT_EQ(mismatches.load(), 0u);
+  EXPECT_EQ(write_errors.load(), 0u);
+  EXPECT_GT(checked.load(), 1000u);
+
+  // Final state: reads agree everywhere and the index counts each live key once.
+  uint64_t live = kStable;
+  for (int id = 0; id < kTotal; ++id) {
+    Status s;
+    std::string got = GetOr(db.get(), names[id], &s);
+    if (present[id]) {
+      ++live;
+      EXPECT_EQ(got, value[id]) << names[id];
+    } else {
+      EXPECT_TRUE(s.IsNotFound()) << names[id] << " " << got;
+    }
+  }
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).entries, live) << st.ToString();
+  EXPECT_GE(st.rebuilds, 3u) << st.ToString();
+  EXPECT_GE(st.auto_rebuilds, 1u) << st.ToString();
+  EXPECT_EQ(st.failed_rebuilds, 0u);
+  EXPECT_GT(st.liveness_reads, 0u);
+  std::printf("  ops=%llu checked=%llu %s\n", static_cast<unsigned long long>(ops.load()),
+              static_cast<unsigned long long>(checked.load()), st.ToString().c_str());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+
+class FailingWalFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FailingWalFile(std::unique_ptr<rocksdb::FSWritableFile>&& f, std::atomic<bool>* fail)
+      : FSWritableFileOwnerWrapper(std::move(f)), fail_(fail) {}
+  rocksdb::IOStatus Append(const Slice& d, const rocksdb::IOOptions& o,
+                           rocksdb::IODebugContext* dbg) override {
+    if (fail_->load()) return Injected();
+    return FSWritableFileOwnerWrapper::Append(d, o, dbg);
+  }
+  rocksdb::IOStatus Append(const Slice& d, const rocksdb::IOOptions& o,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    if (fail_->load()) return Injected();
+    return FSWritableFileOwnerWrapper::Append(d, o, info, dbg);
+  }
+  static rocksdb::IOStatus Injected() {
+    rocksdb::IOStatus s = rocksdb::IOStatus::IOError("injected WAL write failure");
+    s.SetRetryable(true);  // recoverable: DB::Resume() works once the disk is back
+    return s;
+  }
+
+ private:
+  std::atomic<bool>* fail_;
+};
+
+class FailingWalFs : public rocksdb::FileSystemWrapper {
+ public:
+  explicit FailingWalFs(const std::shared_ptr<rocksdb::FileSystem>& base)
+      : FileSystemWrapper(base) {}
+  const char* Name() const override { return "FailingWalFs"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(f, o, r, dbg);
+    if (s.ok() && f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0) {
+      r->reset(new FailingWalFile(std::move(*r), &fail));
+    }
+    return s;
+  }
+  std::atomic<bool> fail{false};
+};
+
+}  // namespace
+
+TEST(LiveKeyDBTest, FailedWalWritesLeaveNoFalseNegative) {
+  const std::string dir = TestDir("walfail");
+  auto failing = std::make_shared<FailingWalFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(failing);
+  rocksdb::Options o = BaseOptions();
+  o.env = env.get();
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  std::map<std::string, std::string> oracle;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(db->Put(wo, Key("a", i), "v").ok());
+    oracle[Key("a", i)] = "v";
+  }
+  const uint64_t before = Cf(db->GetLiveKeyStats()).entries;
+
+  failing->fail.store(true);
+  EXPECT_FALSE(db->Put(wo, "new", "x").ok());            // new key: inserted, undone
+  EXPECT_FALSE(db->Put(wo, Key("a", 1), "y").ok());       // overwrite
+  EXPECT_FALSE(db->Delete(wo, Key("a", 2)).ok());         // delete: entry kept
+  EXPECT_FALSE(db->SingleDelete(wo, Key("a", 3)).ok());
+  EXPECT_FALSE(db->Merge(wo, "merged", "m").ok());
+  rocksdb::WriteBatch b;
+  b.Put("batch-new", "1");
+  b.Delete(Key("a", 4));
+  b.DeleteRange(Key("a", 10), Key("a", 15));
+  EXPECT_FALSE(db->Write(wo, &b).ok());
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_GE(st.undone_inserts, 3u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, before) << st.ToString();
+  CheckAgainst(db.get(), oracle, {"new", "merged", "batch-new"});
+
+  failing->fail.store(false);
+  // The error is retryable: RocksDB recovers in the background (Resume()
+  // says Busy meanwhile). Retry the write until the DB accepts writes again;
+  // every failed attempt goes through the undo path once more.
+  Status ws;
+  for (int i = 0; i < 500; ++i) {
+    ws = db->Put(wo, "new", "x");
+    if (ws.ok()) break;
+    db->Resume().PermitUncheckedError();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ws.ok()) << ws.ToString();
+  oracle["new"] = "x";
+  ASSERT_TRUE(db->Delete(wo, Key("a", 2)).ok());
+  oracle.erase(Key("a", 2));
+  CheckAgainst(db.get(), oracle, {"merged", "batch-new", Key("a", 2)});
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, oracle.size());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+
+  // After a reopen (index loaded or rebuilt) nothing is lost either.
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  CheckAgainst(db.get(), oracle, {"merged", "batch-new"});
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, oracle.size());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+
+std::map<std::string, std::string> Fill(rocksdb::DB* db, int n, int deleted, const char* prefix) {
+  std::map<std::string, std::string> oracle;
+  WriteOptions wo;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(db->Put(wo, Key(prefix, i), "v" + std::to_string(i)).ok());
+    oracle[Key(prefix, i)] = "v" + std::to_string(i);
+  }
+  for (int i = 0; i < deleted; ++i) {
+    EXPECT_TRUE(db->Delete(wo, Key(prefix, i * 3)).ok());
+    oracle.erase(Key(prefix, i * 3));
+  }
+  return oracle;
+}
+
+std::vector<std::string> Probes(int n, const char* prefix) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(Key(prefix, i));
+  return v;
+}
+
+}  // namespace
+
+TEST(LiveKeyDBTest, CleanCloseLoadsConsistentIndex) {
+  const std::string dir = TestDir("clean");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 2000, 500, "c");
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  ASSERT_TRUE(fs::exists(dir + "/LIVEKEY_INDEX"));
+
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
+  EXPECT_EQ(st.rebuilds, 0u);
+  EXPECT_TRUE(Cf(st).loaded_from_file);
+  EXPECT_EQ(Cf(st).entries, oracle.size());
+  EXPECT_FALSE(fs::exists(dir + "/LIVEKEY_INDEX")) << "deleted after Open";
+  CheckAgainst(db.get(), oracle, Probes(2100, "c"));
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  EXPECT_NE(ReadLog(dir).find("LiveKeyDB: loaded the index"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(LiveKeyDBTest, CrashImageIsRebuilt) {
+  const std::string dir = TestDir("crash");
+  const std::string copy = TestDir("crash_copy");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 1500, 300, "c");
+  ASSERT_TRUE(db->Close().ok());  // a valid index file...
+  db.reset();
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  // ...loaded (and deleted); more writes, then a "crash": copy the files of
+  // the open DB (what a power cut would leave, the WAL synced).
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(db->Delete(WriteOptions(), Key("c", i * 5)).ok());
+    oracle.erase(Key("c", i * 5));
+    ASSERT_TRUE(db->Put(WriteOptions(), Key("d", i), "w").ok());
+    oracle[Key("d", i)] = "w";
+  }
+  ASSERT_TRUE(db->FlushWAL(true).ok());
+  fs::copy(dir, copy, fs::copy_options::recursive);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), copy, &raw).ok());
+  db.reset(raw);
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 0u);
+  EXPECT_EQ(st.rebuilds, 1u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, oracle.size());
+  auto probes = Probes(1600, "c");
+  auto more = Probes(400, "d");
+  probes.insert(probes.end(), more.begin(), more.end());
+  CheckAgainst(db.get(), oracle, probes);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  const std::string log = ReadLog(copy);
+  EXPECT_NE(log.find("no index file"), std::string::npos);
+  EXPECT_NE(log.find("LiveKeyDB: rebuilt 'default'"), std::string::npos);
+  fs::remove_all(dir);
+  fs::remove_all(copy);
+}
+
+TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
+  const std::string dir = TestDir("reject");
+  const std::string other = TestDir("reject_other");
+  const std::string file = dir + "/LIVEKEY_INDEX";
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 1000, 200, "c");
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  const std::string good = ReadFile(file);
+  ASSERT_GT(good.size(), 100u);
+
+  auto reopen_expect_rejected = [&](const std::string& why) {
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
+    std::unique_ptr<LiveKeyDB> d(r);
+    LiveKeyStats st = d->GetLiveKeyStats();
+    EXPECT_EQ(st.index_file_loads, 0u) << why;
+    EXPECT_GE(st.index_file_rejections, 1u) << why;
+    EXPECT_NE(st.last_rejection.find(why), std::string::npos) << st.last_rejection;
+    EXPECT_EQ(st.rebuilds, 1u);
+    EXPECT_EQ(Cf(st).entries, oracle.size());
+    CheckAgainst(d.get(), oracle, Probes(1100, "c"));
+    ASSERT_TRUE(d->Close().ok());
+    d.reset();
+    EXPECT_NE(ReadLog(dir).find(why), std::string::npos);
+  };
+
+  // 1. Corrupt: one flipped byte in the middle.
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 0x40;
+  WriteFile(file, bad);
+  reopen_expect_rejected("checksum mismatch");
+  // 2. Truncated.
+  WriteFile(file, good.substr(0, 20));
+  reopen_expect_rejected("truncated");
+  // 3. Stale: the file from before more writes (sequence number differs).
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  ASSERT_TRUE(db->Put(WriteOptions(), "later", "x").ok());
+  oracle["later"] = "x";
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  WriteFile(file, good);
+  reopen_expect_rejected("sequence");
+  // 4. Foreign: a valid file of another DB at the same sequence number.
+  {
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), other, &r).ok());
+    std::unique_ptr<LiveKeyDB> d(r);
+    // Same number of writes: reach the same sequence number.
+    rocksdb::SequenceNumber target = 0;
+    {
+      LiveKeyDB* r2 = nullptr;
+      ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r2).ok());
+      target = r2->GetLatestSequenceNumber();
+      ASSERT_TRUE(r2->Close().ok());
+      delete r2;
+    }
+    while (d->GetLatestSequenceNumber() < target) ASSERT_TRUE(d->Put(WriteOptions(), "f", "1").ok());
+    ASSERT_TRUE(d->Close().ok());
+  }
+  fs::copy_file(other + "/LIVEKEY_INDEX", file, fs::copy_options::overwrite_existing);
+  reopen_expect_rejected("identity");
+  fs::remove_all(dir);
+  fs::remove_all(other);
+}
+
+// Ingestion by a plain RocksDB into the bottom level adds keys WITHOUT
+// advancing the sequence number; the saved index must not be trusted then.
+TEST(LiveKeyDBTest, IngestBehindOurBackIsDetected) {
+  const std::string dir = TestDir("ingest_back");
+  const std::string sst = dir + "_file.sst";
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 100, 0, "c");
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+
+  rocksdb::Options o = BaseOptions();
+  rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
+  ASSERT_TRUE(w.Open(sst).ok());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(w.Put(Key("z", i), "ing").ok());
+  ASSERT_TRUE(w.Finish().ok());
+  rocksdb::DB* plain = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir, &plain).ok());
+  const auto seq = plain->GetLatestSequenceNumber();
+  ASSERT_TRUE(plain->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions()).ok());
+  EXPECT_EQ(plain->GetLatestSequenceNumber(), seq) << "ingested at seqno 0";
+  ASSERT_TRUE(plain->Close().ok());
+  delete plain;
+  for (int i = 0; i < 50; ++i) oracle[Key("z", i)] = "ing";
+
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 0u);
+  EXPECT_NE(st.last_rejection.find("ingested"), std::string::npos) << st.last_rejection;
+  CheckAgainst(db.get(), oracle, {});
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  fs::remove(sst);
+}
+
+TEST(LiveKeyDBTest, IngestExternalFileAddsKeysFirst) {
+  const std::string dir = TestDir("ingest");
+  const std::string sst = dir + "_file.sst";
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 100, 0, "c");
+  rocksdb::SstFileWriter w(rocksdb::EnvOptions(), BaseOptions());
+  ASSERT_TRUE(w.Open(sst).ok());
+  for (int i = 50; i < 150; ++i) ASSERT_TRUE(w.Put(Key("c", i), "ing").ok());  // 50 overwrites
+  ASSERT_TRUE(w.Finish().ok());
+  EXPECT_FALSE(db->IngestExternalFile({dir + "_missing.sst"}, rocksdb::IngestExternalFileOptions()).ok());
+  EXPECT_EQ(Cf(db->GetLiveKeyStats()).entries, 100u);
+  ASSERT_TRUE(db->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions()).ok());
+  for (int i = 50; i < 150; ++i) oracle[Key("c", i)] = "ing";
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.ingested_keys, 100u);
+  EXPECT_EQ(Cf(st).entries, 150u) << "overwrites are not counted twice";
+  CheckAgainst(db.get(), oracle, Probes(200, "c"));
+  // Saved with the ingested file listed: the next Open may load it.
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  db.reset(raw);
+  EXPECT_EQ(db->GetLiveKeyStats().index_file_loads, 1u) << db->GetLiveKeyStats().last_rejection;
+  CheckAgainst(db.get(), oracle, Probes(200, "c"));
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  fs::remove(sst);
+}
+
+// ---------------------------------------------------------------------------
+TEST(LiveKeyDBTest, ColumnFamilies) {
+  const std::string dir = TestDir("cf");
+  rocksdb::Options o = BaseOptions();
+  o.create_missing_column_families = true;
+  // A comparator that may call different bytes equal is not indexed.
+  struct LooseComparator : public rocksdb::Comparator {
+    const char* Name() const override { return "LooseComparator"; }
+    int Compare(const Slice& a, const Slice& b) const override {
+      return rocksdb::BytewiseComparator()->Compare(a, b);
+    }
+    void FindShortestSeparator(std::string*, const Slice&) const override {}
+    void FindShortSuccessor(std::string*) const override {}
+  };
+  static LooseComparator loose;
+  rocksdb::ColumnFamilyOptions loose_opts(o);
+  loose_opts.comparator = &loose;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfds = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o)},
+      {"one", rocksdb::ColumnFamilyOptions(o)},
+      {"loose", loose_opts}};
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(rocksdb::DBOptions(o), SmallIndex(), dir, cfds, &hs, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  ASSERT_TRUE(db->Put(wo, hs[1], "k", "one").ok());
+  ASSERT_TRUE(db->Put(wo, hs[2], "k", "loose").ok());
+  std::string v;
+  EXPECT_TRUE(db->Get(ReadOptions(), hs[0], "k", &v).IsNotFound());
+  EXPECT_TRUE(db->Get(ReadOptions(), hs[1], "k", &v).ok());
+  EXPECT_TRUE(db->Get(ReadOptions(), hs[2], "k", &v).ok());
+  EXPECT_EQ(v, "loose");
+  rocksdb::ColumnFamilyHandle* two = nullptr;
+  ASSERT_TRUE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(o), "two", &two).ok());
+  ASSERT_TRUE(db->Put(wo, two, "t", "2").ok());
+  EXPECT_TRUE(db->Get(ReadOptions(), two, "t", &v).ok());
+  EXPECT_TRUE(db->Get(ReadOptions(), two, "k", &v).IsNotFound());
+  EXPECT_TRUE(db->Put(wo, hs[1], "k", "ts", "x").IsInvalidArgument());  // timestamps
+  LiveKeyStats st = db->GetLiveKeyStats();
+  ASSERT_EQ(st.column_families.size(), 4u) << st.ToString();
+  EXPECT_EQ(Cf(st, hs[1]->GetID()).entries, 1u);
+  EXPECT_FALSE(Cf(st, hs[2]->GetID()).indexed);
+  EXPECT_NE(Cf(st, hs[2]->GetID()).bypass_reason.find("LooseComparator"), std::string::npos);
+  EXPECT_EQ(Cf(st, two->GetID()).entries, 1u);
+  EXPECT_TRUE(db->RebuildIndex(hs[2]).IsNotSupported());
+  ASSERT_TRUE(db->RebuildIndex(hs[1]).ok());
+
+  ASSERT_TRUE(db->DropColumnFamily(two).ok());
+  ASSERT_TRUE(db->DestroyColumnFamilyHandle(two).ok());
+  EXPECT_EQ(db->GetLiveKeyStats().column_families.size(), 3u);
+  for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+
+  // Both indexed families come back from the file.
+  cfds.resize(3);
+  ASSERT_TRUE(LiveKeyDB::Open(rocksdb::DBOptions(o), SmallIndex(), dir, cfds, &hs, &raw).ok());
+  db.reset(raw);
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 2u) << st.ToString();
+  EXPECT_TRUE(db->Get(ReadOptions(), hs[1], "k", &v).ok());
+  EXPECT_EQ(v, "one");
+  for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+TEST(LiveKeyDBTest, DriftTenfoldThenRebuild) {
+  const std::string dir = TestDir("drift");
+  constexpr int kExpected = 1000;
+  constexpr int kKeys = 10 * kExpected;
+  // 1. No automatic rebuilds: the elastic fallback keeps it lossless.
+  LiveKeyIndexOptions io = SmallIndex(kExpected);
+  io.auto_rebuild_drift = 0;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Put(wo, Key("d", i), "v").ok());
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).mode, "elastic-abf") << st.ToString();
+  EXPECT_EQ(Cf(st).entries, static_cast<uint64_t>(kKeys));
+  const double fpr_drifted = Cf(st).predicted_fpr;
+  std::string v;
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key("d", i), &v).ok()) << i;
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).mode, "dlcbf");
+  EXPECT_GE(Cf(st).sized_for, static_cast<uint64_t>(kKeys));
+  EXPECT_LT(Cf(st).predicted_fpr, 0.01);
+  EXPECT_LT(Cf(st).predicted_fpr, fpr_drifted);
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key("d", i), &v).ok()) << i;
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+
+  // 2. Automatic: rebuilds in the background as the keys grow 10x.
+  io.auto_rebuild_drift = 1.5;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  db.reset(raw);
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(db->Put(wo, Key("d", i), "v").ok());
+    if (i % 997 == 0) {  // readers never miss while it happens
+      for (int j = 0; j <= i; j += 7) ASSERT_TRUE(db->Get(ReadOptions(), Key("d", j), &v).ok());
+    }
+  }
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(20000));
+  st = db->GetLiveKeyStats();
+  EXPECT_GE(st.auto_rebuilds, 1u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, static_cast<uint64_t>(kKeys));
+  EXPECT_GE(static_cast<double>(Cf(st).sized_for) * 1.5, static_cast<double>(kKeys)) << st.ToString();
+  EXPECT_EQ(Cf(st).mode, "dlcbf") << st.ToString();
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key("d", i), &v).ok()) << i;
+  std::printf("  %s\n", st.ToString().c_str());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  EXPECT_NE(ReadLog(dir).find("automatic"), std::string::npos);
+  fs::remove_all(dir);
+}

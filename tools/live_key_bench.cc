@@ -1,0 +1,401 @@
+// live_key_bench: LiveKeyDB (issue #8) against plain RocksDB on a deep LSM.
+//
+// Configurations (each its own DB, all open at once, same key set):
+//   bloom10  plain DB, SST filter rocksdb::NewBloomFilterPolicy(10)
+//   dlcbf10  plain DB, SST filter "dlcbf:10" (FilterPolicy::CreateFromString
+//            after dlcbf::RegisterAll)
+//   livekey  dlcbf::LiveKeyDB over a DB with bloomfilter:10 SST filters
+//
+// Setup (auto compactions disabled throughout, so the shape is fixed): the
+// keys are split at random into batches, each written, flushed and moved
+// with CompactFiles to its level (L4 50 %, L3 20 %, L2 12 %, L1 8 %), the
+// last 10 % flushed as --l0_files separate L0 files; then --deleted_keys
+// keys spread over every level are deleted and the tombstones flushed to one
+// more L0 file ("recently deleted"). Every key overlaps every level, so a
+// lookup that misses probes the memtable, every L0 file and every level.
+//
+// Workloads, in this order, each --repeats (reads) or --write_repeats
+// (writes, fresh keys each time) times; within a repetition the
+// configurations take turns every --chunk ops (rotating who goes first), and
+// the best repetition is reported (min-of-N, same process: the machine is
+// shared and noisy):
+//   missing    Get of keys never written (NotFound)
+//   deleted    Get of the deleted keys (NotFound)
+//   hits       Get of live keys
+//   new_puts   Put of new keys
+//   overwrites Put of live keys (LiveKeyDB: + one liveness read)
+//   deletes    Delete of live keys (LiveKeyDB: + one liveness read)
+// Output: one fixed-format line per configuration x workload
+//   live_key_bench config=<c> workload=<w> ops=<n> kops_per_sec=<x> us_per_op=<y> found=<f>
+// then the goal lines (LiveKeyDB vs bloom10, same run).
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "dlcbf/rocksdb/registration.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/metadata.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/object_registry.h"
+
+DEFINE_string(db_dir, "/tmp/live_key_bench", "parent directory of the benchmark DBs (wiped)");
+DEFINE_uint64(num_keys, 1000000, "keys in the deep LSM");
+DEFINE_uint32(value_size, 100, "value bytes");
+DEFINE_uint32(l0_files, 12, "L0 files holding the newest 10 % of the keys");
+DEFINE_uint64(deleted_keys, 100000, "keys deleted after the load (tombstones in L0)");
+DEFINE_uint64(reads, 200000, "Gets per read workload and repetition");
+DEFINE_uint64(writes, 60000, "writes per write workload and repetition");
+DEFINE_uint32(repeats, 3, "repetitions of each read workload; the best is reported");
+DEFINE_uint32(write_repeats, 5, "repetitions of each write workload (fresh keys each); the best is reported");
+DEFINE_string(configs, "bloom10,dlcbf10,livekey", "comma-separated configurations");
+DEFINE_uint64(cache_mb, 32, "block cache per DB (MiB)");
+DEFINE_uint64(chunk, 1000, "ops per turn: configurations alternate every this many ops");
+DEFINE_uint64(seed, 8, "random seed");
+DEFINE_bool(keep, false, "keep the DBs afterwards");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "live_key_bench: %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Keys spread uniformly over the key space: 16 hex digits of a bijective
+// mix of the id. Even ids are loaded keys (and new keys past num_keys),
+// odd ids are never written.
+std::string KeyOf(uint64_t id) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "%016" PRIx64, dlcbf::internal::Mix64(id + 0x5EED));
+  return b;
+}
+std::string Loaded(uint64_t i) { return KeyOf(2 * i); }
+std::string Missing(uint64_t i) { return KeyOf(2 * i + 1); }
+
+struct Config {
+  std::string name;
+  std::string dir;
+  rocksdb::DB* db = nullptr;  // LiveKeyDB or plain
+  dlcbf::LiveKeyDB* live = nullptr;
+};
+
+rocksdb::Options MakeOptions(const std::shared_ptr<const rocksdb::FilterPolicy>& policy) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = true;
+  o.level0_file_num_compaction_trigger = 1000;
+  o.level0_slowdown_writes_trigger = 1000;
+  o.level0_stop_writes_trigger = 1000;
+  o.write_buffer_size = 512 << 20;  // flushes only when we ask
+  o.max_write_buffer_number = 4;
+  o.target_file_size_base = 32 << 20;
+  o.num_levels = 7;
+  rocksdb::BlockBasedTableOptions t;
+  t.filter_policy = policy;
+  t.block_cache = rocksdb::NewLRUCache(FLAGS_cache_mb << 20);
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+std::string Shape(rocksdb::DB* db) {
+  rocksdb::ColumnFamilyMetaData md;
+  db->GetColumnFamilyMetaData(&md);
+  std::string s;
+  for (const auto& l : md.levels) {
+    if (l.files.empty()) continue;
+    s += " L" + std::to_string(l.level) + "=" + std::to_string(l.files.size());
+  }
+  return s;
+}
+
+void FlushAndMove(Config& c, int level) {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  Check(c.db->Flush(fo), "flush");
+  if (level <= 0) return;
+  rocksdb::ColumnFamilyMetaData md;
+  c.db->GetColumnFamilyMetaData(&md);
+  std::vector<std::string> l0;
+  for (const auto& f : md.levels[0].files) l0.push_back(f.name);
+  Check(c.db->CompactFiles(rocksdb::CompactionOptions(), l0, level), "CompactFiles");
+}
+
+struct Result {
+  double best_secs = 1e100;
+  uint64_t ops = 0;
+  uint64_t found = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("LiveKeyDB vs bloomfilter:10 / dlcbf:10 on a deep LSM");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+#ifndef NDEBUG
+  std::fprintf(stderr,
+               "WARNING: live_key_bench was built with assertions enabled (NDEBUG not "
+               "defined); timings are not representative. Build with "
+               "-DCMAKE_BUILD_TYPE=Release.\n");
+  const char* build = "debug (assertions on)";
+#else
+  const char* build = "release (NDEBUG)";
+#endif
+  if (FLAGS_num_keys < 1000 || FLAGS_reads == 0 || FLAGS_writes == 0 || FLAGS_repeats == 0 ||
+      FLAGS_write_repeats == 0 || FLAGS_chunk == 0 ||
+      FLAGS_l0_files == 0 || FLAGS_deleted_keys >= FLAGS_num_keys / 2) {
+    std::fprintf(stderr, "bad flags: need num_keys >= 1000, deleted_keys < num_keys / 2, "
+                         "positive reads/writes/repeats/l0_files\n");
+    return 2;
+  }
+  const uint64_t needed_live =
+      FLAGS_deleted_keys + FLAGS_reads + 2 * FLAGS_writes * FLAGS_write_repeats;
+  if (needed_live > FLAGS_num_keys) {
+    std::fprintf(stderr, "num_keys too small for deleted_keys + reads + 2 x writes x write_repeats\n");
+    return 2;
+  }
+  std::printf("live_key_bench build=%s num_keys=%" PRIu64 " value_size=%u l0_files=%u "
+              "deleted_keys=%" PRIu64 " reads=%" PRIu64 " writes=%" PRIu64 " repeats=%u "
+              "write_repeats=%u\n",
+              build, FLAGS_num_keys, FLAGS_value_size, FLAGS_l0_files, FLAGS_deleted_keys,
+              FLAGS_reads, FLAGS_writes, FLAGS_repeats, FLAGS_write_repeats);
+
+  // ---- configurations ---------------------------------------------------------
+  dlcbf::RegisterAll(*rocksdb::ObjectLibrary::Default());
+  std::vector<Config> configs;
+  std::string list = FLAGS_configs + ",";
+  for (size_t p = 0, q; (q = list.find(',', p)) != std::string::npos; p = q + 1) {
+    const std::string name = list.substr(p, q - p);
+    if (name.empty()) continue;
+    Config c;
+    c.name = name;
+    c.dir = FLAGS_db_dir + "/" + name;
+    std::filesystem::remove_all(c.dir);
+    std::filesystem::create_directories(FLAGS_db_dir);
+    std::shared_ptr<const rocksdb::FilterPolicy> policy;
+    if (name == "bloom10" || name == "livekey") {
+      policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    } else if (name == "dlcbf10") {
+      rocksdb::ConfigOptions cfg;
+      rocksdb::Status s = rocksdb::FilterPolicy::CreateFromString(cfg, "dlcbf:10", &policy);
+      if (!s.ok()) {
+        std::printf("live_key_bench config=dlcbf10 skipped: %s\n", s.ToString().c_str());
+        continue;
+      }
+    } else {
+      std::fprintf(stderr, "unknown config %s\n", name.c_str());
+      return 2;
+    }
+    rocksdb::Options o = MakeOptions(policy);
+    if (name == "livekey") {
+      dlcbf::LiveKeyIndexOptions io;
+      io.expected_keys = FLAGS_num_keys + FLAGS_writes * FLAGS_write_repeats;
+      Check(dlcbf::LiveKeyDB::Open(o, io, c.dir, &c.live), "LiveKeyDB::Open");
+      c.db = c.live;
+    } else {
+      Check(rocksdb::DB::Open(o, c.dir, &c.db), "DB::Open");
+    }
+    configs.push_back(c);
+  }
+
+  // ---- setup: the deep LSM -------------------------------------------------------
+  std::mt19937_64 rng(FLAGS_seed);
+  std::vector<uint64_t> ids(FLAGS_num_keys);
+  for (uint64_t i = 0; i < FLAGS_num_keys; ++i) ids[i] = i;
+  std::shuffle(ids.begin(), ids.end(), rng);
+  struct Batch {
+    double fraction;
+    int level;
+    uint32_t files;
+  };
+  const std::vector<Batch> plan = {{0.50, 4, 1}, {0.20, 3, 1}, {0.12, 2, 1}, {0.08, 1, 1},
+                                   {0.10, 0, FLAGS_l0_files}};
+  const std::string value(FLAGS_value_size, 'v');
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = false;
+  const auto t_setup = Clock::now();
+  for (Config& c : configs) {
+    uint64_t pos = 0;
+    for (size_t b = 0; b < plan.size(); ++b) {
+      const uint64_t n = b + 1 == plan.size() ? FLAGS_num_keys - pos
+                                              : static_cast<uint64_t>(plan[b].fraction * FLAGS_num_keys);
+      const uint64_t per_file = (n + plan[b].files - 1) / plan[b].files;
+      for (uint64_t i = 0; i < n; ++i) {
+        Check(c.db->Put(wo, Loaded(ids[pos + i]), value), "load Put");
+        if ((i + 1) % per_file == 0 && plan[b].level == 0) FlushAndMove(c, 0);
+      }
+      pos += n;
+      FlushAndMove(c, plan[b].level);
+      std::fprintf(stderr, "[setup %s] level %d: %" PRIu64 " keys (%.1f s)\n", c.name.c_str(),
+                   plan[b].level, n, Since(t_setup));
+    }
+    // Recently deleted keys: spread over every level, tombstones flushed to L0.
+    for (uint64_t i = 0; i < FLAGS_deleted_keys; ++i) {
+      Check(c.db->Delete(wo, Loaded(ids[i * (FLAGS_num_keys / FLAGS_deleted_keys)])), "delete");
+    }
+    FlushAndMove(c, 0);
+    std::printf("live_key_bench config=%s lsm:%s\n", c.name.c_str(), Shape(c.db).c_str());
+    std::fflush(stdout);
+  }
+  // Live keys not deleted: the rest of ids[] (deleted ones are at stride positions).
+  std::vector<uint64_t> live_ids;
+  {
+    const uint64_t stride = FLAGS_num_keys / FLAGS_deleted_keys;
+    for (uint64_t i = 0; i < FLAGS_num_keys; ++i) {
+      if (i % stride == 0 && i / stride < FLAGS_deleted_keys) continue;
+      live_ids.push_back(ids[i]);
+    }
+    std::shuffle(live_ids.begin(), live_ids.end(), rng);
+  }
+  std::vector<uint64_t> deleted_ids;
+  for (uint64_t i = 0; i < FLAGS_deleted_keys; ++i) {
+    deleted_ids.push_back(ids[i * (FLAGS_num_keys / FLAGS_deleted_keys)]);
+  }
+  // Disjoint pools: hits | overwrites | deletes.
+  size_t cursor = 0;
+  auto take = [&](uint64_t n) {
+    std::vector<uint64_t> v(live_ids.begin() + static_cast<std::ptrdiff_t>(cursor),
+                            live_ids.begin() + static_cast<std::ptrdiff_t>(cursor + n));
+    cursor += n;
+    return v;
+  };
+  const std::vector<uint64_t> hit_ids = take(FLAGS_reads);
+  const std::vector<uint64_t> over_ids = take(FLAGS_writes * FLAGS_write_repeats);
+  const std::vector<uint64_t> del_ids = take(FLAGS_writes * FLAGS_write_repeats);
+
+  // ---- workloads -----------------------------------------------------------------
+  const std::vector<std::string> workloads = {"missing", "deleted", "hits", "new_puts",
+                                              "overwrites", "deletes"};
+  std::map<std::string, std::map<std::string, Result>> results;
+  rocksdb::ReadOptions ro;
+  bool wrong = false;
+  for (const std::string& w : workloads) {
+    const bool is_read = w == "missing" || w == "deleted" || w == "hits";
+    const uint64_t n = is_read ? FLAGS_reads : FLAGS_writes;
+    std::fprintf(stderr, "[run] %s (%.1f s)\n", w.c_str(), Since(t_setup));
+    const uint32_t reps = is_read ? FLAGS_repeats : FLAGS_write_repeats;
+    for (uint32_t rep = 0; rep < reps; ++rep) {
+      // The same key sequence for every configuration.
+      std::vector<std::string> keys;
+      keys.reserve(n);
+      std::mt19937_64 krng(FLAGS_seed * 1000 + rep);
+      for (uint64_t i = 0; i < n; ++i) {
+        if (w == "missing") keys.push_back(Missing(krng() % FLAGS_num_keys));
+        if (w == "deleted") keys.push_back(Loaded(deleted_ids[krng() % deleted_ids.size()]));
+        if (w == "hits") keys.push_back(Loaded(hit_ids[krng() % hit_ids.size()]));
+        if (w == "new_puts") keys.push_back(Loaded(FLAGS_num_keys + rep * n + i));
+        if (w == "overwrites") keys.push_back(Loaded(over_ids[rep * n + i]));
+        if (w == "deletes") keys.push_back(Loaded(del_ids[rep * n + i]));
+      }
+      // Chunks of --chunk ops, the configurations taking turns (rotating
+      // who goes first), so background load hits all of them alike.
+      std::vector<double> secs(configs.size(), 0.0);
+      std::vector<uint64_t> found(configs.size(), 0);
+      rocksdb::PinnableSlice v;
+      for (uint64_t begin = 0, chunk = 0; begin < n; begin += FLAGS_chunk, ++chunk) {
+        const uint64_t end = std::min<uint64_t>(n, begin + FLAGS_chunk);
+        for (size_t j = 0; j < configs.size(); ++j) {
+          const size_t ci = (j + chunk) % configs.size();
+          rocksdb::DB* db = configs[ci].db;
+          const auto t0 = Clock::now();
+          if (is_read) {
+            for (uint64_t i = begin; i < end; ++i) {
+              v.Reset();
+              rocksdb::Status s = db->Get(ro, db->DefaultColumnFamily(), keys[i], &v);
+              if (s.ok()) {
+                ++found[ci];
+              } else if (!s.IsNotFound()) {
+                Check(s, "Get");
+              }
+            }
+          } else if (w == "deletes") {
+            for (uint64_t i = begin; i < end; ++i) Check(db->Delete(wo, keys[i]), "Delete");
+          } else {
+            for (uint64_t i = begin; i < end; ++i) Check(db->Put(wo, keys[i], value), "Put");
+          }
+          secs[ci] += Since(t0);
+        }
+      }
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        const Config& c = configs[ci];
+        Result& r = results[c.name][w];
+        r.best_secs = std::min(r.best_secs, secs[ci]);
+        r.ops = n;
+        r.found = found[ci];
+        const uint64_t expect = w == "hits" ? n : 0;
+        if (is_read && found[ci] != expect) {
+          std::printf("live_key_bench ERROR config=%s workload=%s found=%" PRIu64 " expected=%" PRIu64 "\n",
+                      c.name.c_str(), w.c_str(), found[ci], expect);
+          wrong = true;
+        }
+      }
+    }
+    for (const Config& c : configs) {
+      const Result& r = results[c.name][w];
+      std::printf("live_key_bench config=%-8s workload=%-10s ops=%-8" PRIu64
+                  " kops_per_sec=%9.1f us_per_op=%8.3f found=%" PRIu64 "\n",
+                  c.name.c_str(), w.c_str(), r.ops, r.ops / r.best_secs / 1e3,
+                  r.best_secs * 1e6 / r.ops, r.found);
+    }
+    std::fflush(stdout);
+  }
+
+  // ---- goals (same run) ------------------------------------------------------------
+  auto us = [&](const std::string& c, const std::string& w) {
+    return results[c][w].best_secs * 1e6 / results[c][w].ops;
+  };
+  bool ok = !wrong;
+  if (results.count("livekey") && results.count("bloom10")) {
+    for (const char* w : {"missing", "deleted"}) {
+      const double x = us("bloom10", w) / us("livekey", w);
+      ok &= x >= 3.0;
+      std::printf("live_key_bench goal %-9s reads: livekey %.2fx the throughput of bloom10 "
+                  "(goal >= 3x) %s\n", w, x, x >= 3.0 ? "PASS" : "FAIL");
+    }
+    const double wcost = us("livekey", "new_puts") / us("bloom10", "new_puts");
+    ok &= wcost <= 1.1;
+    std::printf("live_key_bench goal new-key writes: livekey %.3fx the cost of bloom10 "
+                "(goal <= 1.1x) %s\n", wcost, wcost <= 1.1 ? "PASS" : "FAIL");
+    std::printf("live_key_bench cost hits: livekey %.3fx bloom10 (%.2f vs %.2f us)\n",
+                us("livekey", "hits") / us("bloom10", "hits"), us("livekey", "hits"),
+                us("bloom10", "hits"));
+    for (const char* w : {"overwrites", "deletes"}) {
+      std::printf("live_key_bench cost %s (one liveness read each): livekey %.2fx bloom10 "
+                  "(%.2f vs %.2f us per op, +%.2f us)\n",
+                  w, us("livekey", w) / us("bloom10", w), us("livekey", w), us("bloom10", w),
+                  us("livekey", w) - us("bloom10", w));
+    }
+  }
+  for (Config& c : configs) {
+    if (c.live != nullptr) {
+      std::printf("live_key_bench livekey stats: %s\n", c.live->GetLiveKeyStats().ToString().c_str());
+    }
+    Check(c.db->Close(), "Close");
+    delete c.db;
+    if (!FLAGS_keep) std::filesystem::remove_all(c.dir);
+  }
+  std::printf("live_key_bench %s (setup + run %.1f s)\n", ok ? "all goals met" : "GOALS NOT MET",
+              Since(t_setup));
+  return ok ? 0 : 1;
+}
