@@ -15,6 +15,7 @@
 #include <string>
 
 #include "dlcbf/rocksdb/filter_policy.h"
+#include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/filter_policy.h"
 
 namespace dlcbf {
@@ -54,6 +55,7 @@ int RegisterDLeftFilterPolicy(rocksdb::ObjectLibrary& library) {
 int RegisterAll(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
   int added = 0;
   added += RegisterDLeftFilterPolicy(library);
+  added += RegisterDLeftIndexedMemTableRepFactory(library);
   // Future: memtable rep factory.
   return added;
 }
