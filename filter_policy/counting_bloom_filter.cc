@@ -31,6 +31,8 @@
 //     on the first zero for negatives); ContainsBatch overlaps them.
 #include "dlcbf/counting_bloom_filter.h"
 
+#include "dlcbf/internal/memory.h"
+
 #include <algorithm>
 #include <cmath>
 #include <new>
@@ -145,6 +147,8 @@ rocksdb::Status CountingBloomFilter::Create(const CountingBloomOptions& options,
     return rocksdb::Status::MemoryLimit("counter array of " + std::to_string(f->bytes()) +
                                         " bytes exceeds max_bytes");
   }
+  s = internal::CheckFitsInMemory(f->bytes(), "counting Bloom filter: counter array");
+  if (!s.ok()) return s;
   if (!f->Allocate()) {
     return rocksdb::Status::MemoryLimit("cannot allocate counter array");
   }

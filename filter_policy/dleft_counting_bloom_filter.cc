@@ -42,6 +42,23 @@
 // a negative answer is only returned after checking that the stripes of all
 // d candidate buckets were even and unchanged across the probe (a seqlock
 // per stripe). So a reader can never report a transient false negative.
+//
+// Memory ordering of the seqlock, without standalone fences (so that
+// ThreadSanitizer, which does not model std::atomic_thread_fence, checks it
+// too). Writer: stripe -> odd (relaxed); every table word store is a
+// RELEASE store; stripe -> even (release). Reader (thread-safe mode):
+// stripe load (acquire); every table word load of the probe is an ACQUIRE
+// load; stripe re-load (relaxed), compared. If any probe load read a value
+// stored after some writer's "odd" store, that load synchronizes with the
+// release store that wrote it, so the odd store happens-before the
+// reader's re-load, which (read-read coherence) sees it or a later value:
+// the compare fails and the reader retries. If no probe load did, the
+// reader saw the words as of the stripe value it first read (whose release
+// store published every earlier write). This is the classic
+// "release fence after the odd store / acquire fence before the re-load"
+// seqlock with each fence folded into the data accesses; on x86-64 both
+// compile to the same plain MOVs as before. Single-threaded mode keeps
+// relaxed loads.
 
 #include "dlcbf/dleft_counting_bloom_filter.h"
 
@@ -58,6 +75,7 @@
 
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/memory.h"
 
 namespace dlcbf {
 
@@ -123,7 +141,11 @@ DLeftOptions& DLeftOptions::SizeFor(uint64_t expected_items, double load) {
   double cells_needed = static_cast<double>(expected_items) / load;
   double per_subtable = cells_needed / (static_cast<double>(subtables) *
                                         std::max<uint32_t>(1, cells_per_bucket));
-  buckets_per_subtable = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(per_subtable)));
+  // A huge expected_items or tiny load gives a B far beyond what Validate()
+  // accepts (B < 2^40); saturate instead of casting an out-of-range double
+  // (undefined behaviour), so Validate() reports it.
+  const double b = std::ceil(per_subtable);
+  buckets_per_subtable = !(b < 1.8e19) ? UINT64_MAX : std::max<uint64_t>(1, static_cast<uint64_t>(b));
   return *this;
 }
 
@@ -194,24 +216,36 @@ class DLeftCountingBloomFilter::Impl {
   }
   WordBits bits() const { return WordBits{words_.get()}; }
   uint64_t ReadCell(uint64_t bit) const { return bits().Load(bit) & codec_.cell_mask(); }
+  // Thread-safe readers: acquire loads (see "Memory ordering" above).
+  struct AcquireWordBits {
+    const uint64_t* words;
+    uint64_t Load(uint64_t bitpos) const {
+      uint64_t i = bitpos >> 6, o = bitpos & 63;
+      uint64_t lo = __atomic_load_n(&words[i], __ATOMIC_ACQUIRE) >> o;
+      uint64_t hi = (__atomic_load_n(&words[i + 1], __ATOMIC_ACQUIRE) << 1) << (63 - o);
+      return lo | hi;
+    }
+    const void* Address(uint64_t bitpos) const { return &words[bitpos >> 6]; }
+  };
+  AcquireWordBits acquire_bits() const { return AcquireWordBits{words_.get()}; }
 
-  // Writes `width` = cell_bits_ bits at `bit` with single-word relaxed
-  // stores; bits outside the cell are preserved. Only the writer (holding mu_
-  // in thread-safe mode) calls this, so read-modify-write is race-free
-  // among writers.
+  // Writes `width` = cell_bits_ bits at `bit` with single-word release
+  // stores (release: see "Memory ordering" above); bits outside the cell are
+  // preserved. Only the writer (holding mu_ in thread-safe mode) calls
+  // this, so read-modify-write is race-free among writers.
   void WriteCell(uint64_t bit, uint64_t value) {
     uint64_t* w = words_.get();
     uint64_t i = bit >> 6, o = bit & 63;
     uint64_t mask = codec_.cell_mask();
     uint64_t lo_mask = mask << o;
     uint64_t cur = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&w[i], (cur & ~lo_mask) | ((value << o) & lo_mask), __ATOMIC_RELAXED);
+    __atomic_store_n(&w[i], (cur & ~lo_mask) | ((value << o) & lo_mask), __ATOMIC_RELEASE);
     if (o + cell_bits_ > 64) {
       uint32_t spill = static_cast<uint32_t>(64 - o);
       uint64_t hi_mask = mask >> spill;
       uint64_t cur2 = __atomic_load_n(&w[i + 1], __ATOMIC_RELAXED);
       __atomic_store_n(&w[i + 1], (cur2 & ~hi_mask) | ((value >> spill) & hi_mask),
-                       __ATOMIC_RELAXED);
+                       __ATOMIC_RELEASE);
     }
   }
 
@@ -235,7 +269,7 @@ class DLeftCountingBloomFilter::Impl {
         auto& st = impl->stripes_[stripes[j]];
         st.store(st.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       }
-      std::atomic_thread_fence(std::memory_order_release);
+      // No fence: the table stores that follow are release stores.
     }
     void End() {
       for (uint32_t j = 0; j < n; ++j) {
@@ -273,23 +307,32 @@ class DLeftCountingBloomFilter::Impl {
         }
       }
       uint32_t found = 0;
-      for (uint32_t i = 0; i < d; ++i) {
-        uint64_t b = BucketBit(i, p.loc[i].bucket);
-        int j = internal::FindInBucket(bits(), codec_, b, geo_.cells, cell_bits_,
-                                       p.loc[i].remainder);
-        if (j >= 0) {
-          found = codec_.Counter(ReadCell(b + uint64_t(j) * cell_bits_));
-          break;
-        }
+      if (stripes_) {
+        found = ProbeCounter(acquire_bits(), p);
+      } else {
+        found = ProbeCounter(bits(), p);
       }
       if (!stripes_ || (found != 0 && !exact)) return found;
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // No fence: every load of the probe was an acquire load.
       bool stable = true;
       for (uint32_t i = 0; i < d; ++i) {
         stable &= stripes_[StripeOf(i, p.loc[i].bucket)].load(std::memory_order_relaxed) == seen[i];
       }
       if (stable) return found;
     }
+  }
+
+  // The counter of the probe's fingerprint, 0 if absent; loads through `b`.
+  template <class Bits>
+  uint32_t ProbeCounter(const Bits& b, const Probe& p) const {
+    for (uint32_t i = 0; i < geo_.subtables; ++i) {
+      uint64_t at = BucketBit(i, p.loc[i].bucket);
+      int j = internal::FindInBucket(b, codec_, at, geo_.cells, cell_bits_, p.loc[i].remainder);
+      if (j >= 0) {
+        return codec_.Counter(b.Load(at + uint64_t(j) * cell_bits_) & codec_.cell_mask());
+      }
+    }
+    return 0;
   }
 
   void Prefetch(const Probe& p) const {
@@ -305,24 +348,9 @@ class DLeftCountingBloomFilter::Impl {
   }
 
   // ---- mutation ---------------------------------------------------------------
-  struct BucketScan {
-    int match = -1;       // cell holding the remainder, or -1
-    int free_cell = -1;   // first empty cell, or -1
-    uint32_t load = 0;    // occupied cells
-  };
+  using BucketScan = CellCodec::Scan;
   BucketScan Scan(uint32_t sub, const Location& loc) const {
-    BucketScan s;
-    uint64_t b = BucketBit(sub, loc.bucket);
-    for (uint32_t j = 0; j < geo_.cells; ++j) {
-      uint64_t cell = ReadCell(b + uint64_t{j} * cell_bits_);
-      if (!codec_.Occupied(cell)) {
-        if (s.free_cell < 0) s.free_cell = static_cast<int>(j);
-      } else {
-        ++s.load;
-        if (s.match < 0 && codec_.Matches(cell, loc.remainder)) s.match = static_cast<int>(j);
-      }
-    }
-    return s;
+    return codec_.ScanBucket(bits(), BucketBit(sub, loc.bucket), loc.remainder);
   }
 
   OpResult Insert(uint64_t hash) {
@@ -552,9 +580,9 @@ class DLeftCountingBloomFilter::Impl {
     // Bump every stripe so concurrent readers re-validate.
     if (stripes_) {
       for (uint32_t s = 0; s < kStripes; ++s) stripes_[s].fetch_add(1, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
     }
-    for (uint64_t i = 0; i < words_n_; ++i) __atomic_store_n(&words_[i], 0, __ATOMIC_RELAXED);
+    // Release stores (no fence): see "Memory ordering" above.
+    for (uint64_t i = 0; i < words_n_; ++i) __atomic_store_n(&words_[i], 0, __ATOMIC_RELEASE);
     if (stripes_) {
       for (uint32_t s = 0; s < kStripes; ++s) stripes_[s].fetch_add(1, std::memory_order_release);
     }
@@ -631,6 +659,8 @@ rocksdb::Status DLeftCountingBloomFilter::Create(const DLeftOptions& options,
                                                  std::unique_ptr<DLeftCountingBloomFilter>* out) {
   if (out == nullptr) return rocksdb::Status::InvalidArgument("DLeftCountingBloomFilter::Create", "out is null");
   rocksdb::Status s = options.Validate();
+  if (!s.ok()) return s;
+  s = internal::CheckFitsInMemory(GeometryOf(options).total_bytes(), "DLeftOptions: geometry");
   if (!s.ok()) return s;
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl(options, internal::PermutationKeys::FromSeed(options.seed)));
   if (!impl || !impl->Allocate()) {

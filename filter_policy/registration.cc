@@ -12,6 +12,8 @@
 
 #include <memory>
 #include <mutex>
+#include <atomic>
+#include <cstdio>
 #include <string>
 
 #include "dlcbf/rocksdb/filter_policy.h"
@@ -45,6 +47,19 @@ int RegisterDLeftFilterPolicy(rocksdb::ObjectLibrary& library) {
         if (!s.ok()) {
           *errmsg = s.getState() ? s.getState() : s.ToString();
           guard->reset();
+          // RocksDB 7.8.3 parses BlockBasedTableOptions::filter_policy with
+          // kByNameAllowFromNull: in an options string or OPTIONS file a
+          // policy whose factory fails is DROPPED without an error and the
+          // table is built with no filter. Say so on stderr (there is no
+          // Logger here), at most 16 times per process (issue #7: no
+          // silent fallback without a log line).
+          static std::atomic<int> reported{0};
+          if (reported.fetch_add(1, std::memory_order_relaxed) < 16) {
+            std::fprintf(stderr,
+                         "[dlcbf] invalid filter policy \"%s\": %s (if this came from an "
+                         "options string or OPTIONS file, RocksDB continues WITHOUT a filter)\n",
+                         uri.c_str(), errmsg->c_str());
+          }
           return nullptr;
         }
         return guard->get();
@@ -56,7 +71,6 @@ int RegisterAll(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
   int added = 0;
   added += RegisterDLeftFilterPolicy(library);
   added += RegisterDLeftIndexedMemTableRepFactory(library);
-  // Future: memtable rep factory.
   return added;
 }
 

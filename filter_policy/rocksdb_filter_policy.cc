@@ -68,6 +68,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,27 @@ constexpr uint64_t kKeyHashSeed = 0xD1CBF55710000001ULL;
 constexpr uint64_t kPermSeedBase = 0x5EEDD1CBF0005577ULL;
 constexpr int kMaxAttempts = 5;
 constexpr uint32_t kMaxBloomProbes = 30;
+
+// Resource limits (issue #7). RocksDB 7.8.3 stores a filter block's size in
+// a 64-bit BlockHandle, but its own filters never exceed ~4 GiB: FastLocal-
+// Bloom caps its bit array at 0xffffffc0 bytes (filter_policy.cc,
+// CalculateSpace / RoundDownUsableSpace) and Ribbon falls back to Bloom above
+// 950M entries, and a whole filter block is read, cached and charged to the
+// block cache as one allocation. dlcbf therefore never writes a block larger
+// than DLeftFilterPolicyOptions::max_filter_block_bytes (default
+// kDefaultMaxFilterBlockBytes = 0xffffffc0, RocksDB's own maximum): when the
+// d-left table for an SST's keys would be larger, the builder writes a
+// Bloom-format block capped at that size instead -- lossless (every key
+// hash is set), only its false-positive rate is higher -- counts it in
+// bloom_fallbacks and logs a warning that advises partitioned filters
+// (partition_filters = true, index_type = kTwoLevelIndexSearch), which keep
+// every block small whatever the SST size.
+// The builder also never lets std::bad_alloc cross into RocksDB: if it
+// cannot hold the key hashes or the block, it writes a tiny block that
+// matches every key (lossless, no filtering) and logs why.
+
+constexpr uint64_t kMinFilterBlockLimit = 4096;
+constexpr uint64_t kMaxFilterBlockLimit = kDefaultMaxFilterBlockBytes;
 
 size_t HeaderBytes(uint8_t kind, uint32_t d) {
   return kFixedHeader + (kind == kKindDLeft ? 16u * d : 0u);
@@ -550,19 +572,25 @@ void PutHeader(std::string* out, uint8_t kind, uint8_t d, uint8_t L, uint8_t r, 
 
 class DLeftBuilder final : public FilterBitsBuilder {
  public:
-  DLeftBuilder(const DLeftFilterPlan& plan, uint32_t max_nodes, std::shared_ptr<PolicyShared> shared,
-               bool verify, rocksdb::Logger* info_log)
-      : plan_(plan), max_nodes_(max_nodes), shared_(std::move(shared)), verify_(verify),
-        info_log_(info_log) {}
+  DLeftBuilder(const DLeftFilterPlan& plan, uint32_t max_nodes, uint64_t max_block_bytes,
+               std::shared_ptr<PolicyShared> shared, bool verify, rocksdb::Logger* info_log)
+      : plan_(plan), max_nodes_(max_nodes), max_block_bytes_(max_block_bytes),
+        shared_(std::move(shared)), verify_(verify), info_log_(info_log) {}
 
   void AddKey(const Slice& key) override {
     const uint64_t h = internal::HashKey(key.data(), key.size(), kKeyHashSeed);
+    if (match_all_) return;  // out of memory earlier: the block will match every key
     if (!hashes_.empty() && hashes_.back() == h) return;  // adjacent repeat
-    hashes_.push_back(h);
+    try {
+      hashes_.push_back(h);
+    } catch (const std::bad_alloc&) {
+      OutOfMemory("holding the key hashes");
+      return;
+    }
     if (verify_) xor_ ^= h;
   }
 
-  size_t EstimateEntriesAdded() override { return hashes_.size(); }
+  size_t EstimateEntriesAdded() override { return match_all_ ? match_all_keys_ : hashes_.size(); }
 
   Slice Finish(std::unique_ptr<const char[]>* buf) override { return Finish(buf, nullptr); }
 
@@ -576,10 +604,22 @@ class DLeftBuilder final : public FilterBitsBuilder {
       }
     }
     std::string block;
-    Build(&block);
+    char* mem = nullptr;
+    try {
+      if (match_all_) {
+        BuildMatchAll(&block);
+      } else {
+        Build(&block);
+      }
+      mem = new char[block.size()];
+    } catch (const std::bad_alloc&) {
+      OutOfMemory("building the filter block");
+      std::string().swap(block);
+      BuildMatchAll(&block);  // ~64 bytes
+      mem = new char[block.size()];
+    }
     shared_->filters_built.fetch_add(1, std::memory_order_relaxed);
     shared_->entries_built.fetch_add(hashes_.size(), std::memory_order_relaxed);
-    char* mem = new char[block.size()];
     std::memcpy(mem, block.data(), block.size());
     buf->reset(mem);
     // Reset for the next partition. Keep the hashes for MaybePostVerify.
@@ -588,6 +628,8 @@ class DLeftBuilder final : public FilterBitsBuilder {
     }
     hashes_.clear();
     xor_ = 0;
+    match_all_ = false;
+    match_all_keys_ = 0;
     return Slice(mem, block.size());
   }
 
@@ -636,12 +678,13 @@ class DLeftBuilder final : public FilterBitsBuilder {
   }
 
  private:
-  uint64_t BlockBytesFor(uint64_t n) const {
+  uint64_t BlockBytesFor(uint64_t n) const { return BlockBytesFor(n, plan_.load); }
+  uint64_t BlockBytesFor(uint64_t n, double load) const {
     internal::Geometry g;
     g.subtables = plan_.subtables;
     g.cells = plan_.cells_per_bucket;
     g.remainder_bits = plan_.remainder_bits;
-    g.buckets = BucketsFor(n, plan_.load, g.subtables, g.cells);
+    g.buckets = BucketsFor(n, load, g.subtables, g.cells);
     return HeaderBytes(kKindDLeft, g.subtables) + g.total_bytes() + kChecksumBytes;
   }
 
@@ -652,8 +695,21 @@ class DLeftBuilder final : public FilterBitsBuilder {
       internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
       return;
     }
+    if (BlockBytesFor(n, plan_.load) > max_block_bytes_) {
+      Warn("a d-left filter for %llu keys needs %llu bytes, over the filter block limit of %llu "
+           "bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). Writing a "
+           "Bloom-format block capped at the limit instead (lossless, higher FP rate). Use "
+           "partitioned filters (BlockBasedTableOptions::partition_filters = true, index_type = "
+           "kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
+           static_cast<unsigned long long>(n),
+           static_cast<unsigned long long>(BlockBytesFor(n, plan_.load)),
+           static_cast<unsigned long long>(max_block_bytes_));
+      BuildBloom(out);
+      return;
+    }
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
       const double load = plan_.load * std::pow(0.95, std::max(0, attempt - 1));
+      if (BlockBytesFor(n, load) > max_block_bytes_) break;  // retries at lower load grow the table
       DLeftOptions o;
       o.subtables = plan_.subtables;
       o.cells_per_bucket = plan_.cells_per_bucket;
@@ -701,8 +757,12 @@ class DLeftBuilder final : public FilterBitsBuilder {
     shared_->bloom_fallbacks.fetch_add(1, std::memory_order_relaxed);
     const uint64_t n = hashes_.size();
     Warn("writing a Bloom-format filter block for %llu keys", static_cast<unsigned long long>(n));
-    const double bpk = plan_.bits_per_key;
-    const uint64_t m = std::max<uint64_t>(64, static_cast<uint64_t>(std::ceil(bpk * n)));
+    const double want_bpk = plan_.bits_per_key;
+    // Capped at max_filter_block_bytes (header and checksum included).
+    const uint64_t max_bits = (max_block_bytes_ - kFixedHeader - kChecksumBytes) * 8;
+    const uint64_t m = std::min<uint64_t>(
+        max_bits, std::max<uint64_t>(64, static_cast<uint64_t>(std::ceil(want_bpk * n))));
+    const double bpk = static_cast<double>(m) / static_cast<double>(std::max<uint64_t>(1, n));
     const uint32_t k = std::min<uint32_t>(
         kMaxBloomProbes, std::max<uint32_t>(1, static_cast<uint32_t>(std::lround(bpk * 0.6931))));
     const uint64_t payload = (m + 7) / 8;
@@ -722,6 +782,29 @@ class DLeftBuilder final : public FilterBitsBuilder {
     internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
   }
 
+  // A Bloom-format block of 64 set bits: matches every key (lossless, no
+  // filtering). Used when memory ran out; needs ~72 bytes.
+  void BuildMatchAll(std::string* out) {
+    out->clear();
+    PutHeader(out, kKindBloom, 0, 0, 0, 1, kMaxAttempts, 64, match_all_keys_, 8);
+    internal::PutFixed64(out, ~uint64_t{0});
+    internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
+  }
+
+  void OutOfMemory(const char* where) {
+    if (!match_all_) {
+      match_all_keys_ = hashes_.size();
+      Warn("out of memory while %s (%llu keys); this SST gets a filter that matches every key "
+           "(no false negatives, no filtering)",
+           where, static_cast<unsigned long long>(hashes_.size()));
+      shared_->bloom_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    }
+    match_all_ = true;
+    xor_ = 0;
+    pending_.clear();
+    std::vector<uint64_t>().swap(hashes_);
+  }
+
   template <typename... Args>
   void Warn(const char* fmt, Args... args) {
     if (info_log_ == nullptr) return;
@@ -731,12 +814,15 @@ class DLeftBuilder final : public FilterBitsBuilder {
 
   const DLeftFilterPlan plan_;
   const uint32_t max_nodes_;
+  const uint64_t max_block_bytes_;
   const std::shared_ptr<PolicyShared> shared_;
   const bool verify_;
   rocksdb::Logger* const info_log_;
   std::vector<uint64_t> hashes_;
   std::vector<uint64_t> pending_;
   uint64_t xor_ = 0;
+  bool match_all_ = false;      // out of memory: write a match-all block
+  uint64_t match_all_keys_ = 0;
 };
 
 // ---- the policy ---------------------------------------------------------------
@@ -755,8 +841,9 @@ class DLeftFilterPolicy final : public rocksdb::FilterPolicy {
   const char* CompatibilityName() const override { return kCompatibilityName; }
 
   FilterBitsBuilder* GetBuilderWithContext(const rocksdb::FilterBuildingContext& ctx) const override {
-    return new DLeftBuilder(plan_, options_.max_relocation_nodes, shared_,
-                            ctx.table_options.detect_filter_construct_corruption, ctx.info_log);
+    return new DLeftBuilder(plan_, options_.max_relocation_nodes, options_.max_filter_block_bytes,
+                            shared_, ctx.table_options.detect_filter_construct_corruption,
+                            ctx.info_log);
   }
 
   FilterBitsReader* GetFilterBitsReader(const Slice& contents) const override {
@@ -802,6 +889,10 @@ Status DLeftFilterPolicyOptions::Validate() const {
   }
   if (load != 0.0 && (!std::isfinite(load) || load < 0.05 || load > 0.99)) {
     return Invalid("load must be in [0.05, 0.99], got " + FormatNumber(load));
+  }
+  if (max_filter_block_bytes < kMinFilterBlockLimit || max_filter_block_bytes > kMaxFilterBlockLimit) {
+    return Invalid("max_filter_block_bytes must be in [" + std::to_string(kMinFilterBlockLimit) + ", " +
+                   std::to_string(kMaxFilterBlockLimit) + "], got " + std::to_string(max_filter_block_bytes));
   }
   if (max_relocation_nodes > 65536) {
     return Invalid("max_relocation_nodes must be in [0, 65536], got " +

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dlcbf/dleft_counting_bloom_filter.h"
+#include "test_scale.h"
 #include "dlcbf/internal/hash.h"
 #include "gtest/gtest.h"
 
@@ -520,7 +521,8 @@ TEST(DLeftConcurrencyTest, NoTransientFalseNegatives) {
       for (uint64_t i = 0; i < stable; ++i) keys.push_back(Key(i));
       std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
       std::unique_ptr<bool[]> out(new bool[keys.size()]);
-      for (int round = 0; round < 150; ++round) {
+      const int rounds = static_cast<int>(testing_util::Scaled(150, 20));  // DLCBF_TEST_SCALE
+      for (int round = 0; round < rounds; ++round) {
         if (r == 0) {
           for (const auto& k : keys) {
             if (!f->Contains(k)) misses.fetch_add(1);

@@ -4,15 +4,33 @@
 #   tools/run.sh demo    install missing packages, build (Release), run the demo
 #   tools/run.sh test    install missing packages, build (Release), run ctest
 #   tools/run.sh build   install missing packages and build only
+#   tools/run.sh asan    ASan+UBSan build (ASAN_BUILD_DIR) and its ctest suite
+#   tools/run.sh tsan    TSan build (TSAN_BUILD_DIR), concurrency suites only
+#   tools/run.sh fuzz    clang/libFuzzer build (FUZZ_BUILD_DIR), each target
+#                        FUZZ_SECONDS (default 600) from its seed corpus
+#   tools/run.sh crash   SIGKILL crash-recovery test, CRASH_CYCLES (default 60)
+#
+# `test` = Release suite, then the ASan/UBSan suite, then every fuzz target
+# for FUZZ_SECONDS=30 (and the TSan suite when DLCBF_CI_TSAN=1).
 #
 # Environment:
-#   BUILD_DIR   build directory (default: build)
-#   JOBS        parallel build jobs (default: nproc)
+#   BUILD_DIR        build directory (default: build)
+#   ASAN_BUILD_DIR   (default: build-asan)    TSAN_BUILD_DIR (default: build-tsan)
+#   FUZZ_BUILD_DIR   (default: build-fuzz)
+#   JOBS             parallel build jobs (default: nproc)
+#   DLCBF_CI_ASAN=0  `test` skips the ASan/UBSan suite
+#   DLCBF_CI_FUZZ=0  `test` skips the short fuzz runs
+#   DLCBF_CI_TSAN=1  `test` also runs the TSan suite
+#   DLCBF_TEST_SCALE iteration multiplier for the slow tests (default 1;
+#                    the sanitizer suites use 0.25, see tests/test_scale.h)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 BUILD_DIR="${BUILD_DIR:-build}"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-tsan}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
 JOBS="${JOBS:-$(nproc)}"
 
 log() { printf '\n== %s\n' "$*"; }
@@ -41,6 +59,78 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# ---- sanitizers, fuzzing, crash test (issue #7) ------------------------------
+# Tests that drive stock db_bench with LD_PRELOAD=libdlcbf_plugin.so cannot
+# run in sanitizer builds (the uninstrumented db_bench would have to load the
+# sanitizer runtime first); they run in the Release suite.
+SANITIZER_CTEST_EXCLUDE='db_bench'
+# Concurrency suites for TSan: core thread-safe mode, CBF readers/writer,
+# elastic filter migration, memtable index (+ LiveKeyDB's oracle test).
+TSAN_TESTS='Concurrency|ConcurrentOracle'
+FUZZERS=(fuzz_filter_block_reader fuzz_deserialize fuzz_ops fuzz_option_strings)
+
+asan_suite() {
+  log "ASan+UBSan build into $ASAN_BUILD_DIR"
+  cmake -S . -B "$ASAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLCBF_SANITIZE=address \
+        -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "$ASAN_BUILD_DIR" -j "$JOBS"
+  log "running tests under ASan+UBSan"
+  (cd "$ASAN_BUILD_DIR" &&
+   DLCBF_TEST_SCALE="${DLCBF_TEST_SCALE:-0.25}" \
+   ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}" \
+   UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+   ctest --output-on-failure -j "$JOBS" -E "$SANITIZER_CTEST_EXCLUDE" "$@")
+}
+
+tsan_suite() {
+  log "TSan build into $TSAN_BUILD_DIR"
+  cmake -S . -B "$TSAN_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLCBF_SANITIZE=thread \
+        -DDLCBF_BUILD_BENCHMARKS=OFF -DDLCBF_BUILD_TOOLS=OFF >/dev/null
+  cmake --build "$TSAN_BUILD_DIR" -j "$JOBS"
+  log "running the concurrency tests under TSan"
+  # Suppressions name frames inside the uninstrumented librocksdb only.
+  local supp="$here/tests/memtable_index_tsan.supp"
+  (cd "$TSAN_BUILD_DIR" &&
+   DLCBF_TEST_SCALE="${DLCBF_TEST_SCALE:-0.25}" \
+   TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$supp}" \
+   ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" -E "$SANITIZER_CTEST_EXCLUDE" "$@")
+}
+
+fuzz_build() {
+  install_packages clang libclang-rt-14-dev
+  log "libFuzzer build (clang, ASan+UBSan) into $FUZZ_BUILD_DIR"
+  CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DDLCBF_SANITIZE=address -DDLCBF_BUILD_FUZZERS=ON -DDLCBF_WERROR=OFF \
+        -DDLCBF_BUILD_TESTS=OFF -DDLCBF_BUILD_BENCHMARKS=OFF -DDLCBF_BUILD_TOOLS=OFF >/dev/null
+  # Only the fuzzers: clang does not link sanitizer runtimes into shared
+  # objects, so libdlcbf_plugin.so (-Wl,--no-undefined) is not built here.
+  cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" --target "${FUZZERS[@]}"
+}
+
+# fuzz_run SECONDS: every target from its committed seed corpus; new inputs
+# go to $FUZZ_BUILD_DIR/corpus/<target> (the committed corpus is read-only
+# here), crashes to $FUZZ_BUILD_DIR/artifacts/. Prints inputs fuzzed.
+fuzz_run() {
+  local secs="$1" t rc=0
+  mkdir -p "$FUZZ_BUILD_DIR/artifacts"
+  for t in "${FUZZERS[@]}"; do
+    mkdir -p "$FUZZ_BUILD_DIR/corpus/$t"
+    log "fuzzing $t for ${secs}s"
+    if ! ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}" \
+         UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+         "$FUZZ_BUILD_DIR/fuzz/$t" -max_total_time="$secs" -print_final_stats=1 \
+           -artifact_prefix="$FUZZ_BUILD_DIR/artifacts/$t-" \
+           "$FUZZ_BUILD_DIR/corpus/$t" "fuzz/corpus/$t" >"$FUZZ_BUILD_DIR/$t.log" 2>&1; then
+      tail -n 60 "$FUZZ_BUILD_DIR/$t.log"
+      echo "FAILED: $t (log: $FUZZ_BUILD_DIR/$t.log)"
+      rc=1
+      continue
+    fi
+    echo "$t: $(grep -m1 'stat::number_of_executed_units' "$FUZZ_BUILD_DIR/$t.log" | awk '{print $2}') inputs fuzzed in ${secs}s, no failure"
+  done
+  return $rc
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -53,6 +143,27 @@ case "$cmd" in
     build
     log "running tests (ctest)"
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" "$@")
+    if [ "${DLCBF_CI_ASAN:-1}" != 0 ]; then asan_suite "$@"; fi
+    if [ "${DLCBF_CI_TSAN:-0}" != 0 ]; then tsan_suite "$@"; fi
+    if [ "${DLCBF_CI_FUZZ:-1}" != 0 ]; then fuzz_build; fuzz_run "${FUZZ_SECONDS:-30}"; fi
+    ;;
+  asan)
+    install_packages
+    asan_suite "$@"
+    ;;
+  tsan)
+    install_packages
+    tsan_suite "$@"
+    ;;
+  fuzz)
+    fuzz_build
+    fuzz_run "${FUZZ_SECONDS:-600}"
+    ;;
+  crash)
+    install_packages
+    build
+    log "crash-recovery test: ${CRASH_CYCLES:-60} SIGKILL/reopen cycles"
+    "$BUILD_DIR/tools/crash_test" --cycles="${CRASH_CYCLES:-60}" "$@"
     ;;
   demo)
     install_packages gnuplot-nox
@@ -65,7 +176,7 @@ case "$cmd" in
       python3 db_bench_ext/compare --out="$BUILD_DIR/compare-demo" "$@"
     ;;
   *)
-    echo "usage: tools/run.sh {demo|test|build} [args...]" >&2
+    echo "usage: tools/run.sh {demo|test|build|asan|tsan|fuzz|crash} [args...]" >&2
     exit 2
     ;;
 esac

@@ -234,6 +234,40 @@ class CellCodec {
     return -1;
   }
 
+  // One pass over a bucket for writers: the cell holding `remainder` (or
+  // -1), the first empty cell (or -1) and the number of occupied cells.
+  // Same lane arithmetic as Find; an empty cell is a lane whose remainder
+  // field is 0.
+  struct Scan {
+    int match = -1;
+    int free_cell = -1;
+    uint32_t load = 0;
+  };
+  template <class Bits>
+  Scan ScanBucket(const Bits& bits, uint64_t bucket_bit, uint64_t remainder) const {
+    Scan out;
+    const uint64_t pattern = (remainder + 1) * rep1_;
+    const uint64_t step = uint64_t{lanes_} * w_;
+    uint32_t empty = 0;
+    for (uint32_t k = 0; k < chunks_; ++k) {
+      const uint64_t valid = k + 1 == chunks_ ? hi_tail_ : hi_;
+      const uint64_t word = bits.Load(bucket_bit + k * step);
+      const uint64_t e = word & field_;
+      const uint64_t ze = ~(((e & lo_) + lo_) | e | lo_) & valid;
+      empty += static_cast<uint32_t>(__builtin_popcountll(ze));
+      if (out.free_cell < 0 && ze) {
+        out.free_cell = static_cast<int>(k * lanes_ + static_cast<uint32_t>(__builtin_ctzll(ze)) / w_);
+      }
+      if (out.match < 0) {
+        const uint64_t m = (word ^ pattern) & field_;
+        const uint64_t zm = ~(((m & lo_) + lo_) | m | lo_) & valid;
+        if (zm) out.match = static_cast<int>(k * lanes_ + static_cast<uint32_t>(__builtin_ctzll(zm)) / w_);
+      }
+    }
+    out.load = cells_ - empty;
+    return out;
+  }
+
   uint64_t cell_mask() const { return cell_mask_; }
   bool counted() const { return c_ != 0; }
   uint32_t cells() const { return cells_; }

@@ -54,6 +54,9 @@
 
 namespace dlcbf {
 
+// RocksDB 7.8.3's own maximum filter size (bytes); see max_filter_block_bytes.
+constexpr uint64_t kDefaultMaxFilterBlockBytes = 0xffffffc0;
+
 struct DLeftFilterPolicyOptions {
   // Space budget in bits per distinct key, as for Bloom. Used when
   // fp_rate == 0. Valid range [4, 48].
@@ -72,6 +75,14 @@ struct DLeftFilterPolicyOptions {
 
   // Buckets visited by the breadth-first relocation search per insert.
   uint32_t max_relocation_nodes = 256;  // [0, 65536]
+
+  // Largest filter block a builder writes, header included, [4096,
+  // 0xffffffc0]. The default is RocksDB's own limit for filters (its
+  // FastLocalBloom never exceeds 0xffffffc0 bytes). When an SST's d-left
+  // table would be larger, the block is written in the Bloom format capped
+  // at this size (lossless, higher FP rate), counted in bloom_fallbacks and
+  // logged with the advice to use partitioned filters. Not part of the id.
+  uint64_t max_filter_block_bytes = kDefaultMaxFilterBlockBytes;
 
   // Where readers report unreadable filter blocks (they then answer "may
   // match" for every key). Builders log to FilterBuildingContext::info_log.

@@ -1,0 +1,44 @@
+// Allocation guard shared by the filters (issue #7: "huge requested sizes
+// give a clear error, not an OOM kill").
+//
+// INTERNAL: not part of the public API.
+//
+// Every table is zero-filled when it is created, so each of its pages is
+// touched at once. A table larger than the machine's physical memory can
+// therefore never work: with Linux overcommit the allocation may succeed
+// and the zero-fill would then get the process OOM-killed. Create()
+// refuses such sizes up front with Status::MemoryLimit, before calling the
+// allocator (under ASan, whose allocator aborts on huge requests unless
+// allocator_may_return_null=1, too). Options::max_bytes remains the
+// caller's own, tighter limit.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+namespace internal {
+
+// Physical memory in bytes; UINT64_MAX if unknown.
+inline uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return UINT64_MAX;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// OK, or MemoryLimit naming `what` when `bytes` exceeds physical memory.
+inline rocksdb::Status CheckFitsInMemory(uint64_t bytes, const char* what) {
+  const uint64_t phys = PhysicalMemoryBytes();
+  if (bytes <= phys) return rocksdb::Status::OK();
+  return rocksdb::Status::MemoryLimit(
+      what, "needs " + std::to_string(bytes) + " bytes, more than this machine's physical memory (" +
+                std::to_string(phys) + " bytes)");
+}
+
+}  // namespace internal
+}  // namespace dlcbf
