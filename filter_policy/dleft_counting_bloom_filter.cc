@@ -843,6 +843,16 @@ rocksdb::Status DLeftCountingBloomFilter::Deserialize(const rocksdb::Slice& data
   if (reloc > static_cast<uint8_t>(Relocation::kBreadthFirst)) {
     return Status::Corruption(kWhat, "unknown relocation policy");
   }
+  // Every bound Create() enforces (e.g. max_relocation_nodes <= 2^20, which
+  // sizes the relocation search) holds for deserialized filters too. The
+  // payload size is checked against the input below, so max_bytes is not
+  // what limits a well-formed filter here.
+  {
+    DLeftOptions check = o;
+    check.max_bytes = std::max<uint64_t>(check.max_bytes, GeometryOf(o).total_bytes());
+    rocksdb::Status v = check.Validate();
+    if (!v.ok()) return Status::Corruption(kWhat, v.ToString());
+  }
   internal::PermutationKeys keys;
   for (uint32_t i = 0; i < d; ++i) {
     if (!dec.Get64(&keys.k[i][0]) || !dec.Get64(&keys.k[i][1])) {

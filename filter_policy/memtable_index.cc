@@ -75,6 +75,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <new>
 #include <string>
@@ -1307,7 +1308,18 @@ int RegisterDLeftIndexedMemTableRepFactory(rocksdb::ObjectLibrary& library) {
         if (s.ok() && !base_id.empty()) {
           rocksdb::ConfigOptions cfg;
           cfg.ignore_unsupported_options = false;
-          s = MemTableRepFactory::CreateFromString(cfg, base_id, &base);
+          // RocksDB 7.8.3's own factories may throw while parsing (e.g.
+          // "skip_list:<huge>" -> std::out_of_range from ParseUint64; found
+          // by fuzz_option_strings). No exception may leave our factory.
+          try {
+            s = MemTableRepFactory::CreateFromString(cfg, base_id, &base);
+          } catch (const std::exception& e) {
+            base.reset();
+            s = Status::InvalidArgument(std::string("RocksDB threw while parsing it: ") + e.what());
+          } catch (...) {
+            base.reset();
+            s = Status::InvalidArgument("RocksDB threw while parsing it");
+          }
           if (s.ok() && base == nullptr) s = Invalid("base", "empty base id");
           if (!s.ok()) {
             s = Invalid("base", "\"" + base_id + "\": " + s.ToString());
