@@ -149,12 +149,21 @@ double ClampLtpr(double l_tpr) {
 
 }  // namespace
 
+// std::lgamma writes the global `signgam`, a data race when the model runs
+// on several threads (e.g. concurrent ElasticFilter::Stats()). lgamma_r
+// (glibc) returns the sign through an argument instead; every argument here
+// is >= 1, so the sign is always +1.
+static double LogGamma(double x) {
+  int sign = 0;
+  return lgamma_r(x, &sign);
+}
+
 double BinomialLogPmf(uint64_t n, double p, uint64_t v) {
   if (v > n) return kNegInf;
   if (p <= 0) return v == 0 ? 0.0 : kNegInf;
   if (p >= 1) return v == n ? 0.0 : kNegInf;
   const double dn = static_cast<double>(n), dv = static_cast<double>(v);
-  return std::lgamma(dn + 1) - std::lgamma(dv + 1) - std::lgamma(dn - dv + 1) +
+  return LogGamma(dn + 1) - LogGamma(dv + 1) - LogGamma(dn - dv + 1) +
          dv * std::log(p) + (dn - dv) * std::log1p(-p);
 }
 
