@@ -625,6 +625,32 @@ struct LiveKeyDB::Rep {
            ro.timestamp != nullptr || ro.iter_start_ts != nullptr || ro.ignore_range_deletions;
   }
 
+  // The index's answer for a point read at the latest state, with the
+  // statistics counted: false = the key is certainly not live (return
+  // NotFound without touching RocksDB), true = ask RocksDB (a "maybe", or a
+  // read the index cannot serve).
+  bool MayBeLive(const ReadOptions& options, ColumnFamilyHandle* column_family,
+                 const Slice& key) {
+    if (!BypassRead(options) && column_family != nullptr) {
+      const uint64_t h = Hash(key);
+      int verdict = -1;  // -1 bypass, 0 no, 1 maybe
+      {
+        ReadSection rs(&epochs);
+        const CfTable* t = table.load();
+        const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
+        const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
+        if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
+      }
+      if (verdict >= 0) {
+        epochs.Bump(kLookups);
+        if (verdict == 0) epochs.Bump(kShortCircuited);
+        return verdict != 0;
+      }
+    }
+    epochs.Bump(kBypassed);
+    return true;
+  }
+
   Liveness ReadLiveness(ColumnFamilyHandle* h, const Slice& key) {
     epochs.Bump(kLivenessReads);
     PinnableSlice v;
@@ -1761,28 +1787,10 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
 
 Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, PinnableSlice* value) {
-  Rep& r = *rep_;
-  if (!Rep::BypassRead(options) && column_family != nullptr) {
-    const uint64_t h = r.Hash(key);
-    int verdict = -1;  // -1 bypass, 0 no, 1 maybe
-    {
-      ReadSection rs(&r.epochs);
-      const CfTable* t = r.table.load();
-      const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
-      const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
-      if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
-    }
-    if (verdict >= 0) {
-      r.epochs.Bump(kLookups);
-      if (verdict == 0) {
-        r.epochs.Bump(kShortCircuited);
-        if (value != nullptr) value->Reset();
-        return Status::NotFound();
-      }
-      return db_->Get(options, column_family, key, value);
-    }
+  if (!rep_->MayBeLive(options, column_family, key)) {
+    if (value != nullptr) value->Reset();
+    return Status::NotFound();
   }
-  r.epochs.Bump(kBypassed);
   return db_->Get(options, column_family, key, value);
 }
 
@@ -1794,28 +1802,10 @@ Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_fam
 
 Status LiveKeyDB::GetEntity(const ReadOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, rocksdb::PinnableWideColumns* columns) {
-  Rep& r = *rep_;
-  if (!Rep::BypassRead(options) && column_family != nullptr) {
-    const uint64_t h = r.Hash(key);
-    int verdict = -1;
-    {
-      ReadSection rs(&r.epochs);
-      const CfTable* t = r.table.load();
-      const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
-      const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
-      if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
-    }
-    if (verdict >= 0) {
-      r.epochs.Bump(kLookups);
-      if (verdict == 0) {
-        r.epochs.Bump(kShortCircuited);
-        if (columns != nullptr) columns->Reset();
-        return Status::NotFound();
-      }
-      return db_->GetEntity(options, column_family, key, columns);
-    }
+  if (!rep_->MayBeLive(options, column_family, key)) {
+    if (columns != nullptr) columns->Reset();
+    return Status::NotFound();
   }
-  r.epochs.Bump(kBypassed);
   return db_->GetEntity(options, column_family, key, columns);
 }
 
