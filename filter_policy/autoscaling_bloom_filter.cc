@@ -143,13 +143,9 @@ void AutoscalingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
 
 void AutoscalingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n,
                                            bool* out) const {
-  constexpr size_t kBlock = 32;
-  uint64_t hashes[kBlock];
-  for (size_t base = 0; base < n; base += kBlock) {
-    const size_t len = std::min(kBlock, n - base);
-    for (size_t i = 0; i < len; ++i) hashes[i] = Hash(keys[base + i]);
-    ContainsHashBatch(hashes, len, out + base);
-  }
+  internal::HashedBatches<32>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 rocksdb::Status AutoscalingBloomFilter::CheckThresholds(uint32_t theta, uint32_t T,

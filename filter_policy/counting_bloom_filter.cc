@@ -309,13 +309,9 @@ void CountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
 
 void CountingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n,
                                         bool* out) const {
-  constexpr size_t kBlock = 32;
-  uint64_t hashes[kBlock];
-  for (size_t base = 0; base < n; base += kBlock) {
-    const size_t len = std::min(kBlock, n - base);
-    for (size_t i = 0; i < len; ++i) hashes[i] = Hash(keys[base + i]);
-    ContainsHashBatch(hashes, len, out + base);
-  }
+  internal::HashedBatches<32>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 void CountingBloomFilter::Positions(uint64_t hash, uint64_t* out) const {

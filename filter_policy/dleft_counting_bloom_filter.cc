@@ -217,17 +217,9 @@ class DLeftCountingBloomFilter::Impl {
   WordBits bits() const { return WordBits{words_.get()}; }
   uint64_t ReadCell(uint64_t bit) const { return bits().Load(bit) & codec_.cell_mask(); }
   // Thread-safe readers: acquire loads (see "Memory ordering" above).
-  struct AcquireWordBits {
-    const uint64_t* words;
-    uint64_t Load(uint64_t bitpos) const {
-      uint64_t i = bitpos >> 6, o = bitpos & 63;
-      uint64_t lo = __atomic_load_n(&words[i], __ATOMIC_ACQUIRE) >> o;
-      uint64_t hi = (__atomic_load_n(&words[i + 1], __ATOMIC_ACQUIRE) << 1) << (63 - o);
-      return lo | hi;
-    }
-    const void* Address(uint64_t bitpos) const { return &words[bitpos >> 6]; }
-  };
-  AcquireWordBits acquire_bits() const { return AcquireWordBits{words_.get()}; }
+  internal::AcquireWordBits acquire_bits() const {
+    return internal::AcquireWordBits{words_.get()};
+  }
 
   // Writes `width` = cell_bits_ bits at `bit` with single-word release
   // stores (release: see "Memory ordering" above); bits outside the cell are
@@ -704,13 +696,9 @@ void DLeftCountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t 
 }
 
 void DLeftCountingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
-  constexpr size_t kBatch = 16;
-  uint64_t hashes[kBatch];
-  for (size_t base = 0; base < n; base += kBatch) {
-    size_t m = std::min(kBatch, n - base);
-    for (size_t i = 0; i < m; ++i) hashes[i] = Hash(keys[base + i]);
-    ContainsHashBatch(hashes, m, out + base);
-  }
+  internal::HashedBatches<16>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 void DLeftCountingBloomFilter::Clear() { impl_->Clear(); }

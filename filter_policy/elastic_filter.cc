@@ -297,13 +297,9 @@ void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* ou
     dleft_->ContainsBatch(keys, n, out);
     return;
   }
-  constexpr size_t kBlock = 32;
-  uint64_t hashes[kBlock];
-  for (size_t base = 0; base < n; base += kBlock) {
-    const size_t len = std::min(kBlock, n - base);
-    for (size_t i = 0; i < len; ++i) hashes[i] = ProbeHash(Hash(keys[base + i]));
-    a->ContainsHashBatch(hashes, len, out + base);
-  }
+  internal::HashedBatches<32>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return ProbeHash(Hash(k)); },
+      [a](const uint64_t* h, size_t m, bool* o) { a->ContainsHashBatch(h, m, o); });
 }
 
 ElasticMode ElasticFilter::mode() const {

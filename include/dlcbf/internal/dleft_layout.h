@@ -298,18 +298,23 @@ class CellCodec {
 
 // Reads 64 bits starting at an arbitrary bit position of an array of 64-bit
 // words (which must have one readable word of padding past the last bit).
-// Word loads are relaxed atomics so lock-free readers may run while a
-// single writer updates words (see the concurrency note in the .cc file).
-struct WordBits {
+// Word loads are atomics of the given memory order so lock-free readers may
+// run while a single writer updates words: relaxed for single-threaded use
+// and writers, acquire for thread-safe readers (the seqlock argument is in
+// the concurrency note of dleft_counting_bloom_filter.cc).
+template <int kOrder>
+struct WordBitsT {
   const uint64_t* words;
   uint64_t Load(uint64_t bitpos) const {
     uint64_t i = bitpos >> 6, o = bitpos & 63;
-    uint64_t lo = __atomic_load_n(&words[i], __ATOMIC_RELAXED) >> o;
-    uint64_t hi = (__atomic_load_n(&words[i + 1], __ATOMIC_RELAXED) << 1) << (63 - o);
+    uint64_t lo = __atomic_load_n(&words[i], kOrder) >> o;
+    uint64_t hi = (__atomic_load_n(&words[i + 1], kOrder) << 1) << (63 - o);
     return lo | hi;
   }
   const void* Address(uint64_t bitpos) const { return &words[bitpos >> 6]; }
 };
+using WordBits = WordBitsT<__ATOMIC_RELAXED>;
+using AcquireWordBits = WordBitsT<__ATOMIC_ACQUIRE>;
 
 // Reads at least 57 valid bits at a bit position of a byte buffer of
 // `size` bytes, never touching memory outside it (bytes past the end read
