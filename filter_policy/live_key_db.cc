@@ -63,16 +63,34 @@
 //   during the scan; 41 us for 291 updates in the oracle test). Scan speed:
 //   1.5 M keys in 0.67 s (cached) to 1.3 s (at Open).
 //
-//   Persistence. File layout (little-endian, internal/coding.h):
-//     u64 magic "DLKYIDX1" | u32 version 1 | u64 latest sequence number |
-//     u64 hash seed | u32 len + DB identity | u32 n + n x (u32 len +
-//     "<cf id>:<file name>" of an ingested SST alive at Close) |
-//     u32 families | per family: u32 id | u32 len + name | u64 sized_for |
-//     u64 entries | u64 len + DLeftCountingBloomFilter::Serialize() |
-//     u64 XXH3-64 of everything before (seed 0x4C4B494458)
-//   Written to <name>.tmp, fsynced, renamed, directory fsynced (8 MB for a
-//   3 M-key index: 0.09 s); loaded (0.05 s) only if every check passes;
-//   deleted after Open.
+//   Persistence. File layout, version 2 (little-endian, internal/coding.h):
+//     offset 0   u64 magic "DLKYIDX1"
+//            8   u32 version = 2
+//           12   u64 latest sequence number at the save
+//           20   u64 hash seed
+//           28   u32 len + DB identity bytes
+//                u32 n + n x u64: the number of every live SST file of the
+//                  DB (all column families), ascending
+//                u32 families | per family: u32 id | u32 len + name |
+//                  u64 sized_for | u64 entries |
+//                  u64 len + DLeftCountingBloomFilter::Serialize()
+//                u64 XXH3-64 of everything before (seed 0x4C4B494458)
+//   Version 1 recorded only the SSTs that still carried the ingestion
+//   property; a compaction erases that property, so a v1 file is never
+//   trusted (rejected, the index is rebuilt).
+//   Save (Close): pause background work (no compaction changes the file
+//   set after it is recorded), then write <name>.tmp, fsync, rename,
+//   directory fsync. Load (Open): only if the checksum, version, identity,
+//   seed and sequence number match AND every live SST that is not in the
+//   saved set has a smallest sequence number > 0. Why: the equal sequence
+//   number proves that no sequenced write happened since the save, so a new
+//   file whose keys all carry sequence numbers (a flush of the recovered
+//   WAL) holds only keys the index saw. An ingestion at the bottom level
+//   gets global seqno 0 and leaves the sequence number unchanged, and any
+//   compaction output that contains such keys keeps seqno 0 for them. A
+//   bottom-level compaction of our own keys (seqnos zeroed) between the
+//   save and the load is rejected too: a needless but safe rebuild. The
+//   file is deleted after Open.
 //
 //   Costs (tools/live_key_bench, Release, 2-core shared VM, 1 M keys x
 //   100 B in L0 x 13 files + L1..L4, bloomfilter:10 SSTs, five runs; see
@@ -103,6 +121,7 @@
 #include "dlcbf/elastic_filter.h"
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/live_key_db_testing.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/sst_file_reader.h"
@@ -123,13 +142,20 @@ using rocksdb::Status;
 using rocksdb::WriteBatch;
 using rocksdb::WriteOptions;
 
+namespace internal {
+namespace {
+std::atomic<int> g_fault{0};
+}  // namespace
+void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
+LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
+}  // namespace internal
+
 namespace {
 
 constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
-constexpr uint32_t kFileVersion = 1;
+constexpr uint32_t kFileVersion = 2;  // 1 lacked the SST set: never trusted
 constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
 constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
-const char* const kExternalSstVersionProperty = "rocksdb.external_sst_file.version";
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -734,6 +760,9 @@ struct LiveKeyDB::Rep {
     epochs.Bump(kWriteKeys);
     // Not in the index: certainly not live. In it: a liveness read decides.
     const bool insert = !p.contains || ReadLiveness(h, key) != Liveness::kLive;
+    if (internal::g_fault.load(std::memory_order_relaxed) != 0) {
+      return UpsertWithFault(p, hash, insert, write);
+    }
     if (insert) {
       Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) return s;  // nothing written
@@ -742,6 +771,18 @@ struct LiveKeyDB::Rep {
     if (!s.ok() && insert && ReadLiveness(h, key) == Liveness::kNotLive) {
       IndexErase(p.cf, p.idx, hash);
       epochs.Bump(kUndone);
+    }
+    return s;
+  }
+
+  // The deliberately wrong order (internal/live_key_db_testing.h): base
+  // write, pause, index insert. Only the oracle's negative control runs it.
+  template <class WriteFn>
+  Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
+    Status s = write();
+    if (s.ok() && insert) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      s = IndexInsert(p.cf, p.idx, hash);
     }
     return s;
   }
@@ -886,7 +927,7 @@ struct LiveKeyDB::Rep {
 
   // ---- persistence -------------------------------------------------------------------
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
-  Status ExternalFiles(std::vector<std::string>* out);
+  Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
   Status Persist();
   void LoadFromFile(std::vector<CfState*>* loaded);
   Status Init(const std::vector<ColumnFamilyHandle*>& handles);
@@ -1070,27 +1111,26 @@ Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std:
 
 }  // namespace
 
-Status LiveKeyDB::Rep::ExternalFiles(std::vector<std::string>* out) {
-  out->clear();
-  std::vector<CfState*> fams;
-  {
-    std::lock_guard<std::mutex> l(cf_mu);
-    for (auto& kv : cfs) {
-      if (kv.second->indexed && !kv.second->dropped) fams.push_back(kv.second.get());
-    }
+// The SST set: the numbers of every live SST file of the DB (all column
+// families), sorted; with `smallest_seqno`, each file's smallest sequence
+// number in the same order.
+Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
+                                std::vector<uint64_t>* smallest_seqno) {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  base->GetLiveFilesMetaData(&files);
+  std::vector<std::pair<uint64_t, uint64_t>> v;
+  for (const auto& f : files) {
+    uint64_t n = f.file_number;
+    if (n == 0) n = std::strtoull(BaseName(f.name).c_str(), nullptr, 10);  // "/000123.sst"
+    v.emplace_back(n, f.smallest_seqno);
   }
-  for (CfState* cf : fams) {
-    rocksdb::TablePropertiesCollection props;
-    Status s = base->GetPropertiesOfAllTables(cf->handle, &props);
-    if (!s.ok()) return s;
-    for (const auto& kv : props) {
-      if (kv.second && kv.second->user_collected_properties.count(kExternalSstVersionProperty)) {
-        out->push_back(std::to_string(cf->id) + ":" + BaseName(kv.first));
-      }
-    }
+  std::sort(v.begin(), v.end());
+  numbers->clear();
+  if (smallest_seqno) smallest_seqno->clear();
+  for (const auto& e : v) {
+    numbers->push_back(e.first);
+    if (smallest_seqno) smallest_seqno->push_back(e.second);
   }
-  std::sort(out->begin(), out->end());
-  out->erase(std::unique(out->begin(), out->end()), out->end());
   return Status::OK();
 }
 
@@ -1107,8 +1147,13 @@ Status LiveKeyDB::Rep::Persist() {
   std::string identity;
   Status s = base->GetDbIdentity(identity);
   if (!s.ok()) return s;
-  std::vector<std::string> external;
-  s = ExternalFiles(&external);
+  // No compaction may change the SST set after it is recorded (a
+  // compaction at the bottom level zeroes sequence numbers, so its output
+  // would be rejected at the next Open: a needless rebuild).
+  s = base->PauseBackgroundWork();
+  if (!s.ok()) return s;
+  std::vector<uint64_t> ssts;
+  s = LiveSsts(&ssts, nullptr);
   if (!s.ok()) return s;
 
   std::string body;
@@ -1117,8 +1162,8 @@ Status LiveKeyDB::Rep::Persist() {
   internal::PutFixed64(&body, base->GetLatestSequenceNumber());
   internal::PutFixed64(&body, opt.dleft.seed);
   PutString32(&body, identity);
-  internal::PutFixed32(&body, static_cast<uint32_t>(external.size()));
-  for (const std::string& e : external) PutString32(&body, e);
+  internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&body, n);
   std::string entries;
   uint32_t n = 0, skipped = 0;
   for (CfState* cf : fams) {
@@ -1169,10 +1214,15 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   }
   internal::Decoder d(data.data(), body);
   uint64_t magic = 0, seq = 0, seed = 0;
-  uint32_t version = 0, n_ext = 0, n = 0;
+  uint32_t version = 0, n_ssts = 0, n = 0;
   std::string identity;
   if (!d.Get64(&magic) || magic != kFileMagic) return Reject("bad magic");
-  if (!d.Get32(&version) || version != kFileVersion) {
+  if (!d.Get32(&version)) return Reject("truncated header");
+  if (version == 1) {
+    return Reject("format version 1 does not record the SST set, so keys added behind "
+                  "LiveKeyDB's back (an ingestion at seqno 0) cannot be ruled out");
+  }
+  if (version != kFileVersion) {
     return Reject("unsupported version " + std::to_string(version));
   }
   if (!d.Get64(&seq) || !d.Get64(&seed) || !GetString32(&d, &identity)) return Reject("truncated header");
@@ -1186,20 +1236,24 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
                   std::to_string(latest) + " (writes since the save)");
   }
   if (seed != opt.dleft.seed) return Reject("hash seed differs from index_options.dleft.seed");
-  std::vector<std::string> saved_ext;
-  if (!d.Get32(&n_ext)) return Reject("truncated");
-  for (uint32_t i = 0; i < n_ext; ++i) {
-    std::string e;
-    if (!GetString32(&d, &e)) return Reject("truncated file list");
-    saved_ext.push_back(e);
-  }
-  std::vector<std::string> now_ext;
-  s = ExternalFiles(&now_ext);
-  if (!s.ok()) return Reject("cannot list ingested files: " + s.ToString());
-  std::sort(saved_ext.begin(), saved_ext.end());
-  for (const std::string& e : now_ext) {
-    if (!std::binary_search(saved_ext.begin(), saved_ext.end(), e)) {
-      return Reject("SST " + e + " was ingested after the save");
+  if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
+  std::vector<uint64_t> saved_ssts(n_ssts);
+  for (uint64_t& f : saved_ssts) d.Get64(&f);
+  std::sort(saved_ssts.begin(), saved_ssts.end());
+  std::vector<uint64_t> now_ssts, now_smallest;
+  s = LiveSsts(&now_ssts, &now_smallest);
+  if (!s.ok()) return Reject("cannot list live SST files: " + s.ToString());
+  for (size_t i = 0; i < now_ssts.size(); ++i) {
+    // A file new to the index is harmless only if every key in it carries a
+    // real sequence number (<= the verified one: written through LiveKeyDB
+    // before the save, e.g. a flush of the recovered WAL). Sequence number 0
+    // marks an ingestion at the bottom level, or a compaction output that
+    // may contain one.
+    if (now_smallest[i] == 0 &&
+        !std::binary_search(saved_ssts.begin(), saved_ssts.end(), now_ssts[i])) {
+      return Reject("SST file " + std::to_string(now_ssts[i]) +
+                    " is not in the saved SST set and holds sequence number 0 (an ingestion, "
+                    "or a compaction after the save): it may hold keys the index never saw");
     }
   }
   if (!d.Get32(&n)) return Reject("truncated");

@@ -85,10 +85,15 @@
 //
 //   SingleDelete: RocksDB leaves SingleDelete of an overwritten key
 //   undefined (an older version may resurface later). With
-//   trust_single_delete = true (default) LiveKeyDB erases the key like
-//   Delete, so misuse can also make the index forget a key that RocksDB
-//   later resurrects. Set it to false to keep SingleDeleted keys as stale
-//   entries instead (always safe).
+//   trust_single_delete = false (the default) a SingleDeleted key stays in
+//   the index as a stale entry: a resurrected value is still found, and
+//   misuse can never cost another key. The price is one stale entry per
+//   SingleDelete until the next rebuild (a slightly higher false-positive
+//   rate, never a false negative). trust_single_delete = true erases the
+//   key like Delete; then a misused SingleDelete can make the index forget
+//   a key that RocksDB later resurrects (a false negative for that key),
+//   and a later Delete of a fingerprint-colliding key can take another
+//   key's count. Set it only if every SingleDelete is used as documented.
 //
 //   IngestExternalFile(s): takes every stripe, reads the files' keys with
 //   rocksdb::SstFileReader (latest visible keys, point entries), adds the
@@ -114,17 +119,21 @@
 //   keeps the handles it tracks alive until Close for background rebuilds.
 //
 // Persistence and recovery
-//   Close() (and the destructor) persists each index that is in dlCBF mode
-//   with the DB's latest sequence number, DB identity, hash seed and a
-//   checksum into <db dir>/<index_file_name>, atomically (temp file, fsync,
-//   rename, directory fsync). Open() loads it only if the checksum, format,
-//   identity, seed and sequence number (after WAL recovery) all match and no
-//   SST ingested since then exists (ingestion into the bottom level can add
-//   keys without advancing the sequence number); otherwise, and for every
-//   column family not in the file, the index is rebuilt by a keys-only scan
-//   with progress in the info LOG. A corrupt or mismatched file is logged
-//   and ignored, never trusted. After a successful Open the file is
-//   deleted, so a later crash cannot leave a stale file behind.
+//   Close() (and the destructor) pauses background work and persists each index that is in dlCBF mode with the
+//   DB's latest sequence number, DB identity, hash seed, the numbers of all
+//   live SST files and a checksum into <db dir>/<index_file_name>,
+//   atomically (temp file, fsync, rename, directory fsync). Open() loads it
+//   only if the checksum, format, identity, seed and sequence number (after
+//   WAL recovery) all match AND every live SST file is either one the index
+//   saw at Close or one whose keys all carry nonzero sequence numbers (e.g.
+//   the flush of the recovered WAL). A new file with sequence number 0 may
+//   hold keys the index never saw: another process may have ingested a file
+//   at global seqno 0 (the sequence number does not move) and compacted it.
+//   Otherwise, and for every column family not in
+//   the file, the index is rebuilt by a keys-only scan with progress in the
+//   info LOG. A corrupt or mismatched file is logged and ignored, never
+//   trusted. After a successful Open the file is deleted, so a later crash
+//   cannot leave a stale file behind.
 //
 // Drift and rebuilds
 //   An index is sized for max(expected_keys, rebuild_headroom x the keys it
@@ -207,7 +216,7 @@ struct LiveKeyIndexOptions {
   uint64_t delete_range_scan_limit = 100000;
 
   // See "SingleDelete" above.
-  bool trust_single_delete = true;
+  bool trust_single_delete = false;
   // Index column families whose comparator may consider keys with
   // different bytes equal. Only if such keys are never written.
   bool trust_comparator = false;

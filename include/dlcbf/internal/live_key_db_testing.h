@@ -1,0 +1,27 @@
+// Test-only fault injection for LiveKeyDB's write ordering. Not installed.
+//
+// LiveKeyDB's lossless guarantee rests on two orderings (see
+// include/dlcbf/rocksdb/live_key_db.h, "Exactness"): a key that becomes
+// live is added to the index BEFORE the base write, and a key that stops
+// being live is erased AFTER the base write succeeded. The concurrency
+// oracle (tests/live_key_db_oracle_test.cc) must be able to catch a
+// violation of either; these faults reverse one ordering on purpose so its
+// negative control can prove that. Never set outside tests.
+#pragma once
+
+namespace dlcbf {
+namespace internal {
+
+enum class LiveKeyFault : int {
+  kNone = 0,
+  // Put/Merge of a new key: base write first, then a short pause, then the
+  // index insert (a window in which the key is live but not indexed).
+  kIndexInsertAfterWrite = 1,
+};
+
+// Process-wide; thread-safe (an atomic). Affects every LiveKeyDB instance.
+void SetLiveKeyFaultForTesting(LiveKeyFault fault);
+LiveKeyFault GetLiveKeyFaultForTesting();
+
+}  // namespace internal
+}  // namespace dlcbf
