@@ -1,7 +1,7 @@
 // Tests of the ABF analytic model (include/dlcbf/abf_model.h): numerics,
 // the paper's published numbers (Kleyko et al. 2019, Figs. 2-4), the
 // lossless rule, and model vs Monte-Carlo over a grid of (m, k, n, Θ, T).
-#include "dlcbf/abf_model.h"
+#include "dlcbf/model/abf_model.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "dlcbf/counting_bloom_filter.h"
+#include "dlcbf/core/counting_bloom_filter.h"
 
 namespace dlcbf {
 namespace abf {

@@ -1,7 +1,7 @@
 // Tests of the autoscaling Bloom filter: the lossless default and how hard
 // it is to lose, the opt-in lossy mode against the model, zero false
 // negatives against a std::multiset oracle, and serialization.
-#include "dlcbf/autoscaling_bloom_filter.h"
+#include "dlcbf/core/autoscaling_bloom_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Tests of the standard counting Bloom filter: options, distinct probes,
 // saturation and erase rules, batch lookups, FPR vs the formula,
 // serialization (round trip, truncation, corruption) and concurrent reads.
-#include "dlcbf/counting_bloom_filter.h"
+#include "dlcbf/core/counting_bloom_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Paper-reproduction tests: the fluid limit of d-left hashing with deletions
 // against Bonomi et al., ESA 2006, Table 1 and §5.2, and shortened versions
 // of the §5.1/§5.2 simulations (the loop of tools/dlcbf_sim, shared through
-// tools/dlcbf_sim_lib.h) against the fluid limit and Claim 3.
+// filter_policy/model/dleft_simulation.h) against the fluid limit and Claim 3.
 //
 // Every tolerance is derived from the math (printed precision of the paper,
 // binomial standard deviations); nothing here measures time.
@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "../tools/dlcbf_sim_lib.h"
-#include "dlcbf/dleft_counting_bloom_filter.h"
-#include "dlcbf/dleft_fluid_limit.h"
+#include "filter_policy/model/dleft_simulation.h"
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "dlcbf/model/dleft_fluid_limit.h"
 
 namespace dlcbf {
 namespace {

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dlcbf/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "test_scale.h"
 #include "dlcbf/internal/hash.h"
 #include "gtest/gtest.h"

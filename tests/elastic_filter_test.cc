@@ -3,7 +3,7 @@
 // negative, its FPR after migration matches the model, erase keeps
 // working, saturated fingerprints stay pinned, and concurrent readers
 // never miss a published key across the migration.
-#include "dlcbf/elastic_filter.h"
+#include "dlcbf/core/elastic_filter.h"
 
 #include <gtest/gtest.h>
 

@@ -23,7 +23,7 @@
 
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/hash.h"
-#include "dlcbf/internal/rocksdb_filter_abi.h"
+#include "filter_policy/rocksdb/abi/filter_abi.h"
 #include "dlcbf/rocksdb/filter_policy.h"
 #include "dlcbf/rocksdb/registration.h"
 #include "gtest/gtest.h"

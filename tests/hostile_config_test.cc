@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "dlcbf/autoscaling_bloom_filter.h"
-#include "dlcbf/counting_bloom_filter.h"
-#include "dlcbf/dleft_counting_bloom_filter.h"
-#include "dlcbf/elastic_filter.h"
+#include "dlcbf/core/autoscaling_bloom_filter.h"
+#include "dlcbf/core/counting_bloom_filter.h"
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/elastic_filter.h"
 #include "dlcbf/internal/memory.h"
-#include "dlcbf/internal/rocksdb_filter_abi.h"
+#include "filter_policy/rocksdb/abi/filter_abi.h"
 #include "dlcbf/rocksdb/filter_policy.h"
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "dlcbf/rocksdb/registration.h"

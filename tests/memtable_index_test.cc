@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "dlcbf/internal/rocksdb_memtable_abi.h"
+#include "filter_policy/rocksdb/abi/memtable_abi.h"
 #include "dlcbf/rocksdb/registration.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"

@@ -118,9 +118,9 @@ fuzz_run() {
     log "fuzzing $t for ${secs}s"
     if ! ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}" \
          UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-         "$FUZZ_BUILD_DIR/fuzz/$t" -max_total_time="$secs" -print_final_stats=1 \
+         "$FUZZ_BUILD_DIR/tests/fuzz/$t" -max_total_time="$secs" -print_final_stats=1 \
            -artifact_prefix="$FUZZ_BUILD_DIR/artifacts/$t-" \
-           "$FUZZ_BUILD_DIR/corpus/$t" "fuzz/corpus/$t" >"$FUZZ_BUILD_DIR/$t.log" 2>&1; then
+           "$FUZZ_BUILD_DIR/corpus/$t" "tests/fuzz/corpus/$t" >"$FUZZ_BUILD_DIR/$t.log" 2>&1; then
       tail -n 60 "$FUZZ_BUILD_DIR/$t.log"
       echo "FAILED: $t (log: $FUZZ_BUILD_DIR/$t.log)"
       rc=1

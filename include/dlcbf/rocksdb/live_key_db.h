@@ -165,7 +165,7 @@
 #include <string>
 #include <vector>
 
-#include "dlcbf/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"

@@ -65,7 +65,7 @@
 //   the index must drop the timestamp. The public MemTableRep API does not
 //   say how large it is; the rep reads it from the user comparator behind
 //   MemTable's KeyComparator, identified by its exact dynamic type (see
-//   dlcbf/internal/rocksdb_memtable_abi.h). The index is used only when:
+//   filter_policy/rocksdb/abi/memtable_abi.h). The index is used only when:
 //     - that comparator is identified (otherwise: bypass, every Get is
 //       delegated; see Stats().bypass_reason), and
 //     - equal keys have equal bytes: the comparator says
@@ -114,7 +114,7 @@
 #include <string>
 #include <vector>
 
-#include "dlcbf/elastic_filter.h"
+#include "dlcbf/core/elastic_filter.h"
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/status.h"
 #include "rocksdb/utilities/object_registry.h"

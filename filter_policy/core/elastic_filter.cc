@@ -1,0 +1,349 @@
+// Elastic filter: dlCBF (Bonomi et al. 2006) that migrates, without the
+// keys, to an autoscaling CBF (Kleyko et al. 2019) in the same byte budget.
+//
+// Design note (the paper's §5.1 geometry, 2^20 bits, sized for 49,152
+// keys; numbers from tests/elastic_filter_test.cc and the model):
+//   - Before migration: the dlCBF's FPR 1 - (1 - 2^-25)^F <= 0.00146
+//     (Claim 3) at 21.3 bits/key.
+//   - Migration: the budget of 131,072 bytes becomes m = 262,144 4-bit
+//     counters. Every stored fingerprint f (recovered through P_i^-1 by
+//     ForEachFingerprint) is inserted `count` times with probe hash
+//     Mix64(f.packed ^ salt); this is O(d B L + k F) and touches no key.
+//     Because the ABF hashes the fingerprint, two keys with the same f are
+//     the same element to it, exactly as in the dlCBF (Claim 2), and the
+//     dlCBF's fingerprint FPR (n / (B Rn) = n * 3e-8 here) adds to the ABF's.
+//   - After migration (lossless Θ = 0, T = k): FPR = (1 - (1 - k/m)^n)^k
+//     (eqs. 9, 20). Migration happens on overflow, which with breadth-first
+//     relocation comes only when the table is essentially full (tests: 2,691st
+//     insert into 2,688 cells; here ~65.5k items). k is fixed then, optimal
+//     for abf_growth = 2x those items: k = round(ln 2 * 262144 / 131072) = 1,
+//     so FPR = 1 - e^{-n/m}: 0.22 at 65.5k items, 0.39 at 2x, 0.85 at 10x the
+//     sizing (491,520 items), against 0.022 for a plain 1-bit Bloom filter
+//     of 2^20 bits at 2x (k = 6) -- the price of 4-bit counters (erase
+//     support) in a budget sized for the dlCBF's 21 bits/key. Narrower
+//     counters buy positions: abf_counter_bits = 2 gives 524,288 counters,
+//     k = 3, FPR 0.031 / 0.147 / 0.83 at the same loads, but 4 % of 2-bit
+//     counters saturate at 2x (λ = 0.75), each then a permanent false
+//     positive position under churn.
+//   - Opt-in lossy mode (min_tpr < 1, allow_false_negatives): the ABF is
+//     re-tuned by the model whenever n moves by retune_fraction. With the
+//     automatic k = 1 at 10x, the only lossy pair (Θ = 1, T = 1) has
+//     TPR = 1 - e^{-1.875} = 0.85, so at L_TPR = 0.9 AutoTune stays at the
+//     lossless pair; lossy pays off when k is large for the load (set
+//     abf_probes, like the paper's k = 100 at n = 5000: FPR 0.59 vs 1.0).
+//   - Trade-off: the migration is a stop-the-writers pause of one table
+//     scan (~ms for 2^20 bits) in exchange for never refusing an insert; in
+//     thread-safe mode the frozen dlCBF stays allocated for in-flight
+//     readers until ReleaseRetired() (2x memory until then).
+#include "dlcbf/core/elastic_filter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/hash.h"
+
+namespace dlcbf {
+
+const char* ToString(ElasticMode mode) {
+  switch (mode) {
+    case ElasticMode::kDLeft: return "dlcbf";
+    case ElasticMode::kAutoscaling: return "autoscaling";
+  }
+  return "unknown";
+}
+
+const char* ToString(MigrationCause cause) {
+  switch (cause) {
+    case MigrationCause::kNone: return "none";
+    case MigrationCause::kOverflow: return "overflow";
+    case MigrationCause::kLoadThreshold: return "load_threshold";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool InRange(double v, double lo, double hi) { return v >= lo && v <= hi; }  // false for NaN
+
+}  // namespace
+
+rocksdb::Status ElasticOptions::Validate() const {
+  using rocksdb::Status;
+  if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
+    return Status::InvalidArgument("sizing_load must be in (0, 1]");
+  }
+  DLeftOptions d = dleft;
+  if (expected_items > 0) d.SizeFor(expected_items, sizing_load);
+  Status s = d.Validate();
+  if (s.IsInvalidArgument()) {
+    return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+  }
+  if (!s.ok()) return s;
+  if (d.counter_bits == 0) {
+    return Status::InvalidArgument(
+        "dleft.counter_bits must be >= 1 (the elastic filter supports erase)");
+  }
+  if (!InRange(migrate_at_load, 0.0, 1.0)) {
+    return Status::InvalidArgument("migrate_at_load must be in [0, 1]");
+  }
+  if (abf_counter_bits < 1 || abf_counter_bits > 8) {
+    return Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
+  }
+  if (abf_probes > 4096) return Status::InvalidArgument("abf_probes must be <= 4096");
+  if (!(abf_growth >= 1.0) || std::isinf(abf_growth)) {
+    return Status::InvalidArgument("abf_growth must be a finite value >= 1");
+  }
+  if (!InRange(min_tpr, 0.0, 1.0)) {
+    return Status::InvalidArgument("min_tpr (L_TPR) must be in [0, 1]");
+  }
+  if (min_tpr < 1.0 && !allow_false_negatives) {
+    return Status::InvalidArgument(
+        "min_tpr (L_TPR) < 1 admits false negatives; set allow_false_negatives");
+  }
+  if (!(retune_fraction > 0.0) || std::isinf(retune_fraction)) {
+    return Status::InvalidArgument("retune_fraction must be a finite value > 0");
+  }
+  return Status::OK();
+}
+
+ElasticFilter::ElasticFilter(const ElasticOptions& options) : options_(options) {
+  if (options_.expected_items > 0) {
+    options_.dleft.SizeFor(options_.expected_items, options_.sizing_load);
+  }
+  options_.dleft.thread_safe = options_.thread_safe;
+}
+
+ElasticFilter::~ElasticFilter() = default;
+
+rocksdb::Status ElasticFilter::Create(const ElasticOptions& options,
+                                      std::unique_ptr<ElasticFilter>* out) {
+  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
+  rocksdb::Status s = options.Validate();
+  if (!s.ok()) return s;
+  std::unique_ptr<ElasticFilter> f(new ElasticFilter(options));
+  s = f->Init();
+  if (!s.ok()) return s;
+  *out = std::move(f);
+  return s;
+}
+
+rocksdb::Status ElasticFilter::Init() {
+  rocksdb::Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft_);
+  if (!s.ok()) return s;
+  // The dlCBF's phase-1 hashing, kept so keys can be mapped to fingerprints
+  // after the dlCBF is gone.
+  internal::Geometry g;
+  g.subtables = options_.dleft.subtables;
+  g.buckets = options_.dleft.buckets_per_subtable;
+  g.cells = options_.dleft.cells_per_bucket;
+  g.remainder_bits = options_.dleft.remainder_bits;
+  g.counter_bits = options_.dleft.counter_bits;
+  internal::PermutationKeys keys;
+  const std::vector<uint64_t> pk = dleft_->permutation_keys();
+  for (size_t i = 0; i + 1 < pk.size() && i / 2 < internal::kMaxSubtables; i += 2) {
+    keys.k[i / 2][0] = pk[i];
+    keys.k[i / 2][1] = pk[i + 1];
+  }
+  hashing_.reset(new internal::Hashing(g, options_.dleft.seed, keys));
+  // Self-check: our mapping must agree with the dlCBF's, or migrated
+  // fingerprints and later lookups would disagree (false negatives).
+  uint64_t state = 0xE1A571CULL;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t h = internal::SplitMix64(&state);
+    const std::string key = "elastic-self-check-" + std::to_string(i);
+    if (dleft_->FingerprintOfHash(h).packed != hashing_->Pack(hashing_->FingerprintOf(h)) ||
+        dleft_->Hash(key) != hashing_->Hash(key.data(), key.size())) {
+      return rocksdb::Status::NotSupported(
+          "ElasticFilter: internal::Hashing disagrees with DLeftCountingBloomFilter");
+    }
+  }
+  dleft_capacity_ = dleft_->capacity_cells();
+  dleft_max_counter_ = dleft_->max_counter();
+  dleft_bytes_ = dleft_->bytes();
+  fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
+  return rocksdb::Status::OK();
+}
+
+uint64_t ElasticFilter::Hash(const rocksdb::Slice& key) const {
+  return hashing_->Hash(key.data(), key.size());
+}
+
+uint64_t ElasticFilter::ProbeHashOfPacked(uint64_t packed) const {
+  return internal::Mix64(packed ^ options_.abf_seed);
+}
+
+uint64_t ElasticFilter::ProbeHash(uint64_t key_hash) const {
+  return ProbeHashOfPacked(hashing_->Pack(hashing_->FingerprintOf(key_hash)));
+}
+
+bool ElasticFilter::Migrate(MigrationCause cause) {
+  const uint32_t w = options_.abf_counter_bits;
+  const uint64_t words = std::max<uint64_t>(1, dleft_bytes_ / 8);
+  const uint64_t m = std::min<uint64_t>(words * (64 / w), uint64_t{1} << 32);
+  const double grown = options_.abf_growth * static_cast<double>(std::max<uint64_t>(items_, 1));
+  uint32_t k = options_.abf_probes != 0
+                   ? options_.abf_probes
+                   : OptimalNumProbes(m, static_cast<uint64_t>(std::ceil(grown)));
+  k = static_cast<uint32_t>(std::min<uint64_t>(k, m));
+
+  AutoscalingOptions ao;
+  ao.counting.num_counters = m;
+  ao.counting.num_probes = k;
+  ao.counting.counter_bits = w;
+  ao.counting.seed = options_.abf_seed;
+  ao.counting.thread_safe = false;  // writers already serialize on mu_
+  ao.counting.max_bytes = ~uint64_t{0};
+  ao.min_tpr = options_.min_tpr;
+  ao.allow_false_negatives = options_.allow_false_negatives;
+  std::unique_ptr<AutoscalingBloomFilter> abf;
+  if (!AutoscalingBloomFilter::Create(ao, &abf).ok()) return false;
+
+  uint64_t fingerprints = 0;
+  dleft_->ForEachFingerprint(
+      [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
+        const uint64_t ph = ProbeHashOfPacked(f.packed);
+        for (uint32_t i = 0; i < count; ++i) abf->InsertHash(ph);
+        // A saturated dlCBF counter hides the true multiplicity: never let
+        // erases take this fingerprint out (the dlCBF's sticky rule).
+        if (count >= dleft_max_counter_) pinned_.insert(f.packed);
+        ++fingerprints;
+      });
+  if (options_.min_tpr < 1.0) abf->AutoTune(options_.min_tpr);
+  last_tuned_n_ = abf->n();
+
+  abf_ = std::move(abf);
+  published_.store(abf_.get(), std::memory_order_release);  // the switch
+  if (!options_.thread_safe) dleft_.reset();  // no reader can be inside it
+
+  cause_ = cause;
+  migrated_at_insert_ = inserts_;
+  migrated_items_ = items_;
+  migrated_fingerprints_ = fingerprints;
+  return true;
+}
+
+void ElasticFilter::MaybeRetune() {
+  if (options_.min_tpr >= 1.0) return;  // lossless: (0, k) forever
+  const double n = static_cast<double>(abf_->n());
+  const double last = static_cast<double>(std::max<uint64_t>(last_tuned_n_, 1));
+  if (std::fabs(n - last) > options_.retune_fraction * last) {
+    abf_->AutoTune(options_.min_tpr);
+    last_tuned_n_ = abf_->n();
+  }
+}
+
+OpResult ElasticFilter::InsertHash(uint64_t hash) {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  ++inserts_;
+  if (abf_ == nullptr) {
+    if (dleft_->InsertHash(hash) == OpResult::kOk) {
+      ++items_;
+      if (options_.migrate_at_load > 0 && !load_migration_failed_ &&
+          static_cast<double>(items_) >
+              options_.migrate_at_load * static_cast<double>(dleft_capacity_)) {
+        // On allocation failure stay a dlCBF (the insert itself succeeded)
+        // and do not retry on every insert; overflow will retry.
+        if (!Migrate(MigrationCause::kLoadThreshold)) load_migration_failed_ = true;
+      }
+      return OpResult::kOk;
+    }
+    // kOverflow: the dlCBF is unchanged; move to the ABF and insert there.
+    if (!Migrate(MigrationCause::kOverflow)) {
+      ++failed_inserts_;
+      return OpResult::kOverflow;
+    }
+  }
+  abf_->InsertHash(ProbeHash(hash));
+  ++items_;
+  MaybeRetune();
+  return OpResult::kOk;
+}
+
+OpResult ElasticFilter::EraseHash(uint64_t hash) {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  if (abf_ == nullptr) {
+    const OpResult r = dleft_->EraseHash(hash);
+    if (r == OpResult::kOk && items_ > 0) --items_;
+    return r;
+  }
+  const uint64_t packed = hashing_->Pack(hashing_->FingerprintOf(hash));
+  if (!pinned_.empty() && pinned_.count(packed) != 0) {
+    ++pinned_erases_;
+    if (items_ > 0) --items_;
+    return OpResult::kOk;
+  }
+  const OpResult r = abf_->EraseHash(ProbeHashOfPacked(packed));
+  if (r == OpResult::kOk) {
+    if (items_ > 0) --items_;
+    MaybeRetune();
+  }
+  return r;
+}
+
+bool ElasticFilter::ContainsHash(uint64_t hash) const {
+  const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
+  if (a == nullptr) return dleft_->ContainsHash(hash);
+  return a->ContainsHash(ProbeHash(hash));
+}
+
+void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
+  const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
+  if (a == nullptr) {
+    dleft_->ContainsBatch(keys, n, out);
+    return;
+  }
+  internal::HashedBatches<32>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return ProbeHash(Hash(k)); },
+      [a](const uint64_t* h, size_t m, bool* o) { a->ContainsHashBatch(h, m, o); });
+}
+
+ElasticMode ElasticFilter::mode() const {
+  return published_.load(std::memory_order_acquire) == nullptr ? ElasticMode::kDLeft
+                                                               : ElasticMode::kAutoscaling;
+}
+
+void ElasticFilter::ReleaseRetired() {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  if (abf_ != nullptr) dleft_.reset();
+}
+
+ElasticStats ElasticFilter::Stats() const {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  ElasticStats st;
+  st.items = items_;
+  st.inserts = inserts_;
+  st.failed_inserts = failed_inserts_;
+  st.migration_cause = cause_;
+  st.migrated_at_insert = migrated_at_insert_;
+  st.migrated_items = migrated_items_;
+  st.migrated_fingerprints = migrated_fingerprints_;
+  st.pinned_fingerprints = pinned_.size();
+  st.pinned_erases = pinned_erases_;
+  if (abf_ == nullptr) {
+    st.mode = ElasticMode::kDLeft;
+    st.dleft = dleft_->Stats();
+    st.bytes = st.dleft.bytes;
+    st.predicted_fpr = st.dleft.predicted_fpr;
+    return st;
+  }
+  st.mode = ElasticMode::kAutoscaling;
+  st.abf = abf_->Stats();
+  st.bytes = abf_->counting().bytes();
+  st.retained_bytes = dleft_ != nullptr ? dleft_bytes_ : 0;
+  // A stored fingerprint collision (<= n distinct fingerprints) or an ABF
+  // false positive on a fresh fingerprint.
+  const double n = static_cast<double>(st.abf.n);
+  const double collide =
+      n > 0 ? -std::expm1(n * std::log1p(-1.0 / fingerprint_space_)) : 0.0;
+  st.predicted_fpr = 1.0 - (1.0 - collide) * (1.0 - st.abf.model.fpr);
+  return st;
+}
+
+}  // namespace dlcbf

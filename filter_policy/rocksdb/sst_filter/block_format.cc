@@ -1,0 +1,140 @@
+// Parser and header encoder of the SST filter block format (block_format.h).
+#include "filter_policy/rocksdb/sst_filter/block_format.h"
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
+
+namespace dlcbf {
+namespace sst_filter {
+
+using rocksdb::Slice;
+
+bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
+  if (s.size() < kFixedHeader + kChecksumBytes) {
+    *why = "truncated block (" + std::to_string(s.size()) + " bytes)";
+    return false;
+  }
+  internal::Decoder dec(s.data(), s.size());
+  uint32_t magic = 0, reserved32 = 0;
+  uint8_t version = 0, kind = 0, d = 0, L = 0, r = 0, c = 0, k = 0, retries = 0;
+  uint64_t size_field = 0, seed = 0, entries = 0, payload = 0;
+  dec.Get32(&magic);
+  dec.Get8(&version);
+  dec.Get8(&kind);
+  dec.Get8(&d);
+  dec.Get8(&L);
+  dec.Get8(&r);
+  dec.Get8(&c);
+  dec.Get8(&k);
+  dec.Get8(&retries);
+  dec.Get32(&reserved32);
+  dec.Get64(&size_field);
+  dec.Get64(&seed);
+  dec.Get64(&entries);
+  dec.Get64(&payload);
+  if (magic != kBlockMagic) {
+    *why = "bad magic (not a dlcbf filter block)";
+    return false;
+  }
+  if (version != kBlockVersion) {
+    *why = "unsupported format version " + std::to_string(version);
+    return false;
+  }
+  if (c != 0) {
+    *why = "counter bits must be 0 in an SST filter";
+    return false;
+  }
+  if (reserved32 != 0) {
+    *why = "reserved header bytes are not zero";
+    return false;
+  }
+  const size_t header = HeaderBytes(kind, d);
+  if (s.size() < header + kChecksumBytes) {
+    *why = "truncated block (" + std::to_string(s.size()) + " bytes)";
+    return false;
+  }
+  if (payload != s.size() - header - kChecksumBytes) {
+    *why = "payload size " + std::to_string(payload) + " does not match block size " +
+           std::to_string(s.size());
+    return false;
+  }
+  switch (kind) {
+    case kKindEmpty:
+      if (d || L || r || k || size_field || entries || payload) {
+        *why = "inconsistent empty block";
+        return false;
+      }
+      break;
+    case kKindDLeft: {
+      internal::Geometry g;
+      g.subtables = d;
+      g.buckets = size_field;
+      g.cells = L;
+      g.remainder_bits = r;
+      g.counter_bits = 0;
+      if (const char* bad = g.Invalid()) {
+        *why = std::string("bad geometry: ") + bad;
+        return false;
+      }
+      if (g.total_bytes() != payload) {
+        *why = "payload size does not match geometry";
+        return false;
+      }
+      if (entries > g.total_cells()) {
+        *why = "more entries than cells";
+        return false;
+      }
+      out->geo = g;
+      for (uint32_t i = 0; i < d; ++i) {
+        dec.Get64(&out->keys.k[i][0]);
+        dec.Get64(&out->keys.k[i][1]);
+      }
+      break;
+    }
+    case kKindBloom:
+      if (k < 1 || k > kMaxBloomProbes || size_field == 0 || d || L || r ||
+          (size_field + 7) / 8 != payload) {
+        *why = "inconsistent Bloom block";
+        return false;
+      }
+      out->bloom_probes = k;
+      out->bloom_bits = size_field;
+      break;
+    default:
+      *why = "unknown block kind " + std::to_string(kind);
+      return false;
+  }
+  const size_t body = header + static_cast<size_t>(payload);
+  if (internal::HashKey(s.data(), body, 0) != internal::DecodeFixed64(s.data() + body)) {
+    *why = "checksum mismatch";
+    return false;
+  }
+  out->kind = kind;
+  out->hash_seed = seed;
+  out->entries = entries;
+  out->payload = s.data() + header;
+  out->payload_bytes = static_cast<size_t>(payload);
+  return true;
+}
+
+
+void PutHeader(std::string* out, uint8_t kind, uint8_t d, uint8_t L, uint8_t r, uint8_t k,
+               uint8_t retries, uint64_t size_field, uint64_t entries, uint64_t payload) {
+  internal::PutFixed32(out, kBlockMagic);
+  internal::PutFixed8(out, kBlockVersion);
+  internal::PutFixed8(out, kind);
+  internal::PutFixed8(out, d);
+  internal::PutFixed8(out, L);
+  internal::PutFixed8(out, r);
+  internal::PutFixed8(out, 0);  // c
+  internal::PutFixed8(out, k);
+  internal::PutFixed8(out, retries);
+  internal::PutFixed32(out, 0);
+  internal::PutFixed64(out, size_field);
+  internal::PutFixed64(out, kKeyHashSeed);
+  internal::PutFixed64(out, entries);
+  internal::PutFixed64(out, payload);
+}
+
+}  // namespace sst_filter
+}  // namespace dlcbf

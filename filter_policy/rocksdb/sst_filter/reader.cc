@@ -1,0 +1,197 @@
+// SST filter readers: the d-left reader (single and batched MayMatch), the
+// Bloom-fallback reader and the constant readers for empty and unreadable
+// blocks. Unknown or corrupt data means "may match"; an empty filter never
+// matches.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/hash.h"
+#include "filter_policy/rocksdb/sst_filter/block_format.h"
+#include "filter_policy/rocksdb/sst_filter/sst_filter_internal.h"
+
+namespace dlcbf {
+namespace sst_filter {
+
+using rocksdb::FilterBitsBuilder;
+using rocksdb::FilterBitsReader;
+using rocksdb::Slice;
+using rocksdb::Status;
+
+namespace {
+
+class ConstantReader final : public FilterBitsReader {
+ public:
+  explicit ConstantReader(bool answer) : answer_(answer) {}
+  bool MayMatch(const Slice&) override { return answer_; }
+  void MayMatch(int num_keys, Slice**, bool* may_match) override {
+    for (int i = 0; i < num_keys; ++i) may_match[i] = answer_;
+  }
+
+ private:
+  const bool answer_;
+};
+
+class DLeftReader final : public FilterBitsReader {
+ public:
+  explicit DLeftReader(const ParsedBlock& p)
+      : hashing_(p.geo, p.hash_seed, p.keys),
+        codec_(p.geo),
+        bits_{p.payload, p.payload_bytes},
+        buckets_(p.geo.buckets),
+        bucket_bits_(p.geo.bucket_bits()),
+        d_(p.geo.subtables),
+        cells_(p.geo.cells),
+        cell_bits_(p.geo.cell_bits()) {}
+
+  bool MayMatch(const Slice& key) override { return HashMayMatch(Hash(key)); }
+
+  // Hash the batch, locate and prefetch every candidate bucket, then probe
+  // (subtable-major, so the d loads of different keys overlap).
+  void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
+    constexpr int kChunk = 32;  // MultiGet batches at most 32 keys
+    internal::Fingerprint fp[kChunk];
+    uint64_t bit[internal::kMaxSubtables][kChunk];
+    uint64_t rem[internal::kMaxSubtables][kChunk];
+    for (int base = 0; base < num_keys; base += kChunk) {
+      const int m = std::min(kChunk, num_keys - base);
+      for (int i = 0; i < m; ++i) fp[i] = hashing_.FingerprintOf(Hash(*keys[base + i]));
+      for (uint32_t s = 0; s < d_; ++s) {
+        for (int i = 0; i < m; ++i) {
+          const internal::Location loc = hashing_.Permute(s, fp[i]);
+          const uint64_t b = (uint64_t{s} * buckets_ + loc.bucket) * bucket_bits_;
+          bit[s][i] = b;
+          rem[s][i] = loc.remainder;
+          __builtin_prefetch(bits_.Address(b));
+          // The bucket's last byte, if it starts another cache line.
+          if ((b >> 9) != ((b + bucket_bits_ - 1) >> 9)) {
+            __builtin_prefetch(bits_.Address(b + bucket_bits_ - 1));
+          }
+        }
+      }
+      for (int i = 0; i < m; ++i) may_match[base + i] = false;
+      for (uint32_t s = 0; s < d_; ++s) {
+        for (int i = 0; i < m; ++i) {
+          may_match[base + i] |=
+              internal::FindInBucket(bits_, codec_, bit[s][i], cells_, cell_bits_, rem[s][i]) >= 0;
+        }
+      }
+    }
+  }
+
+  bool HashMayMatch(uint64_t h) const {
+    Probe p;
+    Locate(h, &p);
+    return Probe_(p);
+  }
+
+ private:
+  struct Probe {
+    uint64_t bit[internal::kMaxSubtables];
+    uint64_t remainder[internal::kMaxSubtables];
+  };
+  uint64_t Hash(const Slice& key) const { return hashing_.Hash(key.data(), key.size()); }
+  void Locate(uint64_t h, Probe* p) const {
+    const internal::Fingerprint f = hashing_.FingerprintOf(h);
+    for (uint32_t i = 0; i < d_; ++i) {
+      const internal::Location loc = hashing_.Permute(i, f);
+      p->bit[i] = (uint64_t{i} * buckets_ + loc.bucket) * bucket_bits_;
+      p->remainder[i] = loc.remainder;
+    }
+  }
+  bool Probe_(const Probe& p) const {
+    for (uint32_t i = 0; i < d_; ++i) {
+      if (internal::FindInBucket(bits_, codec_, p.bit[i], cells_, cell_bits_, p.remainder[i]) >= 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const internal::Hashing hashing_;
+  const internal::CellCodec codec_;
+  const internal::ByteBits bits_;
+  const uint64_t buckets_;
+  const uint64_t bucket_bits_;
+  const uint32_t d_;
+  const uint32_t cells_;
+  const uint32_t cell_bits_;
+};
+
+class BloomReader final : public FilterBitsReader {
+ public:
+  explicit BloomReader(const ParsedBlock& p)
+      : data_(p.payload), bits_(p.bloom_bits), probes_(p.bloom_probes), seed_(p.hash_seed) {}
+  bool MayMatch(const Slice& key) override {
+    return HashMayMatch(internal::HashKey(key.data(), key.size(), seed_));
+  }
+  bool HashMayMatch(uint64_t h) const {
+    uint64_t x = h;
+    const uint64_t delta = internal::Mix64(h) | 1;
+    for (uint32_t j = 0; j < probes_; ++j) {
+      const uint64_t pos = internal::Mul64Hi(x, bits_);
+      if (((static_cast<unsigned char>(data_[pos >> 3]) >> (pos & 7)) & 1) == 0) return false;
+      x += delta;
+    }
+    return true;
+  }
+
+ private:
+  const char* data_;
+  const uint64_t bits_;
+  const uint32_t probes_;
+  const uint64_t seed_;
+};
+
+}  // namespace
+
+// Creates the reader for a block; never fails. `unreadable` (if non-null)
+// is set when the block could not be parsed.
+FilterBitsReader* MakeReader(const Slice& contents, PolicyShared* shared, bool* unreadable) {
+  ParsedBlock p;
+  std::string why;
+  if (unreadable) *unreadable = false;
+  if (!ParseBlock(contents, &p, &why)) {
+    if (unreadable) *unreadable = true;
+    if (shared) {
+      shared->unreadable_blocks.fetch_add(1, std::memory_order_relaxed);
+      if (shared->info_log) {
+        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, shared->info_log.get(),
+                     "[dlcbf] unreadable filter block (%s, %zu bytes); every key "
+                     "will be treated as a possible match",
+                     why.c_str(), contents.size());
+      }
+    }
+    return new ConstantReader(true);
+  }
+  switch (p.kind) {
+    case kKindDLeft: return new DLeftReader(p);
+    case kKindBloom: return new BloomReader(p);
+    default: return new ConstantReader(false);  // empty: no key was added
+  }
+}
+
+
+bool AllHashesMayMatch(const ParsedBlock& p, const std::vector<uint64_t>& hashes) {
+  if (p.kind == kKindDLeft) {
+    DLeftReader reader(p);
+    for (uint64_t h : hashes) {
+      if (!reader.HashMayMatch(h)) return false;
+    }
+    return true;
+  }
+  if (p.kind == kKindBloom) {
+    BloomReader reader(p);
+    for (uint64_t h : hashes) {
+      if (!reader.HashMayMatch(h)) return false;
+    }
+    return true;
+  }
+  return hashes.empty();
+}
+
+}  // namespace sst_filter
+}  // namespace dlcbf

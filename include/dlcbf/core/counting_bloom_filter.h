@@ -1,0 +1,213 @@
+// Standard counting Bloom filter (CBF) with packed, saturating w-bit counters.
+//
+// What it is
+//   m counters of w bits (1 <= w <= 8) packed into 64-bit words. A key is
+//   hashed once (internal::HashKey, XXH3) and its k probe positions are
+//   derived from that one 64-bit value by double hashing,
+//       pos_i = (h1 + i * s) mod m,   i = 0 .. k-1,
+//   with the step s forced coprime to m, so the k positions of a key are
+//   always distinct (k <= m). Distinct positions are what the ABF analysis
+//   assumes (Kleyko et al. 2019, §3.3: "the k results ... never coincide"),
+//   so the autoscaling model in abf_model.h applies without correction.
+//   Insert increments the k counters, Erase decrements them, Contains asks
+//   whether all k are nonzero (Fan et al. 2000; Bonomi et al. 2006, §2.1).
+//
+// Why it exists
+//   - It is the baseline the dlCBF paper compares against (§4, §5.1:
+//     13.5 counters per key, k = 9, 4-bit counters); see tools/dlcbf_vs_cbf.
+//   - It is the substrate of the autoscaling Bloom filter
+//     (autoscaling_bloom_filter.h), which reads the same counters through a
+//     binarization threshold, and of the elastic filter's fallback mode.
+//
+// Guarantees
+//   - No false negatives: Contains(x) is true for every x inserted more
+//     times than erased (a live key contributes >= 1 to each of its
+//     counters, and the counters are never decremented below that; see
+//     saturation below).
+//   - Saturation is sticky: a counter at 2^w - 1 is never incremented
+//     (the dropped increment is counted in Stats().saturations) and never
+//     decremented again (Stats().sticky_erases). Its true value is unknown,
+//     so keeping it is the only choice that cannot create a false negative;
+//     the price is a permanently set position (a possible false positive).
+//   - Erase is all-or-nothing: if any of the key's k counters is zero the
+//     key cannot be stored, Erase returns kNotFound and changes nothing.
+//     Erasing a key that was never inserted but whose counters are all
+//     nonzero (a false positive) removes other keys' evidence, exactly as in
+//     any counting filter: callers must only erase keys they inserted.
+//
+// Thread safety
+//   Counter words are always read and written with relaxed atomic word
+//   accesses, so one writer at a time may run concurrently with any number
+//   of readers (Contains/Count/ContainsBatch/DotProduct) in every mode:
+//   a reader never sees a torn counter, and since a live key's counters
+//   never drop below 1, a reader never sees a false negative for a key
+//   whose Insert happened-before the read.
+//   - thread_safe = false (default): like std containers; concurrent
+//     writers need external synchronization.
+//   - thread_safe = true: Insert/Erase/Clear serialize on an internal
+//     mutex and may be called from any thread; readers never lock.
+//
+// Ownership
+//   Create/Deserialize hand out a std::unique_ptr; the filter owns its
+//   counter array. Nothing is retained from the arguments.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dlcbf/core/dleft_counting_bloom_filter.h"  // dlcbf::OpResult
+#include "rocksdb/slice.h"
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+
+struct CountingBloomOptions {
+  uint64_t num_counters = uint64_t{1} << 20;  // m in [1, 2^32]
+  uint32_t num_probes = 7;                    // k in [1, 4096], k <= m
+  uint32_t counter_bits = 4;                  // w in [1, 8]
+  uint64_t seed = 0x5EEDC0B1F0000001ULL;      // XXH3 seed for Hash()
+  bool thread_safe = false;                   // see "Thread safety"
+  // Refuse arrays larger than this many bytes (clear error, not an OOM).
+  uint64_t max_bytes = uint64_t{1} << 36;
+
+  // OK, or InvalidArgument naming the offending field.
+  rocksdb::Status Validate() const;
+};
+
+// The k that minimizes the false-positive rate of a Bloom filter of m
+// positions holding n keys: round((m / n) ln 2), at least 1 (Kleyko et al.
+// eq. 3). n == 0 is treated as n == 1.
+uint32_t OptimalNumProbes(uint64_t m, uint64_t n);
+
+struct CountingBloomStats {
+  uint64_t num_counters = 0;        // m
+  uint32_t num_probes = 0;          // k
+  uint32_t counter_bits = 0;        // w
+  uint64_t bytes = 0;               // size of the packed counter array
+  uint64_t items = 0;               // inserts minus erases that returned kOk
+  uint64_t nonzero_counters = 0;
+  double fill = 0;                  // nonzero_counters / m
+  uint64_t saturated_counters = 0;  // counters currently at 2^w - 1
+  uint32_t max_counter_value = 0;   // largest counter value present now
+  uint64_t saturations = 0;         // increments dropped at a saturated counter
+  uint64_t sticky_erases = 0;       // decrements skipped at a saturated counter
+  // Model FPR for `items` distinct keys: (1 - (1 - k/m)^items)^k
+  // (Kleyko et al. eqs. 9, 20 with Θ = 0, T = k).
+  double predicted_fpr = 0;
+  // FPR implied by the observed fill: fill^k.
+  double fill_fpr = 0;
+};
+
+class CountingBloomFilter {
+ public:
+  // Validates `options` and allocates zeroed counters. InvalidArgument for a
+  // bad field, MemoryLimit above options.max_bytes. *out owns the filter.
+  static rocksdb::Status Create(const CountingBloomOptions& options,
+                                std::unique_ptr<CountingBloomFilter>* out);
+
+  // Parses Serialize() output. Corruption (with the reason) for truncated,
+  // wrong-magic, unknown-version, bad-checksum, mis-sized or inconsistent
+  // input; never reads outside `data`. `thread_safe` picks the mode (it is
+  // not part of the format).
+  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+                                     std::unique_ptr<CountingBloomFilter>* out,
+                                     bool thread_safe = false);
+
+  CountingBloomFilter(const CountingBloomFilter&) = delete;
+  CountingBloomFilter& operator=(const CountingBloomFilter&) = delete;
+  ~CountingBloomFilter();
+
+  // XXH3-64 of the key with options().seed. The *Hash variants take this
+  // value (or any uniformly distributed 64-bit value the caller derives,
+  // e.g. from a dlCBF fingerprint) so a key is hashed once.
+  uint64_t Hash(const rocksdb::Slice& key) const;
+
+  // Adds one occurrence. Always kOk (saturation is counted, not an error).
+  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult InsertHash(uint64_t hash);
+
+  // Removes one occurrence. kNotFound (and no change) if any of the k
+  // counters is zero; otherwise decrements every non-saturated counter.
+  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult EraseHash(uint64_t hash);
+
+  // True iff all k counters are nonzero. Never false for a live key.
+  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool ContainsHash(uint64_t hash) const;
+
+  // The smallest of the key's k counters: 0 if absent, otherwise an upper
+  // bound on its multiplicity (saturated counters read 2^w - 1).
+  uint32_t Count(const rocksdb::Slice& key) const { return CountHash(Hash(key)); }
+  uint32_t CountHash(uint64_t hash) const;
+
+  // How many of the key's k counters exceed `theta`: the dot product of the
+  // binarized filter [counter > theta] with the key's indicator vector
+  // (Kleyko et al. §3.4). Stops early once `stop_at` is reached, so
+  // DotProductHash(h, theta, T) >= T decides ABF membership cheaply.
+  uint32_t DotProductHash(uint64_t hash, uint32_t theta,
+                          uint32_t stop_at = UINT32_MAX) const;
+
+  // out[i] = Contains(keys[i]). Hashes a block of keys, prefetches their
+  // first probe words, then probes, so the cache misses of different keys
+  // overlap.
+  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
+
+  // The k distinct probe positions of `hash`, in probe order, into
+  // out[0 .. num_probes()-1].
+  void Positions(uint64_t hash, uint64_t* out) const;
+  // The counter at position `pos` (< num_counters()). For tools and tests.
+  uint32_t CounterAt(uint64_t pos) const;
+
+  // Zeroes every counter and resets the statistics.
+  void Clear();
+
+  // O(m) scan plus the event counters.
+  CountingBloomStats Stats() const;
+
+  // Appends the versioned little-endian format (diagram in the .cc file).
+  void Serialize(std::string* out) const;
+
+  const CountingBloomOptions& options() const { return options_; }
+  uint64_t num_counters() const { return m_; }
+  uint32_t num_probes() const { return k_; }
+  uint32_t counter_bits() const { return w_; }
+  uint32_t max_counter() const { return max_; }  // 2^w - 1
+  uint64_t bytes() const { return num_words_ * 8; }
+  uint64_t items() const { return items_.load(std::memory_order_relaxed); }
+
+ private:
+  explicit CountingBloomFilter(const CountingBloomOptions& options);
+  bool Allocate();
+
+  // First position and step of the probe sequence of `hash`.
+  void Start(uint64_t hash, uint64_t* pos, uint64_t* step) const;
+  uint64_t WordOf(uint64_t pos) const;
+  uint32_t Load(uint64_t pos) const;
+  void Prefetch(uint64_t hash) const;
+
+  CountingBloomOptions options_;
+  uint64_t m_ = 0;
+  uint32_t k_ = 0;
+  uint32_t w_ = 0;
+  uint32_t max_ = 0;
+  uint32_t per_word_ = 0;     // floor(64 / w) counters per word
+  uint64_t recip_ = 0;        // floor(2^64 / per_word_) + 1 (exact / for pos < 2^32)
+  uint64_t num_words_ = 0;
+  uint32_t num_primes_ = 0;   // distinct prime factors of m (<= 9 for m <= 2^32)
+  uint64_t primes_[10] = {};
+  uint64_t prime_inv_[10] = {};  // p^-1 mod 2^64 (odd p): s divisible iff s*inv <= lim
+  uint64_t prime_lim_[10] = {};  // floor((2^64 - 1) / p)
+  std::unique_ptr<uint64_t[]> words_;
+
+  std::atomic<uint64_t> items_{0};
+  std::atomic<uint64_t> saturations_{0};
+  std::atomic<uint64_t> sticky_erases_{0};
+  mutable std::mutex mu_;  // writers, thread_safe mode only
+};
+
+}  // namespace dlcbf

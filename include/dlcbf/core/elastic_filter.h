@@ -1,0 +1,230 @@
+// Elastic filter: a d-left counting Bloom filter that, instead of failing
+// when it fills up, migrates in place to an autoscaling (counting) Bloom
+// filter of the same byte budget -- without the original keys.
+//
+// What it is
+//   Mode kDLeft: a DLeftCountingBloomFilter sized for an expected number of
+//   keys (exact erase, FPR ~ F / (B * Rn), Bonomi et al. 2006 Claim 3).
+//   When an insert returns kOverflow (every candidate bucket full even after
+//   relocation), or live items pass migrate_at_load * capacity, the filter
+//   migrates to mode kAutoscaling: an AutoscalingBloomFilter whose counter
+//   array uses the dlCBF's byte budget (m = bytes * 8 / w counters). The
+//   keys are not needed: DLeftCountingBloomFilter::ForEachFingerprint
+//   recovers every stored true fingerprint f (paper §3.2, via P_i^-1) with
+//   its multiplicity, and the ABF's k probe positions are derived from f,
+//   not from the key: probe hash = Mix64(f.packed ^ salt). A later key x is
+//   mapped the same way (f = FingerprintOfHash(Hash(x))), so lookups and
+//   erases after the migration stay consistent with what was migrated.
+//
+// Why it exists
+//   A dlCBF is ~2.5x smaller than a CBF at equal FPR (paper §5.1) but has a
+//   hard capacity; a memtable index cannot know its key count in advance
+//   and must never refuse an insert. The elastic filter keeps the dlCBF's
+//   space advantage while the estimate holds and degrades gracefully (a
+//   rising but model-predicted FPR, erase still supported) when it does not.
+//
+// Guarantees
+//   - Insert never fails: it returns kOk, both before and after migration.
+//     (Sole exception: if allocating the ABF during migration fails, the
+//     insert returns kOverflow and the filter is unchanged.)
+//   - No false negatives in the default lossless mode (min_tpr = 1): before
+//     migration by the dlCBF's guarantee; after it, every stored fingerprint
+//     is in the ABF with its multiplicity, read at Θ = 0, T = k. dlCBF
+//     counters that had saturated (true multiplicity unknown) are "pinned":
+//     their erases are no-ops (as in the dlCBF), so they can never be
+//     decremented away.
+//   - Erase works in both modes (kNotFound, unchanged, for a key that is
+//     certainly absent). As with any counting filter, only erase keys you
+//     inserted.
+//   - False positives after migration: y collides with a stored
+//     fingerprint (<= n / (B * Rn)) or its ABF probes are set (the ABF
+//     model, abf_model.h, for n keys); Stats().predicted_fpr combines both.
+//   - Lossy ABF thresholds (TPR < 1) only with min_tpr < 1 AND
+//     allow_false_negatives; then the ABF is AutoTune'd at migration and
+//     whenever n moves by retune_fraction. Never for RocksDB read paths.
+//
+// Thread safety (ElasticOptions::thread_safe)
+//   - false: like std containers (const methods concurrently; writers need
+//     external synchronization). The dlCBF is freed at migration.
+//   - true: every method may be called from any thread. Writers
+//     (Insert, Erase, ReleaseRetired, Stats) serialize on a mutex; readers
+//     (Contains*, mode()) never lock. Design of the migration moment:
+//       1. The migrating writer holds the mutex, so the dlCBF is frozen.
+//       2. It builds the complete ABF off to the side from
+//          ForEachFingerprint; readers keep reading the (intact) dlCBF.
+//       3. It publishes the ABF with one release-store of an atomic pointer.
+//       4. Readers load that pointer with acquire: null -> dlCBF, else ABF.
+//     A reader therefore sees either the full old filter or the full new
+//     one, never a half-built ABF, so a key whose Insert happened-before
+//     the read is always found. A reader that picked the dlCBF just before
+//     the switch may answer from it afterwards; for erased keys that is a
+//     (harmless) false positive. Because such a reader may still be inside
+//     the dlCBF, the frozen dlCBF stays allocated until the filter is
+//     destroyed or ReleaseRetired() is called (Stats().retained_bytes).
+//     Counter words of the ABF are read with relaxed atomics and a live
+//     key's counters never drop below 1, so ABF-mode reads concurrent with
+//     inserts/erases never miss a live key either.
+//
+// Ownership
+//   Create hands out a std::unique_ptr owning both representations.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "dlcbf/core/autoscaling_bloom_filter.h"
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+
+namespace internal {
+class Hashing;  // internal/dleft_layout.h
+}  // namespace internal
+
+enum class ElasticMode : uint8_t {
+  kDLeft = 0,        // d-left counting Bloom filter
+  kAutoscaling = 1,  // after migration: ABF over true fingerprints
+};
+const char* ToString(ElasticMode mode);
+
+enum class MigrationCause : uint8_t {
+  kNone = 0,           // not migrated
+  kOverflow = 1,       // an insert found every candidate bucket full
+  kLoadThreshold = 2,  // live items passed migrate_at_load * capacity
+};
+const char* ToString(MigrationCause cause);
+
+struct ElasticOptions {
+  // The initial dlCBF. If expected_items > 0, Create applies
+  // dleft.SizeFor(expected_items, sizing_load) to it.
+  DLeftOptions dleft;
+  uint64_t expected_items = 0;
+  double sizing_load = 0.75;  // 6 of 8 cells, the paper's §5.1 load
+
+  // Migrate when live items exceed this fraction of the dlCBF's cells
+  // (d * B * L). 0 = only when an insert overflows.
+  double migrate_at_load = 0;
+
+  // The ABF that takes over. Its k is abf_probes, or when 0,
+  // round(ln 2 * m / (abf_growth * n_migration)) (optimal for abf_growth
+  // times the items present at migration), clamped to [1, m].
+  uint32_t abf_counter_bits = 4;
+  uint32_t abf_probes = 0;
+  double abf_growth = 2.0;
+  uint64_t abf_seed = 0xE1A5717CF11E0001ULL;  // salt for fingerprint -> probes
+
+  // Lossless by default. min_tpr < 1 requires allow_false_negatives.
+  double min_tpr = 1.0;
+  bool allow_false_negatives = false;
+  double retune_fraction = 0.1;  // lossy only: re-tune when n moves by 10 %
+
+  bool thread_safe = false;  // overrides dleft.thread_safe
+
+  // OK, or InvalidArgument naming the field.
+  rocksdb::Status Validate() const;
+};
+
+struct ElasticStats {
+  ElasticMode mode = ElasticMode::kDLeft;
+  uint64_t items = 0;    // live items: inserts - erases that returned kOk
+  uint64_t inserts = 0;  // Insert calls (all returned kOk unless noted above)
+  uint64_t failed_inserts = 0;  // ABF allocation failure during migration
+
+  // Migration record (0 / kNone before it happens).
+  MigrationCause migration_cause = MigrationCause::kNone;
+  uint64_t migrated_at_insert = 0;     // 1-based ordinal of the triggering insert
+  uint64_t migrated_items = 0;         // live items at migration
+  uint64_t migrated_fingerprints = 0;  // distinct fingerprints carried over
+  uint64_t pinned_fingerprints = 0;    // saturated dlCBF counters, now sticky
+  uint64_t pinned_erases = 0;          // erases absorbed by a pinned fingerprint
+
+  uint64_t bytes = 0;           // the active representation
+  uint64_t retained_bytes = 0;  // frozen dlCBF kept for in-flight readers
+  // kDLeft: 1 - (1 - 1/(B Rn))^F (paper Claim 3). kAutoscaling:
+  // 1 - (1 - n/(B Rn)) (1 - FPR_model(m, k, n, Θ, T)).
+  double predicted_fpr = 0;
+
+  DLeftStats dleft;        // filled in mode kDLeft
+  AutoscalingStats abf;    // filled in mode kAutoscaling
+};
+
+class ElasticFilter {
+ public:
+  // InvalidArgument (field named) or MemoryLimit. Starts in kDLeft mode.
+  static rocksdb::Status Create(const ElasticOptions& options,
+                                std::unique_ptr<ElasticFilter>* out);
+
+  ElasticFilter(const ElasticFilter&) = delete;
+  ElasticFilter& operator=(const ElasticFilter&) = delete;
+  ~ElasticFilter();
+
+  // XXH3-64 of the key with the dlCBF's seed (the dlCBF's H(x)).
+  uint64_t Hash(const rocksdb::Slice& key) const;
+
+  // Always kOk (see Guarantees for the allocation-failure exception).
+  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult InsertHash(uint64_t hash);
+
+  // kOk, or kNotFound (no change) when the key is certainly absent.
+  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult EraseHash(uint64_t hash);
+
+  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool ContainsHash(uint64_t hash) const;
+  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+
+  ElasticMode mode() const;
+
+  // Frees the frozen dlCBF kept after a thread-safe migration.
+  // Precondition: no reader is inside a Contains* call that began before
+  // the migration (e.g. at a quiescent point). No-op otherwise.
+  void ReleaseRetired();
+
+  // O(table size); takes the writer lock in thread_safe mode.
+  ElasticStats Stats() const;
+
+  const ElasticOptions& options() const { return options_; }
+
+ private:
+  explicit ElasticFilter(const ElasticOptions& options);
+  rocksdb::Status Init();
+  // The ABF probe hash of a key hash / of a packed true fingerprint.
+  uint64_t ProbeHash(uint64_t key_hash) const;
+  uint64_t ProbeHashOfPacked(uint64_t packed) const;
+  // Builds and publishes the ABF. Caller holds mu_ (thread_safe) or is the
+  // only writer. False if the ABF could not be allocated.
+  bool Migrate(MigrationCause cause);
+  void MaybeRetune();
+
+  ElasticOptions options_;
+  std::unique_ptr<internal::Hashing> hashing_;  // the dlCBF's phase 1; outlives it
+  uint64_t dleft_capacity_ = 0;  // d * B * L
+  uint32_t dleft_max_counter_ = 0;
+  uint64_t dleft_bytes_ = 0;
+  double fingerprint_space_ = 1;  // B * Rn
+
+  std::unique_ptr<DLeftCountingBloomFilter> dleft_;
+  std::unique_ptr<AutoscalingBloomFilter> abf_;
+  std::atomic<const AutoscalingBloomFilter*> published_{nullptr};
+  std::unordered_set<uint64_t> pinned_;  // packed fingerprints; writers only
+
+  mutable std::mutex mu_;  // writers (thread_safe mode)
+  uint64_t items_ = 0;
+  uint64_t inserts_ = 0;
+  uint64_t failed_inserts_ = 0;
+  uint64_t pinned_erases_ = 0;
+  uint64_t last_tuned_n_ = 0;
+  bool load_migration_failed_ = false;
+  MigrationCause cause_ = MigrationCause::kNone;
+  uint64_t migrated_at_insert_ = 0;
+  uint64_t migrated_items_ = 0;
+  uint64_t migrated_fingerprints_ = 0;
+};
+
+}  // namespace dlcbf

@@ -1,0 +1,402 @@
+// SST filter benchmark: the dlcbf FilterPolicy against RocksDB's own
+// NewBloomFilterPolicy (FastLocalBloom) and NewRibbonFilterPolicy, all
+// driven through the same FilterBitsBuilder/FilterBitsReader interface in
+// one process, exactly as the block-based table builder and reader use them.
+//
+// For each configuration it prints ONE line:
+//   SSTFILTER policy=<id> mode=<in-cache|out-of-cache> n=<keys/filter>
+//     filters=<count> MiB=<total> bits/key=<stored> build_ns/key=<>
+//     query_ns=<single MayMatch> batch_ns=<MayMatch(32 keys)/key>
+//     fpr=<measured %> pred=<predicted %> log2(1/fpr)=<bits> over_lb=<%>
+// where over_lb = bits/key / log2(1/fpr) - 1 is the space above the
+// information-theoretic minimum for the measured FP rate.
+//
+//   in-cache:     one filter of ~1 MiB, queried with absent keys.
+//   out-of-cache: 64 copies of a ~4 MiB filter in distinct memory
+//                 (>= 256 MiB in total); every query picks a random copy.
+//   out-of-cache+THP (with --thp): the same with transparent huge pages
+//                 requested (madvise), to separate DRAM latency from TLB
+//                 misses.
+//
+// Timings are the minimum over rounds in which every configuration runs once,
+// round-robin (other processes share the machine). Both sides' build flags are printed; the Debian librocksdb is a
+// portable build (no AVX2), so build this project WITHOUT -march=native for
+// a like-for-like comparison.
+//
+// Usage: sst_filter_bench [--quick] [--thp]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dlcbf/internal/hash.h"
+#include "filter_policy/rocksdb/abi/filter_abi.h"
+#include "dlcbf/rocksdb/filter_policy.h"
+#include "rocksdb/table.h"
+#include "rocksdb/version.h"
+
+namespace {
+
+using rocksdb::FilterBitsBuilder;
+using rocksdb::FilterBitsReader;
+using rocksdb::FilterPolicy;
+using rocksdb::Slice;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kKeyLen = 20;  // "key" + 16 hex digits + 'p'/'a'
+
+// Keys live in one flat buffer so key access costs the same for everyone.
+struct KeySet {
+  std::vector<char> bytes;
+  size_t n = 0;
+  Slice operator[](size_t i) const { return Slice(bytes.data() + i * kKeyLen, kKeyLen); }
+};
+
+KeySet MakeKeys(size_t n, uint64_t seed, char tag) {
+  KeySet k;
+  k.n = n;
+  k.bytes.resize(n * kKeyLen);
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "key%016llx%c",
+                  static_cast<unsigned long long>(dlcbf::internal::SplitMix64(&state)), tag);
+    std::memcpy(k.bytes.data() + i * kKeyLen, buf, kKeyLen);
+  }
+  return k;
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Filter {
+  std::unique_ptr<const char[]> buf;
+  Slice data;
+};
+
+Filter Build(const FilterPolicy& p, const KeySet& keys, size_t n) {
+  rocksdb::BlockBasedTableOptions t;
+  rocksdb::FilterBuildingContext ctx(t);
+  std::unique_ptr<FilterBitsBuilder> b(p.GetBuilderWithContext(ctx));
+  for (size_t i = 0; i < n; ++i) b->AddKey(keys[i]);
+  Filter f;
+  f.data = b->Finish(&f.buf);
+  return f;
+}
+
+volatile uint64_t g_sink = 0;
+
+struct Result {
+  double bits_per_key = 0, build_ns = 0, query_ns = 0, batch_ns = 0, fpr = 0, pred = -1;
+  size_t bytes = 0;
+};
+
+// Measured FPR of one filter over q absent keys.
+double MeasureFpr(FilterBitsReader* r, const KeySet& absent, size_t q) {
+  uint64_t fp = 0;
+  for (size_t i = 0; i < q; ++i) fp += r->MayMatch(absent[i]);
+  return static_cast<double>(fp) / static_cast<double>(q);
+}
+
+double PredictedFpr(const FilterPolicy& p, size_t n, size_t bytes, double bpk_cfg) {
+  dlcbf::DLeftFilterPolicyOptions o;
+  if (dlcbf::IsDLeftFilterPolicy(&p, &o)) {
+    dlcbf::DLeftFilterPlan plan;
+    if (!dlcbf::PlanDLeftFilter(o, &plan).ok()) return -1;
+    const double B = std::ceil(n / (plan.load * plan.subtables * plan.cells_per_bucket));
+    const double space = B * (std::ldexp(1.0, static_cast<int>(plan.remainder_bits)) - 1);
+    return -std::expm1(static_cast<double>(n) * std::log1p(-1.0 / space));
+  }
+  if (std::strcmp(p.Name(), "bloomfilter") == 0 && bpk_cfg > 0) {
+    // Standard (unblocked) Bloom bound with FastLocalBloom's k; the
+    // cache-local layout is somewhat worse than this.
+    const double b = 8.0 * static_cast<double>(bytes) / static_cast<double>(n);
+    const double k = std::max(1.0, std::round(bpk_cfg * 0.69));
+    return std::pow(1 - std::exp(-k / b), k);
+  }
+  return -1;
+}
+
+// One configuration in one mode: its filter copies and readers.
+struct FreeDeleter {
+  void operator()(char* p) const { std::free(p); }
+};
+
+struct Setup {
+  const FilterPolicy* policy = nullptr;
+  double bpk_cfg = 0;
+  std::vector<std::unique_ptr<char[], FreeDeleter>> mem;
+  std::vector<std::unique_ptr<FilterBitsReader>> readers;
+  Result res;
+};
+
+// Builds the filter once per round (min over rounds is the build time),
+// then makes `copies` copies in distinct memory and a reader for each.
+void Prepare(Setup* s, const KeySet& present, size_t n, const KeySet& absent, size_t q_fpr,
+             int copies, bool huge_pages) {
+  Filter f = Build(*s->policy, present, n);
+  s->res.bytes = f.data.size();
+  s->res.bits_per_key = 8.0 * f.data.size() / n;
+  for (int c = 0; c < copies; ++c) {
+    // 2 MiB-aligned; with huge_pages, transparent huge pages are requested
+    // (madvise), which removes most TLB misses of random probes.
+    const size_t kHuge = size_t{2} << 20;
+    const size_t alloc = (f.data.size() + kHuge - 1) / kHuge * kHuge;
+    char* m = static_cast<char*>(std::aligned_alloc(kHuge, alloc));
+    if (m == nullptr) {
+      std::fprintf(stderr, "out of memory\n");
+      std::exit(1);
+    }
+    if (huge_pages) madvise(m, alloc, MADV_HUGEPAGE);
+    s->mem.emplace_back(m);
+    std::memcpy(s->mem.back().get(), f.data.data(), f.data.size());
+    s->readers.emplace_back(s->policy->GetFilterBitsReader(Slice(s->mem.back().get(), f.data.size())));
+  }
+  for (size_t i = 0; i < n; i += 97) {
+    if (!s->readers[0]->MayMatch(present[i])) {
+      std::fprintf(stderr, "FALSE NEGATIVE in %s\n", s->policy->Name());
+      std::exit(1);
+    }
+  }
+  s->res.fpr = MeasureFpr(s->readers[0].get(), absent, q_fpr);
+  s->res.pred = PredictedFpr(*s->policy, n, f.data.size(), s->bpk_cfg);
+  s->res.build_ns = s->res.query_ns = s->res.batch_ns = 1e30;
+}
+
+void TimeBuild(Setup* s, const KeySet& present, size_t n) {
+  auto t0 = Clock::now();
+  Filter f = Build(*s->policy, present, n);
+  s->res.build_ns = std::min(s->res.build_ns, Seconds(t0, Clock::now()) * 1e9 / n);
+  g_sink += f.data.size();
+}
+
+// Single and batched queries of absent keys; each query (or batch of 32)
+// goes to the copy pick[i].
+void TimeQueries(Setup* s, const KeySet& absent, size_t q, const std::vector<uint32_t>& pick) {
+  std::vector<Slice> slices(32);
+  std::vector<Slice*> ptrs(32);
+  bool out[32];
+  uint64_t hits = 0;
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < q; ++i) hits += s->readers[pick[i]]->MayMatch(absent[i]);
+  auto t1 = Clock::now();
+  for (size_t base = 0; base + 32 <= q; base += 32) {
+    for (int j = 0; j < 32; ++j) {
+      slices[j] = absent[base + j];
+      ptrs[j] = &slices[j];
+    }
+    s->readers[pick[base]]->MayMatch(32, ptrs.data(), out);
+    for (int j = 0; j < 32; ++j) hits += out[j];
+  }
+  auto t2 = Clock::now();
+  g_sink += hits;
+  s->res.query_ns = std::min(s->res.query_ns, Seconds(t0, t1) * 1e9 / q);
+  s->res.batch_ns = std::min(s->res.batch_ns, Seconds(t1, t2) * 1e9 / (q / 32 * 32));
+}
+
+void Print(const std::string& id, const char* mode, size_t n, int filters, const Result& r) {
+  const double lb = r.fpr > 0 ? std::log2(1.0 / r.fpr) : 0;
+  char pred[32];
+  if (r.pred >= 0) {
+    std::snprintf(pred, sizeof(pred), "%.4f%%", 100 * r.pred);
+  } else {
+    std::snprintf(pred, sizeof(pred), "n/a");
+  }
+  std::printf(
+      "SSTFILTER policy=%-26s mode=%-16s n=%-8zu filters=%-3d MiB=%-7.1f bits/key=%-6.3f "
+      "build_ns/key=%-7.1f query_ns=%-6.1f batch_ns=%-6.1f fpr=%.4f%% pred=%s "
+      "log2(1/fpr)=%.2f over_lb=%.1f%%\n",
+      id.c_str(), mode, n, filters, filters * r.bytes / 1048576.0, r.bits_per_key, r.build_ns,
+      r.query_ns, r.batch_ns, 100 * r.fpr, pred, lb, lb > 0 ? 100 * (r.bits_per_key / lb - 1) : 0);
+  std::fflush(stdout);
+}
+
+struct Config {
+  std::string id;
+  std::shared_ptr<const FilterPolicy> policy;
+  double bpk_cfg;  // configured bits/key for Bloom's k (0 if n/a)
+};
+
+std::shared_ptr<const FilterPolicy> Make(const std::string& kind, double x) {
+  if (kind == "bloom") return std::shared_ptr<const FilterPolicy>(rocksdb::NewBloomFilterPolicy(x));
+  if (kind == "ribbon") return std::shared_ptr<const FilterPolicy>(rocksdb::NewRibbonFilterPolicy(x));
+  dlcbf::DLeftFilterPolicyOptions o;
+  if (kind == "dlcbf-fpr") {
+    o.fp_rate = x;
+  } else {
+    o.bits_per_key = x;
+  }
+  std::shared_ptr<const FilterPolicy> p;
+  if (!dlcbf::NewDLeftFilterPolicy(o, &p).ok()) return nullptr;
+  return p;
+}
+
+std::shared_ptr<const FilterPolicy> MakeDLeft(const std::string& id) {
+  dlcbf::DLeftFilterPolicyOptions o;
+  std::shared_ptr<const FilterPolicy> p;
+  if (!dlcbf::ParseDLeftFilterPolicyId(id, &o).ok() || !dlcbf::NewDLeftFilterPolicy(o, &p).ok()) {
+    std::fprintf(stderr, "bad id %s\n", id.c_str());
+    std::exit(2);
+  }
+  return p;
+}
+
+// The configuration parameter of `kind` whose measured FPR is closest to
+// `target` (bisection; FPR falls as the parameter grows).
+double Calibrate(const std::string& kind, double target, const KeySet& present, const KeySet& absent) {
+  const size_t n = std::min<size_t>(200000, present.n), q = absent.n;
+  double lo = 5, hi = 20;
+  for (int it = 0; it < 12; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    auto p = Make(kind, mid);
+    Filter f = Build(*p, present, n);
+    std::unique_ptr<FilterBitsReader> r(p->GetFilterBitsReader(f.data));
+    const double fpr = MeasureFpr(r.get(), absent, q);
+    (fpr > target ? lo : hi) = mid;
+  }
+  return std::round(hi * 100) / 100;
+}
+
+std::string CpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, thp = false;
+  for (int i = 1; i < argc; ++i) {
+    quick |= std::strcmp(argv[i], "--quick") == 0;
+    thp |= std::strcmp(argv[i], "--thp") == 0;
+  }
+  std::printf("# sst_filter_bench: dlcbf vs RocksDB %d.%d.%d built-in filters, same adapter, same process\n",
+              ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH);
+  std::printf("# machine: %s, %u hardware threads\n", CpuModel().c_str(),
+              static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
+  std::printf("# ours: g++ %s, optimize=%s, NDEBUG=%s, AVX2=%s (project flags: -O3 -DNDEBUG, no -march)\n",
+              __VERSION__,
+#ifdef __OPTIMIZE__
+              "yes",
+#else
+              "NO",
+#endif
+#ifdef NDEBUG
+              "yes",
+#else
+              "NO",
+#endif
+#ifdef __AVX2__
+              "yes"
+#else
+              "no"
+#endif
+  );
+  std::printf("# RocksDB side: Debian librocksdb 7.8.3 (portable build, no AVX2: FastLocalBloom/Ribbon scalar paths)\n");
+#ifndef NDEBUG
+  std::printf("# WARNING: assertions are enabled (no NDEBUG); timings are not representative\n");
+#endif
+#ifndef __OPTIMIZE__
+  std::printf("# WARNING: built without optimization; timings are not representative\n");
+#endif
+
+  const size_t n_in = quick ? 200000 : 838861;          // ~1 MiB at 10 bits/key
+  const size_t n_out = quick ? 800000 : 3355443;        // ~4 MiB at 10 bits/key
+  const int copies = quick ? 8 : 64;                    // >= 256 MiB in total
+  const size_t q = quick ? 500000 : 2000000;
+  const int reps = quick ? 2 : 7;
+  const int build_reps = quick ? 1 : 3;
+  const KeySet present = MakeKeys(n_out, 1, 'p');
+  const KeySet absent = MakeKeys(q, 2, 'a');
+
+  // Equal-FPR partners.
+  const double bloom10_fpr = [&] {
+    auto p = Make("bloom", 10);
+    Filter f = Build(*p, present, n_in);
+    std::unique_ptr<FilterBitsReader> r(p->GetFilterBitsReader(f.data));
+    return MeasureFpr(r.get(), absent, q);
+  }();
+  dlcbf::DLeftFilterPlan plan10;
+  dlcbf::PlanDLeftFilter(dlcbf::DLeftFilterPolicyOptions(), &plan10);
+  std::printf("# dlcbf:10 plan: d=%u L=%u r=%u load=%.3f -> predicted FPR %.4f%%; bloom:10 measured %.4f%%\n",
+              plan10.subtables, plan10.cells_per_bucket, plan10.remainder_bits, plan10.load,
+              100 * plan10.predicted_fpr, 100 * bloom10_fpr);
+  const double bloom_eq = Calibrate("bloom", plan10.predicted_fpr, present, absent);
+  const double ribbon_eq = Calibrate("ribbon", plan10.predicted_fpr, present, absent);
+  char fpr_id[64];
+  std::snprintf(fpr_id, sizeof(fpr_id), "%.4g", bloom10_fpr);
+  std::printf("# equal FPR: bloom:%.2f and ribbon:%.2f match dlcbf:10's predicted %.4f%%; "
+              "dlcbf:fpr%s matches bloom:10's measured FPR\n",
+              bloom_eq, ribbon_eq, 100 * plan10.predicted_fpr, fpr_id);
+
+  std::vector<Config> configs = {
+      {"bloom:10", Make("bloom", 10), 10},
+      {"ribbon:10", Make("ribbon", 10), 0},
+      {"dlcbf:10", Make("dlcbf", 10), 0},
+      {"dlcbf:12", MakeDLeft("dlcbf:12"), 0},
+      {"bloom:" + std::to_string(bloom_eq).substr(0, 5) + "(=dl10)", Make("bloom", bloom_eq), bloom_eq},
+      {"ribbon:" + std::to_string(ribbon_eq).substr(0, 5) + "(=dl10)", Make("ribbon", ribbon_eq), 0},
+      {std::string("dlcbf:fpr") + fpr_id + "(=bl10)", Make("dlcbf-fpr", std::atof(fpr_id)), 0},
+  };
+  // Every configuration is measured once per round, round-robin, and the
+  // minimum over rounds is kept: the machine is shared, and interleaving
+  // keeps slow periods from landing on one configuration only.
+  Result bloom_in, dl_in, bloom_out, dl_out;
+  struct Mode {
+    const char* name;
+    size_t n;
+    int copies;
+    bool huge_pages;
+  };
+  std::vector<Mode> modes = {{"in-cache", n_in, 1, false}, {"out-of-cache", n_out, copies, false}};
+  if (thp) modes.push_back({"out-of-cache+THP", n_out, copies, true});
+  for (const Mode& mode : modes) {
+    std::vector<uint32_t> pick(q);
+    std::mt19937 rng(5);
+    for (auto& x : pick) x = mode.copies > 1 ? rng() % mode.copies : 0;
+    std::vector<Setup> setups(configs.size());
+    for (size_t c = 0; c < configs.size(); ++c) {
+      setups[c].policy = configs[c].policy.get();
+      setups[c].bpk_cfg = configs[c].bpk_cfg;
+      Prepare(&setups[c], present, mode.n, absent, std::min<size_t>(q, 2000000), mode.copies,
+              mode.huge_pages);
+    }
+    for (int rep = 0; rep < reps; ++rep) {
+      for (auto& st : setups) {
+        if (rep < build_reps) TimeBuild(&st, present, mode.n);
+        TimeQueries(&st, absent, q, pick);
+      }
+    }
+    for (size_t c = 0; c < configs.size(); ++c) {
+      Print(configs[c].id, mode.name, mode.n, mode.copies, setups[c].res);
+      if (mode.huge_pages) continue;
+      Result& slot_bloom = mode.copies > 1 ? bloom_out : bloom_in;
+      Result& slot_dl = mode.copies > 1 ? dl_out : dl_in;
+      if (configs[c].id == "bloom:10") slot_bloom = setups[c].res;
+      if (configs[c].id == "dlcbf:10") slot_dl = setups[c].res;
+    }
+  }
+  auto goal = [](const char* what, double ratio, double limit) {
+    std::printf("# GOAL %-44s %6.3f (limit %.2f) %s\n", what, ratio, limit, ratio <= limit ? "MET" : "MISSED");
+  };
+  goal("FPR dlcbf:10 / bloom:10 (in-cache, measured)", dl_in.fpr / bloom_in.fpr, 1.0);
+  goal("single query dlcbf:10 / bloom:10 (in-cache)", dl_in.query_ns / bloom_in.query_ns, 1.2);
+  goal("single query dlcbf:10 / bloom:10 (out-of-cache)", dl_out.query_ns / bloom_out.query_ns, 1.2);
+  goal("build dlcbf:10 / bloom:10 (in-cache)", dl_in.build_ns / bloom_in.build_ns, 1.5);
+  goal("build dlcbf:10 / bloom:10 (out-of-cache)", dl_out.build_ns / bloom_out.build_ns, 1.5);
+  return g_sink == 42 ? 1 : 0;
+}
