@@ -1,0 +1,236 @@
+// The index of one column family: a thread-safe dlCBF over the live keys,
+// with the lossless handover to an ElasticFilter when it overflows. Internal
+// to filter_policy/rocksdb/live_key_db/.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/elastic_filter.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "filter_policy/rocksdb/live_key_db/epochs.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+namespace live_key {
+
+using rocksdb::Slice;
+using rocksdb::Status;
+
+
+// The smallest 64-bit hash whose phase-1 fingerprint (b, q) -- read off the
+// hash as the mixed-radix fraction h * B / 2^64 -- packs to `packed` =
+// b * Rn + q: h = ceil(packed * 2^64 / (B Rn)). Then packed <= h B Rn / 2^64
+// < packed + 1 because B Rn < 2^56.
+inline uint64_t HashOfFingerprint(uint64_t packed, uint64_t buckets, uint64_t rn) {
+  __extension__ typedef unsigned __int128 u128;
+  const u128 den = static_cast<u128>(buckets) * rn;
+  const u128 num = static_cast<u128>(packed) << 64;
+  return static_cast<uint64_t>((num + den - 1) / den);
+}
+
+// ---------------------------------------------------------------------------
+// The index of one column family.
+// ---------------------------------------------------------------------------
+class LiveKeyIndex {
+ public:
+  static Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
+                       std::unique_ptr<LiveKeyIndex>* out) {
+    DLeftOptions d = o.dleft;
+    d.SizeFor(std::max<uint64_t>(1, sized_for), o.sizing_load);
+    d.thread_safe = true;
+    std::unique_ptr<DLeftCountingBloomFilter> f;
+    Status s = DLeftCountingBloomFilter::Create(d, &f);
+    if (!s.ok()) return s;
+    std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
+    idx->dleft_ = std::move(f);
+    s = idx->CheckHashing();
+    if (!s.ok()) return s;
+    *out = std::move(idx);
+    return Status::OK();
+  }
+
+  static Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
+                     uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
+    std::unique_ptr<DLeftCountingBloomFilter> f;
+    Status s = DLeftCountingBloomFilter::Deserialize(blob, &f, /*thread_safe=*/true);
+    if (!s.ok()) return s;
+    if (f->options().seed != o.dleft.seed) return Status::Corruption("hash seed differs");
+    if (f->options().counter_bits == 0) return Status::Corruption("filter has no counters");
+    if (sized_for == 0) return Status::Corruption("sized_for is 0");
+    std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
+    idx->dleft_ = std::move(f);
+    idx->entries_.store(entries);
+    s = idx->CheckHashing();
+    if (!s.ok()) return s;
+    *out = std::move(idx);
+    return Status::OK();
+  }
+
+  bool Contains(uint64_t h) const {
+    const ElasticFilter* e = elastic_pub_.load();
+    if (e != nullptr) return e->ContainsHash(h);
+    // The batch form prefetches all d candidate buckets before probing, so
+    // their cache misses overlap (one miss latency instead of up to d).
+    bool out = false;
+    dleft_->ContainsHashBatch(&h, 1, &out);
+    return out;
+  }
+  void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
+    const ElasticFilter* e = elastic_pub_.load();
+    if (e == nullptr) {
+      dleft_->ContainsHashBatch(h, n, out);
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] = e->ContainsHash(h[i]);
+    }
+  }
+
+  // Never fails except when memory for the elastic filter cannot be had;
+  // then the index is unchanged and the caller must not write the key.
+  Status Insert(uint64_t h) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!elastic_) {
+      if (dleft_->InsertHash(h) == OpResult::kOk) {
+        entries_.fetch_add(1, std::memory_order_relaxed);
+        return Status::OK();
+      }
+      Status s = HandoverLocked();
+      if (!s.ok()) return s;
+    }
+    if (elastic_->InsertHash(h) != OpResult::kOk) {
+      return Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
+    }
+    entries_.fetch_add(1, std::memory_order_relaxed);
+    // Free frozen filters once no reader can be inside them: ours right
+    // after the handover, the ElasticFilter's dlCBF once it migrated.
+    const bool migrated = elastic_->mode() == ElasticMode::kAutoscaling;
+    if (dleft_ || (migrated && !elastic_released_)) {
+      epochs_->Synchronize();
+      dleft_.reset();
+      if (migrated) {
+        elastic_->ReleaseRetired();
+        elastic_released_ = true;
+      }
+    }
+    return Status::OK();
+  }
+
+  // Only for keys counted on behalf of the caller (see the invariant).
+  void Erase(uint64_t h) {
+    std::lock_guard<std::mutex> l(mu_);
+    const OpResult r = elastic_ ? elastic_->EraseHash(h) : dleft_->EraseHash(h);
+    if (r == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  uint64_t sized_for() const { return sized_for_; }
+  bool handed_over() const { return elastic_pub_.load(std::memory_order_relaxed) != nullptr; }
+  bool NeedsRebuild(double drift) const {
+    return handed_over() ||
+           static_cast<double>(entries()) > drift * static_cast<double>(sized_for_);
+  }
+
+  // False when handed over (the elastic filter cannot be serialized).
+  bool Serialize(std::string* out) const {
+    std::lock_guard<std::mutex> l(mu_);
+    if (elastic_ || !dleft_) return false;
+    dleft_->Serialize(out);
+    return true;
+  }
+
+  void Describe(LiveKeyCfStats* st) const {
+    std::lock_guard<std::mutex> l(mu_);
+    st->entries = entries();
+    st->sized_for = sized_for_;
+    st->drift = sized_for_ ? static_cast<double>(st->entries) / static_cast<double>(sized_for_) : 0;
+    if (!elastic_) {
+      st->mode = "dlcbf";
+      st->bytes = dleft_->bytes();
+      st->predicted_fpr = dleft_->PredictedFpr();
+      return;
+    }
+    const ElasticStats es = elastic_->Stats();
+    st->mode = es.mode == ElasticMode::kDLeft ? "elastic-dlcbf" : "elastic-abf";
+    st->bytes = es.bytes + es.retained_bytes + (dleft_ ? dleft_->bytes() : 0);
+    st->predicted_fpr = es.predicted_fpr;
+  }
+
+ private:
+  LiveKeyIndex(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs)
+      : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
+        epochs_(epochs) {}
+
+  // The key hash and the fingerprint inversion must agree with the dlCBF.
+  Status CheckHashing() const {
+    const DLeftOptions& d = dleft_->options();
+    const uint64_t rn = (uint64_t{1} << d.remainder_bits) - 1;
+    const uint64_t space = d.buckets_per_subtable * rn;
+    uint64_t state = 0x11FE0B5EULL ^ space;
+    for (int i = 0; i < 32; ++i) {
+      const uint64_t packed = i == 0 ? 0 : i == 1 ? space - 1 : internal::SplitMix64(&state) % space;
+      if (dleft_->FingerprintOfHash(HashOfFingerprint(packed, d.buckets_per_subtable, rn)).packed !=
+          packed) {
+        return Status::NotSupported("LiveKeyDB: fingerprint inversion disagrees with the dlCBF");
+      }
+      const std::string key = "live-key-self-check-" + std::to_string(i);
+      if (dleft_->Hash(key) != internal::HashKey(key.data(), key.size(), d.seed)) {
+        return Status::NotSupported("LiveKeyDB: key hash disagrees with the dlCBF");
+      }
+    }
+    return Status::OK();
+  }
+
+  // mu_ held. Re-creates the dlCBF's contents in an ElasticFilter.
+  Status HandoverLocked() {
+    ElasticOptions eo;
+    eo.dleft = dleft_->options();
+    eo.expected_items = 0;  // keep the exact geometry
+    eo.thread_safe = true;
+    eo.abf_counter_bits = abf_counter_bits_;
+    std::unique_ptr<ElasticFilter> e;
+    Status s = ElasticFilter::Create(eo, &e);
+    if (!s.ok()) return s;
+    const uint64_t buckets = eo.dleft.buckets_per_subtable;
+    const uint64_t rn = (uint64_t{1} << eo.dleft.remainder_bits) - 1;
+    bool ok = true;
+    dleft_->ForEachFingerprint(
+        [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
+          const uint64_t h = HashOfFingerprint(f.packed, buckets, rn);
+          for (uint32_t i = 0; i < count; ++i) ok &= e->InsertHash(h) == OpResult::kOk;
+        });
+    if (!ok) return Status::MemoryLimit("LiveKeyDB: the elastic index could not be allocated");
+    elastic_ = std::move(e);
+    elastic_pub_.store(elastic_.get());  // readers switch here
+    return Status::OK();
+  }
+
+  const uint32_t abf_counter_bits_;
+  const uint64_t sized_for_;
+  EpochDomain* const epochs_;
+  mutable std::mutex mu_;  // every mutation
+  std::unique_ptr<DLeftCountingBloomFilter> dleft_;  // until handed over + grace
+  std::unique_ptr<ElasticFilter> elastic_;
+  std::atomic<const ElasticFilter*> elastic_pub_{nullptr};
+  bool elastic_released_ = false;
+  std::atomic<uint64_t> entries_{0};
+};
+
+
+}  // namespace live_key
+}  // namespace dlcbf

@@ -1,0 +1,101 @@
+// LiveKeyIndexOptions::Validate and LiveKeyStats::ToString.
+#include "filter_policy/rocksdb/live_key_db/rep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include <sstream>
+
+namespace dlcbf {
+
+// ---------------------------------------------------------------------------
+// Options and stats
+// ---------------------------------------------------------------------------
+Status LiveKeyIndexOptions::Validate() const {
+  if (expected_keys == 0 || expected_keys > kMaxExpectedKeys) {
+    return Status::InvalidArgument("expected_keys must be in [1, 2^40]");
+  }
+  if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
+    return Status::InvalidArgument("sizing_load must be in (0, 1]");
+  }
+  DLeftOptions d = dleft;
+  d.SizeFor(expected_keys, sizing_load);
+  Status s = d.Validate();
+  if (s.IsInvalidArgument()) {
+    return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+  }
+  if (!s.ok()) return s;
+  if (d.counter_bits == 0) {
+    return Status::InvalidArgument("dleft.counter_bits must be >= 1 (live keys are erased)");
+  }
+  if (abf_counter_bits < 1 || abf_counter_bits > 8) {
+    return Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
+  }
+  if (!(auto_rebuild_drift == 0.0 || (auto_rebuild_drift > 1.0 && std::isfinite(auto_rebuild_drift)))) {
+    return Status::InvalidArgument("auto_rebuild_drift must be 0 (off) or a finite value > 1");
+  }
+  if (!(rebuild_headroom >= 1.0 && rebuild_headroom <= 1000.0)) {
+    return Status::InvalidArgument("rebuild_headroom must be in [1, 1000]");
+  }
+  if (lock_stripes == 0 || lock_stripes > (1u << 20) || (lock_stripes & (lock_stripes - 1)) != 0) {
+    return Status::InvalidArgument("lock_stripes must be a power of two in [1, 2^20]");
+  }
+  if (index_file_name.empty() || index_file_name.find('/') != std::string::npos ||
+      index_file_name == "." || index_file_name == "..") {
+    return Status::InvalidArgument("index_file_name must be a plain file name (no '/')");
+  }
+  if (rebuild_progress_interval == 0) {
+    return Status::InvalidArgument("rebuild_progress_interval must be >= 1");
+  }
+  return Status::OK();
+}
+
+std::string LiveKeyStats::ToString() const {
+  std::ostringstream o;
+  o << "LiveKeyDB: lookups=" << lookups << " short_circuited=" << short_circuited
+    << " bypassed_reads=" << bypassed_reads << " write_keys=" << write_keys
+    << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
+    << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts
+    << " delete_range_erased=" << delete_range_erased
+    << " delete_range_limit_hits=" << delete_range_limit_hits
+    << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds
+    << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
+    << " index_file_loads=" << index_file_loads
+    << " index_file_rejections=" << index_file_rejections;
+  if (!last_rejection.empty()) o << " last_rejection=\"" << last_rejection << "\"";
+  for (const LiveKeyCfStats& c : column_families) {
+    o << "\n  cf " << c.id << " '" << c.name << "': ";
+    if (!c.indexed) {
+      o << "not indexed (" << c.bypass_reason << ")";
+      continue;
+    }
+    char fpr[32];
+    std::snprintf(fpr, sizeof(fpr), "%.3g", c.predicted_fpr);
+    o << "mode=" << c.mode << " entries=" << c.entries << " sized_for=" << c.sized_for
+      << " drift=" << c.drift << " bytes=" << c.bytes << " predicted_fpr=" << fpr
+      << " loaded_from_file=" << (c.loaded_from_file ? 1 : 0) << " rebuilds=" << c.rebuilds;
+    if (c.rebuilds > 0) {
+      o << " last_rebuild=\"" << c.last_rebuild_reason << "\" (" << c.last_rebuild_seconds
+        << " s, " << c.last_rebuild_keys << " keys, " << c.last_rebuild_deltas << " deltas, pause "
+        << c.last_rebuild_pause_micros << " us)";
+    }
+    if (c.rebuild_in_progress) o << " rebuilding";
+  }
+  return o.str();
+}
+
+
+}  // namespace dlcbf

@@ -1,0 +1,254 @@
+// LiveKeyDB index persistence: the index file (format version 2), its
+// save at Close and the checks before it is trusted at Open.
+#include "filter_policy/rocksdb/live_key_db/rep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include "dlcbf/internal/coding.h"
+
+namespace dlcbf {
+
+namespace {
+
+void PutString32(std::string* dst, const Slice& s) {
+  internal::PutFixed32(dst, static_cast<uint32_t>(s.size()));
+  dst->append(s.data(), s.size());
+}
+bool GetString32(internal::Decoder* d, std::string* out) {
+  uint32_t n = 0;
+  if (!d->Get32(&n) || n > d->remaining()) return false;
+  out->assign(d->data(), n);
+  return d->Skip(n);
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t p = path.find_last_of('/');
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
+
+Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
+                           const std::string& data) {
+  const std::string final_name = dir + "/" + name;
+  const std::string tmp = final_name + ".tmp";
+  std::unique_ptr<rocksdb::WritableFile> f;
+  Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
+  if (s.ok()) s = f->Append(data);
+  if (s.ok()) s = f->Sync();
+  if (f) {
+    Status c = f->Close();
+    if (s.ok()) s = c;
+  }
+  if (s.ok()) s = env->RenameFile(tmp, final_name);
+  if (!s.ok()) {
+    env->DeleteFile(tmp).PermitUncheckedError();
+    return s;
+  }
+  std::unique_ptr<rocksdb::Directory> d;
+  s = env->NewDirectory(dir, &d);
+  if (s.ok()) s = d->Fsync();
+  return s;
+}
+
+}  // namespace
+
+// The SST set: the numbers of every live SST file of the DB (all column
+// families), sorted; with `smallest_seqno`, each file's smallest sequence
+// number in the same order.
+Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
+                                std::vector<uint64_t>* smallest_seqno) {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  base->GetLiveFilesMetaData(&files);
+  std::vector<std::pair<uint64_t, uint64_t>> v;
+  for (const auto& f : files) {
+    uint64_t n = f.file_number;
+    if (n == 0) n = std::strtoull(BaseName(f.name).c_str(), nullptr, 10);  // "/000123.sst"
+    v.emplace_back(n, f.smallest_seqno);
+  }
+  std::sort(v.begin(), v.end());
+  numbers->clear();
+  if (smallest_seqno) smallest_seqno->clear();
+  for (const auto& e : v) {
+    numbers->push_back(e.first);
+    if (smallest_seqno) smallest_seqno->push_back(e.second);
+  }
+  return Status::OK();
+}
+
+Status LiveKeyDB::Rep::Persist() {
+  std::vector<CfState*> fams;
+  {
+    std::lock_guard<std::mutex> l(cf_mu);
+    for (auto& kv : cfs) {
+      if (kv.second->indexed && !kv.second->dropped && kv.second->owned) {
+        fams.push_back(kv.second.get());
+      }
+    }
+  }
+  std::string identity;
+  Status s = base->GetDbIdentity(identity);
+  if (!s.ok()) return s;
+  // No compaction may change the SST set after it is recorded (a
+  // compaction at the bottom level zeroes sequence numbers, so its output
+  // would be rejected at the next Open: a needless rebuild).
+  s = base->PauseBackgroundWork();
+  if (!s.ok()) return s;
+  std::vector<uint64_t> ssts;
+  s = LiveSsts(&ssts, nullptr);
+  if (!s.ok()) return s;
+
+  std::string body;
+  internal::PutFixed64(&body, kFileMagic);
+  internal::PutFixed32(&body, kFileVersion);
+  internal::PutFixed64(&body, base->GetLatestSequenceNumber());
+  internal::PutFixed64(&body, opt.dleft.seed);
+  PutString32(&body, identity);
+  internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&body, n);
+  std::string entries;
+  uint32_t n = 0, skipped = 0;
+  for (CfState* cf : fams) {
+    std::string blob;
+    if (!cf->owned->Serialize(&blob)) {
+      ++skipped;
+      continue;
+    }
+    internal::PutFixed32(&entries, cf->id);
+    PutString32(&entries, cf->name);
+    internal::PutFixed64(&entries, cf->owned->sized_for());
+    internal::PutFixed64(&entries, cf->owned->entries());
+    internal::PutFixed64(&entries, blob.size());
+    entries.append(blob);
+    ++n;
+  }
+  if (n == 0) {
+    rocksdb::Info(log, "LiveKeyDB: no index to persist (%u in elastic mode)", skipped);
+    return Status::OK();
+  }
+  internal::PutFixed32(&body, n);
+  body.append(entries);
+  internal::PutFixed64(&body, internal::HashKey(body.data(), body.size(), kFileChecksumSeed));
+  s = WriteFileAtomically(env, dbname, opt.index_file_name, body);
+  if (s.ok()) {
+    rocksdb::Info(log, "LiveKeyDB: persisted %u index(es), %zu bytes, at sequence %" PRIu64
+                  " (%u in elastic mode not persisted)",
+                  n, body.size(), base->GetLatestSequenceNumber(), skipped);
+  }
+  return s;
+}
+
+void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
+  const std::string path = IndexPath();
+  if (!env->FileExists(path).ok()) {
+    rocksdb::Info(log, "LiveKeyDB: no index file (first open, or the last session did not close "
+                  "cleanly); indexes will be rebuilt");
+    return;
+  }
+  std::string data;
+  Status s = rocksdb::ReadFileToString(env, path, &data);
+  if (!s.ok()) return Reject("unreadable: " + s.ToString());
+  if (data.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8) return Reject("truncated");
+  const size_t body = data.size() - 8;
+  if (internal::HashKey(data.data(), body, kFileChecksumSeed) !=
+      internal::DecodeFixed64(data.data() + body)) {
+    return Reject("checksum mismatch (corrupt file)");
+  }
+  internal::Decoder d(data.data(), body);
+  uint64_t magic = 0, seq = 0, seed = 0;
+  uint32_t version = 0, n_ssts = 0, n = 0;
+  std::string identity;
+  if (!d.Get64(&magic) || magic != kFileMagic) return Reject("bad magic");
+  if (!d.Get32(&version)) return Reject("truncated header");
+  if (version == 1) {
+    return Reject("format version 1 does not record the SST set, so keys added behind "
+                  "LiveKeyDB's back (an ingestion at seqno 0) cannot be ruled out");
+  }
+  if (version != kFileVersion) {
+    return Reject("unsupported version " + std::to_string(version));
+  }
+  if (!d.Get64(&seq) || !d.Get64(&seed) || !GetString32(&d, &identity)) return Reject("truncated header");
+  std::string db_identity;
+  if (!base->GetDbIdentity(db_identity).ok() || db_identity != identity) {
+    return Reject("written for another DB (identity differs)");
+  }
+  const uint64_t latest = base->GetLatestSequenceNumber();
+  if (seq != latest) {
+    return Reject("saved at sequence " + std::to_string(seq) + ", DB is at " +
+                  std::to_string(latest) + " (writes since the save)");
+  }
+  if (seed != opt.dleft.seed) return Reject("hash seed differs from index_options.dleft.seed");
+  if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
+  std::vector<uint64_t> saved_ssts(n_ssts);
+  for (uint64_t& f : saved_ssts) d.Get64(&f);
+  std::sort(saved_ssts.begin(), saved_ssts.end());
+  std::vector<uint64_t> now_ssts, now_smallest;
+  s = LiveSsts(&now_ssts, &now_smallest);
+  if (!s.ok()) return Reject("cannot list live SST files: " + s.ToString());
+  for (size_t i = 0; i < now_ssts.size(); ++i) {
+    // A file new to the index is harmless only if every key in it carries a
+    // real sequence number (<= the verified one: written through LiveKeyDB
+    // before the save, e.g. a flush of the recovered WAL). Sequence number 0
+    // marks an ingestion at the bottom level, or a compaction output that
+    // may contain one.
+    if (now_smallest[i] == 0 &&
+        !std::binary_search(saved_ssts.begin(), saved_ssts.end(), now_ssts[i])) {
+      return Reject("SST file " + std::to_string(now_ssts[i]) +
+                    " is not in the saved SST set and holds sequence number 0 (an ingestion, "
+                    "or a compaction after the save): it may hold keys the index never saw");
+    }
+  }
+  if (!d.Get32(&n)) return Reject("truncated");
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t id = 0;
+    std::string name;
+    uint64_t sized_for = 0, entries = 0, len = 0;
+    if (!d.Get32(&id) || !GetString32(&d, &name) || !d.Get64(&sized_for) || !d.Get64(&entries) ||
+        !d.Get64(&len) || len > d.remaining()) {
+      return Reject("truncated entry");
+    }
+    const Slice blob(d.data(), static_cast<size_t>(len));
+    d.Skip(static_cast<size_t>(len));
+    CfState* cf = FindState(id);
+    if (cf == nullptr || cf->dropped || cf->name != name) {
+      Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
+      continue;
+    }
+    if (!cf->indexed || cf->owned) continue;
+    std::unique_ptr<LiveKeyIndex> idx;
+    s = LiveKeyIndex::Load(blob, opt, sized_for, entries, &epochs, &idx);
+    if (!s.ok()) {
+      Reject("index of '" + name + "': " + s.ToString());
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> sl(swap_mu);
+      cf->owned = std::move(idx);
+      cf->active.store(cf->owned.get());
+    }
+    {
+      std::lock_guard<std::mutex> l(cf->info_mu);
+      cf->loaded_from_file = true;
+    }
+    file_loads.fetch_add(1);
+    loaded->push_back(cf);
+    rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64,
+                  name.c_str(), entries, seq);
+  }
+  if (d.remaining() != 0) Reject("trailing bytes (entries loaded before were checksummed)");
+}
+
+
+}  // namespace dlcbf

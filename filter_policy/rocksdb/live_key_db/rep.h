@@ -1,0 +1,464 @@
+// LiveKeyDB::Rep: the state behind a LiveKeyDB (column families, lock
+// stripes, epochs, the background rebuild thread) and the per-key write
+// paths (Upsert, Remove) that keep the index exact. Its other members are
+// defined in rebuild.cc, persistence.cc, write_batch.cc and ingest.cc.
+// Internal to filter_policy/rocksdb/live_key_db/.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/live_key_db_testing.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "filter_policy/rocksdb/live_key_db/epochs.h"
+#include "filter_policy/rocksdb/live_key_db/live_key_index.h"
+#include "rocksdb/env.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/write_batch.h"
+
+namespace dlcbf {
+namespace live_key {
+
+using rocksdb::ColumnFamilyHandle;
+
+constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
+constexpr uint32_t kFileVersion = 2;  // 1 lacked the SST set: never trusted
+constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
+constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
+
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------------------
+// Per column family state. Never freed before Close (pointers stay valid).
+// ---------------------------------------------------------------------------
+struct CfState {
+  uint32_t id = 0;
+  std::string name;
+  ColumnFamilyHandle* handle = nullptr;  // kept alive until Close
+  bool handle_released = false;          // user called DestroyColumnFamilyHandle
+  const rocksdb::Comparator* cmp = nullptr;
+  bool indexed = false;
+  std::string bypass_reason;
+
+  // Changed only with every stripe held (writers hold one: stable for them).
+  bool dropped = false;
+  std::atomic<LiveKeyIndex*> active{nullptr};
+  std::unique_ptr<LiveKeyIndex> owned;
+  std::atomic<bool> rebuilding{false};
+
+  std::mutex delta_mu;
+  std::vector<std::pair<uint64_t, bool>> delta;  // (hash, insert?) while rebuilding
+
+  std::atomic<bool> rebuild_queued{false};
+  std::atomic<bool> rebuild_running{false};
+
+  mutable std::mutex info_mu;
+  bool loaded_from_file = false;
+  uint64_t rebuilds = 0;
+  std::string last_reason;
+  double last_seconds = 0;
+  uint64_t last_keys = 0, last_deltas = 0, last_pause_micros = 0;
+};
+
+struct CfTable {
+  std::vector<CfState*> by_id;
+  CfState* Find(uint32_t id) const { return id < by_id.size() ? by_id[id] : nullptr; }
+};
+
+enum class Liveness { kLive, kNotLive, kUnknown };
+
+}  // namespace live_key
+
+using rocksdb::ColumnFamilyDescriptor;
+using rocksdb::ColumnFamilyHandle;
+using rocksdb::DB;
+using rocksdb::InfoLogLevel;
+using rocksdb::Iterator;
+using rocksdb::PinnableSlice;
+using rocksdb::ReadOptions;
+using rocksdb::Slice;
+using rocksdb::Status;
+using rocksdb::WriteBatch;
+using rocksdb::WriteOptions;
+using namespace live_key;  // NOLINT: the Rep is this namespace's user
+
+struct LiveKeyDB::Rep {
+  Rep(DB* b, const LiveKeyIndexOptions& o)
+      : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
+        stripes(new std::mutex[o.lock_stripes]), stripe_mask(o.lock_stripes - 1) {
+    log = b->GetDBOptions().info_log;
+  }
+
+  LiveKeyIndexOptions opt;
+  DB* base;
+  rocksdb::Env* env;
+  std::string dbname;
+  std::shared_ptr<rocksdb::Logger> log;
+  EpochDomain epochs;
+  std::unique_ptr<std::mutex[]> stripes;
+  uint32_t stripe_mask;
+
+  std::mutex cf_mu;  // cfs, the table, handles
+  std::map<uint32_t, std::unique_ptr<CfState>> cfs;
+  std::unique_ptr<CfTable> table_owner;
+  std::atomic<const CfTable*> table{nullptr};
+
+  std::mutex rebuild_mu;  // one rebuild (or drop) at a time
+  std::mutex swap_mu;     // CfState::owned changes (stats read it); after stripes
+
+  std::thread bg;
+  std::mutex bg_mu;
+  std::condition_variable bg_cv, bg_idle_cv;
+  std::deque<uint32_t> queue;
+  bool bg_stop = false;
+  bool bg_busy = false;
+
+  std::atomic<bool> closing{false};
+  bool closed = false;
+
+  std::atomic<uint64_t> rebuilds{0}, auto_rebuilds{0}, failed_rebuilds{0};
+  std::atomic<uint64_t> file_loads{0}, file_rejections{0};
+  std::mutex reject_mu;
+  std::string last_rejection;
+
+  // ---- helpers ---------------------------------------------------------------
+  uint64_t Hash(const Slice& k) const { return internal::HashKey(k.data(), k.size(), opt.dleft.seed); }
+  uint32_t StripeOf(uint32_t cf, uint64_t h) const {
+    return static_cast<uint32_t>(internal::Mix64(h ^ (uint64_t{cf} * 0x9E3779B97F4A7C15ULL))) &
+           stripe_mask;
+  }
+  void LockAll() {
+    for (uint32_t i = 0; i <= stripe_mask; ++i) stripes[i].lock();
+  }
+  void UnlockAll() {
+    for (uint32_t i = stripe_mask + 1; i-- > 0;) stripes[i].unlock();
+  }
+
+  // The state of an indexed, live family, or nullptr (pass through).
+  CfState* Lookup(const ColumnFamilyHandle* h) {
+    if (h == nullptr) return nullptr;
+    ReadSection rs(&epochs);
+    const CfTable* t = table.load();
+    CfState* cf = t ? t->Find(h->GetID()) : nullptr;
+    return (cf != nullptr && cf->indexed) ? cf : nullptr;
+  }
+
+  void PublishTableLocked() {  // cf_mu held
+    std::unique_ptr<CfTable> t(new CfTable);
+    for (auto& kv : cfs) {
+      if (kv.second->dropped) continue;
+      if (t->by_id.size() <= kv.first) t->by_id.resize(kv.first + 1, nullptr);
+      t->by_id[kv.first] = kv.second.get();
+    }
+    std::unique_ptr<CfTable> old = std::move(table_owner);
+    table_owner = std::move(t);
+    table.store(table_owner.get());
+    if (old) epochs.Synchronize();
+  }
+
+  static bool BypassRead(const ReadOptions& ro) {
+    return ro.snapshot != nullptr || ro.read_tier != rocksdb::kReadAllTier ||
+           ro.timestamp != nullptr || ro.iter_start_ts != nullptr || ro.ignore_range_deletions;
+  }
+
+  // The index's answer for a point read at the latest state, with the
+  // statistics counted: false = the key is certainly not live (return
+  // NotFound without touching RocksDB), true = ask RocksDB (a "maybe", or a
+  // read the index cannot serve).
+  bool MayBeLive(const ReadOptions& options, ColumnFamilyHandle* column_family,
+                 const Slice& key) {
+    if (!BypassRead(options) && column_family != nullptr) {
+      const uint64_t h = Hash(key);
+      int verdict = -1;  // -1 bypass, 0 no, 1 maybe
+      {
+        ReadSection rs(&epochs);
+        const CfTable* t = table.load();
+        const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
+        const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
+        if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
+      }
+      if (verdict >= 0) {
+        epochs.Bump(kLookups);
+        if (verdict == 0) epochs.Bump(kShortCircuited);
+        return verdict != 0;
+      }
+    }
+    epochs.Bump(kBypassed);
+    return true;
+  }
+
+  Liveness ReadLiveness(ColumnFamilyHandle* h, const Slice& key) {
+    epochs.Bump(kLivenessReads);
+    PinnableSlice v;
+    const Status s = base->Get(ReadOptions(), h, key, &v);
+    if (s.ok()) return Liveness::kLive;
+    if (s.IsNotFound()) return Liveness::kNotLive;
+    return Liveness::kUnknown;
+  }
+
+  // A writer's probe. The stripe keeps the index object in place, but a
+  // handover inside it (another stripe's insert) may free its dlCBF after an
+  // epoch grace period: probe inside a read section like every reader.
+  bool WriterContains(const LiveKeyIndex* idx, uint64_t h) {
+    ReadSection rs(&epochs);
+    return idx->Contains(h);
+  }
+
+  // Callers hold the key's stripe (or all stripes).
+  Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
+    Status s = idx->Insert(h);
+    if (!s.ok()) return s;
+    epochs.Bump(kIndexInserts);
+    if (cf->rebuilding.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> l(cf->delta_mu);
+      cf->delta.emplace_back(h, true);
+    }
+    if (opt.auto_rebuild_drift > 0 && idx->NeedsRebuild(opt.auto_rebuild_drift)) {
+      ScheduleRebuild(cf);
+    }
+    return s;
+  }
+  void IndexErase(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
+    idx->Erase(h);
+    epochs.Bump(kIndexErases);
+    if (cf->rebuilding.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> l(cf->delta_mu);
+      cf->delta.emplace_back(h, false);
+    }
+  }
+
+  void Reject(const std::string& why) {
+    file_rejections.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> l(reject_mu);
+      last_rejection = why;
+    }
+    rocksdb::Warn(log, "LiveKeyDB: index file %s/%s not used: %s", dbname.c_str(),
+                  opt.index_file_name.c_str(), why.c_str());
+  }
+
+  // ---- single-key writes --------------------------------------------------------
+  // With the key's stripe held: the family (nullptr when it is unindexed or
+  // dropped: pass through), its index and the probe, in one read section.
+  // The CfState outlives the section (freed at Close); the index stays in
+  // place while the stripe is held (swaps take every stripe).
+  struct Probed {
+    CfState* cf = nullptr;
+    LiveKeyIndex* idx = nullptr;
+    bool contains = false;
+  };
+  Probed ProbeLocked(uint32_t id, uint64_t hash, bool probe) {
+    Probed p;
+    ReadSection rs(&epochs);
+    const CfTable* t = table.load();
+    CfState* cf = t ? t->Find(id) : nullptr;
+    if (cf == nullptr || !cf->indexed || cf->dropped) return p;
+    p.cf = cf;
+    p.idx = cf->active.load();
+    p.contains = probe && p.idx->Contains(hash);
+    return p;
+  }
+
+  // Put / Merge / PutEntity of one key.
+  template <class WriteFn>
+  Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
+    const uint32_t id = h->GetID();
+    const uint64_t hash = Hash(key);
+    std::lock_guard<std::mutex> l(stripes[StripeOf(id, hash)]);
+    const Probed p = ProbeLocked(id, hash, /*probe=*/true);
+    if (p.cf == nullptr) return write();
+    epochs.Bump(kWriteKeys);
+    // Not in the index: certainly not live. In it: a liveness read decides.
+    const bool insert = !p.contains || ReadLiveness(h, key) != Liveness::kLive;
+    if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kNone) {
+      return UpsertWithFault(p, hash, insert, write);
+    }
+    if (insert) {
+      Status s = IndexInsert(p.cf, p.idx, hash);
+      if (!s.ok()) return s;  // nothing written
+    }
+    Status s = write();
+    if (!s.ok() && insert && ReadLiveness(h, key) == Liveness::kNotLive) {
+      IndexErase(p.cf, p.idx, hash);
+      epochs.Bump(kUndone);
+    }
+    return s;
+  }
+
+  // The deliberately wrong order (internal/live_key_db_testing.h): base
+  // write, pause, index insert. Only the oracle's negative control runs it.
+  template <class WriteFn>
+  Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
+    Status s = write();
+    if (s.ok() && insert) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      s = IndexInsert(p.cf, p.idx, hash);
+    }
+    return s;
+  }
+
+  // Delete / SingleDelete of one key.
+  template <class WriteFn>
+  Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
+    const uint32_t id = h->GetID();
+    const uint64_t hash = Hash(key);
+    std::lock_guard<std::mutex> l(stripes[StripeOf(id, hash)]);
+    const Probed p = ProbeLocked(id, hash, /*probe=*/may_erase);
+    if (p.cf == nullptr) return write();
+    epochs.Bump(kWriteKeys);
+    const bool was_live = p.contains && ReadLiveness(h, key) == Liveness::kLive;
+    Status s = write();
+    if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash);
+    return s;
+  }
+
+  Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
+  Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);
+
+  // ---- column families -------------------------------------------------------------
+  CfState* AddFamily(ColumnFamilyHandle* h) {  // cf_mu held; no index yet
+    std::unique_ptr<CfState> st(new CfState);
+    st->id = h->GetID();
+    st->name = h->GetName();
+    st->handle = st->id == 0 ? base->DefaultColumnFamily() : h;
+    st->cmp = h->GetComparator();
+    if (st->cmp == nullptr) {
+      st->bypass_reason = "no comparator";
+    } else if (st->cmp->timestamp_size() > 0) {
+      st->bypass_reason = "user-defined timestamps";
+    } else if (st->cmp->CanKeysWithDifferentByteContentsBeEqual() && !opt.trust_comparator) {
+      st->bypass_reason = std::string("comparator ") + st->cmp->Name() +
+                          " may consider different bytes equal (see trust_comparator)";
+    } else {
+      st->indexed = true;
+    }
+    CfState* raw = st.get();
+    cfs[st->id] = std::move(st);
+    return raw;
+  }
+  Status CreateEmptyIndex(CfState* cf) {
+    std::unique_ptr<LiveKeyIndex> idx;
+    Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
+    if (!s.ok()) return s;
+    std::lock_guard<std::mutex> sl(swap_mu);
+    cf->owned = std::move(idx);
+    cf->active.store(cf->owned.get());
+    return s;
+  }
+  // Registers freshly created (empty) families.
+  Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles) {
+    std::lock_guard<std::mutex> l(cf_mu);
+    Status result;
+    for (ColumnFamilyHandle* h : handles) {
+      if (h == nullptr) continue;
+      CfState* cf = AddFamily(h);
+      if (cf->indexed) {
+        Status s = CreateEmptyIndex(cf);
+        if (!s.ok()) {  // leave it unindexed rather than fail the creation
+          cf->indexed = false;
+          cf->bypass_reason = "index creation failed: " + s.ToString();
+          if (result.ok()) result = s;
+        }
+      }
+    }
+    PublishTableLocked();
+    return result;
+  }
+  CfState* FindState(uint32_t id) {
+    std::lock_guard<std::mutex> l(cf_mu);
+    auto it = cfs.find(id);
+    return it == cfs.end() ? nullptr : it->second.get();
+  }
+
+  // ---- rebuild -----------------------------------------------------------------------
+  Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
+
+  void ScheduleRebuild(CfState* cf) {
+    if (closing.load(std::memory_order_relaxed)) return;
+    bool expected = false;
+    if (!cf->rebuild_queued.compare_exchange_strong(expected, true)) return;
+    std::lock_guard<std::mutex> l(bg_mu);
+    queue.push_back(cf->id);
+    bg_cv.notify_one();
+  }
+  void MaybeReschedule(CfState* cf) {
+    if (opt.auto_rebuild_drift <= 0) return;
+    std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
+    if (!cf->dropped && cf->owned && cf->owned->NeedsRebuild(opt.auto_rebuild_drift)) {
+      ScheduleRebuild(cf);
+    }
+  }
+  void BackgroundLoop() {
+    std::unique_lock<std::mutex> l(bg_mu);
+    for (;;) {
+      bg_cv.wait(l, [&] { return bg_stop || !queue.empty(); });
+      if (bg_stop) break;
+      const uint32_t id = queue.front();
+      queue.pop_front();
+      bg_busy = true;
+      l.unlock();
+      CfState* cf = FindState(id);
+      if (cf != nullptr) {
+        std::string why = "automatic";
+        {
+          std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
+          const LiveKeyIndex* idx = cf->owned.get();
+          if (idx != nullptr) {
+            char buf[160];
+            std::snprintf(buf, sizeof(buf),
+                          "automatic: %" PRIu64 " entries, sized for %" PRIu64 "%s",
+                          idx->entries(), idx->sized_for(),
+                          idx->handed_over() ? ", dlCBF full (elastic mode)" : "");
+            why = buf;
+          }
+        }
+        Status s = Rebuild(cf, why, /*automatic=*/true);
+        if (!s.ok() && !closing.load()) {
+          rocksdb::Warn(log, "LiveKeyDB: automatic rebuild of '%s' failed: %s", cf->name.c_str(),
+                        s.ToString().c_str());
+        }
+        cf->rebuild_queued.store(false);
+        if (s.ok()) MaybeReschedule(cf);  // writes during the scan may have outgrown it
+      }
+      l.lock();
+      bg_busy = false;
+      bg_idle_cv.notify_all();
+    }
+  }
+  void StopBackground() {
+    closing.store(true);
+    {
+      std::lock_guard<std::mutex> l(bg_mu);
+      bg_stop = true;
+      bg_cv.notify_all();
+    }
+    if (bg.joinable()) bg.join();
+  }
+
+  // ---- persistence -------------------------------------------------------------------
+  std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
+  Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
+  Status Persist();
+  void LoadFromFile(std::vector<CfState*>* loaded);
+  Status Init(const std::vector<ColumnFamilyHandle*>& handles);
+};
+
+
+}  // namespace dlcbf

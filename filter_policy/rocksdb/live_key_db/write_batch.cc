@@ -1,0 +1,273 @@
+// LiveKeyDB::Write: a WriteBatch applied with an in-order overlay, so only
+// each key's state before and after the batch decides its index update.
+#include "filter_policy/rocksdb/live_key_db/rep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlcbf {
+
+// ---------------------------------------------------------------------------
+// WriteBatch
+// ---------------------------------------------------------------------------
+namespace {
+
+enum class OpKind : uint8_t { kPut, kMerge, kDelete, kSingleDelete, kRange };
+
+struct BatchOp {
+  OpKind kind;
+  uint32_t cf;
+  Slice key;
+  Slice end;
+};
+
+class BatchCollector : public WriteBatch::Handler {
+ public:
+  std::vector<BatchOp> ops;
+  Status PutCF(uint32_t cf, const Slice& key, const Slice&) override { return Add(OpKind::kPut, cf, key); }
+  Status PutEntityCF(uint32_t cf, const Slice& key, const Slice&) override {
+    return Add(OpKind::kPut, cf, key);
+  }
+  Status PutBlobIndexCF(uint32_t cf, const Slice& key, const Slice&) override {
+    return Add(OpKind::kPut, cf, key);
+  }
+  Status MergeCF(uint32_t cf, const Slice& key, const Slice&) override {
+    return Add(OpKind::kMerge, cf, key);
+  }
+  Status DeleteCF(uint32_t cf, const Slice& key) override { return Add(OpKind::kDelete, cf, key); }
+  Status SingleDeleteCF(uint32_t cf, const Slice& key) override {
+    return Add(OpKind::kSingleDelete, cf, key);
+  }
+  Status DeleteRangeCF(uint32_t cf, const Slice& b, const Slice& e) override {
+    ops.push_back(BatchOp{OpKind::kRange, cf, b, e});
+    return Status::OK();
+  }
+  void LogData(const Slice&) override {}
+  Status MarkBeginPrepare(bool) override { return Unsupported(); }
+  Status MarkEndPrepare(const Slice&) override { return Unsupported(); }
+  Status MarkNoop(bool) override { return Status::OK(); }
+  Status MarkRollback(const Slice&) override { return Unsupported(); }
+  Status MarkCommit(const Slice&) override { return Unsupported(); }
+  Status MarkCommitWithTimestamp(const Slice&, const Slice&) override { return Unsupported(); }
+
+ private:
+  Status Add(OpKind k, uint32_t cf, const Slice& key) {
+    ops.push_back(BatchOp{k, cf, key, Slice()});
+    return Status::OK();
+  }
+  static Status Unsupported() {
+    return Status::NotSupported("LiveKeyDB: write batches with transaction markers");
+  }
+};
+
+struct Overlay {
+  CfState* cf;
+  std::string key;
+  uint64_t hash;
+  bool l0_known = false;
+  bool l0 = false;    // live before the batch
+  bool cur = false;   // live after the ops seen so far
+  bool keep = false;  // made dead by an untrusted SingleDelete
+};
+
+}  // namespace
+
+Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
+  BatchCollector col;
+  Status s = batch->Iterate(&col);
+  if (!s.ok()) return s;
+
+  // Indexed families of the batch (the table is read once).
+  std::unordered_map<uint32_t, CfState*> fams;
+  bool any = false, has_range = false;
+  {
+    ReadSection rs(&epochs);
+    const CfTable* t = table.load();
+    for (const BatchOp& op : col.ops) {
+      if (fams.count(op.cf)) continue;
+      CfState* cf = t ? t->Find(op.cf) : nullptr;
+      fams[op.cf] = (cf != nullptr && cf->indexed) ? cf : nullptr;
+    }
+  }
+  for (const BatchOp& op : col.ops) {
+    if (fams[op.cf] == nullptr) continue;
+    any = true;
+    if (op.kind == OpKind::kRange) has_range = true;
+  }
+  if (!any) return base->Write(wo, batch);
+
+  // Stripes: all of them for range deletions (the scan may meet any key).
+  std::vector<uint32_t> taken;
+  if (has_range) {
+    LockAll();
+  } else {
+    for (const BatchOp& op : col.ops) {
+      if (fams[op.cf] != nullptr) taken.push_back(StripeOf(op.cf, Hash(op.key)));
+    }
+    std::sort(taken.begin(), taken.end());
+    taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
+    for (uint32_t i : taken) stripes[i].lock();
+  }
+  struct Unlocker {
+    Rep* r;
+    bool all;
+    const std::vector<uint32_t>* t;
+    ~Unlocker() {
+      if (all) {
+        r->UnlockAll();
+      } else {
+        for (size_t i = t->size(); i-- > 0;) r->stripes[(*t)[i]].unlock();
+      }
+    }
+  } unlocker{this, has_range, &taken};
+
+  // The overlay, in batch order.
+  std::vector<Overlay> ov;
+  std::unordered_map<std::string, size_t> pos;
+  auto touch = [&](CfState* cf, const Slice& key, uint64_t hash) -> Overlay& {
+    std::string k(reinterpret_cast<const char*>(&cf->id), sizeof(cf->id));
+    k.append(key.data(), key.size());
+    auto it = pos.find(k);
+    if (it != pos.end()) return ov[it->second];
+    pos.emplace(std::move(k), ov.size());
+    ov.push_back(Overlay{cf, key.ToString(), hash});
+    return ov.back();
+  };
+  uint64_t scan_budget = opt.delete_range_scan_limit;
+  for (const BatchOp& op : col.ops) {
+    CfState* cf = fams[op.cf];
+    if (cf == nullptr || cf->dropped) continue;
+    switch (op.kind) {
+      case OpKind::kPut:
+      case OpKind::kMerge: {
+        Overlay& e = touch(cf, op.key, Hash(op.key));
+        e.cur = true;
+        e.keep = false;
+        break;
+      }
+      case OpKind::kDelete:
+      case OpKind::kSingleDelete: {
+        Overlay& e = touch(cf, op.key, Hash(op.key));
+        e.cur = false;
+        e.keep = op.kind == OpKind::kSingleDelete && !opt.trust_single_delete;
+        break;
+      }
+      case OpKind::kRange: {
+        const rocksdb::Comparator* cmp = cf->cmp;
+        for (Overlay& e : ov) {
+          if (e.cf == cf && cmp->Compare(e.key, op.key) >= 0 && cmp->Compare(e.key, op.end) < 0) {
+            e.cur = false;
+            e.keep = false;
+          }
+        }
+        if (cmp->Compare(op.key, op.end) >= 0) break;
+        // Live keys of the range before the batch: their count must go.
+        if (scan_budget == 0) {
+          epochs.Bump(kRangeLimitHits);
+          break;
+        }
+        ReadOptions ro;
+        ro.fill_cache = false;
+        ro.total_order_seek = true;
+        Slice upper = op.end;
+        ro.iterate_upper_bound = &upper;
+        std::unique_ptr<Iterator> it(base->NewIterator(ro, cf->handle));
+        for (it->Seek(op.key); it->Valid(); it->Next()) {
+          if (scan_budget == 0) {
+            epochs.Bump(kRangeLimitHits);
+            break;
+          }
+          --scan_budget;
+          Overlay& e = touch(cf, it->key(), Hash(it->key()));
+          if (!e.l0_known) {
+            e.l0_known = true;
+            e.l0 = true;  // visible before the batch
+          }
+          e.cur = false;
+          e.keep = false;
+        }
+        if (!it->status().ok()) return it->status();  // nothing written yet
+        break;
+      }
+    }
+  }
+
+  // State before the batch for the keys we still need it for.
+  std::vector<size_t> need_read;
+  for (size_t i = 0; i < ov.size(); ++i) {
+    Overlay& e = ov[i];
+    epochs.Bump(kWriteKeys);
+    if (e.l0_known) continue;
+    if (!WriterContains(e.cf->active.load(), e.hash)) {
+      e.l0_known = true;
+      e.l0 = false;
+    } else {
+      need_read.push_back(i);
+    }
+  }
+  if (!need_read.empty()) {
+    std::vector<ColumnFamilyHandle*> hs;
+    std::vector<Slice> ks;
+    for (size_t i : need_read) {
+      hs.push_back(ov[i].cf->handle);
+      ks.push_back(ov[i].key);
+    }
+    std::vector<PinnableSlice> vals(ks.size());
+    std::vector<Status> sts(ks.size());
+    base->MultiGet(ReadOptions(), ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
+    epochs.Bump(kLivenessReads, ks.size());
+    for (size_t j = 0; j < need_read.size(); ++j) {
+      Overlay& e = ov[need_read[j]];
+      e.l0_known = true;
+      e.l0 = sts[j].ok();  // unknown counts as not live: insert, never erase
+    }
+  }
+
+  // Insert the keys that become live, write, erase the keys that stopped.
+  std::vector<size_t> inserted;
+  for (size_t i = 0; i < ov.size(); ++i) {
+    Overlay& e = ov[i];
+    if (!e.cur || e.l0) continue;
+    s = IndexInsert(e.cf, e.cf->active.load(), e.hash);
+    if (!s.ok()) {
+      for (size_t j : inserted) IndexErase(ov[j].cf, ov[j].cf->active.load(), ov[j].hash);
+      return s;
+    }
+    inserted.push_back(i);
+  }
+  s = base->Write(wo, batch);
+  if (s.ok()) {
+    for (Overlay& e : ov) {
+      if (!e.cur && e.l0 && !e.keep) {
+        IndexErase(e.cf, e.cf->active.load(), e.hash);
+        if (has_range) epochs.Bump(kRangeErased);
+      }
+    }
+  } else {
+    for (size_t i : inserted) {
+      Overlay& e = ov[i];
+      if (ReadLiveness(e.cf->handle, e.key) == Liveness::kNotLive) {
+        IndexErase(e.cf, e.cf->active.load(), e.hash);
+        epochs.Bump(kUndone);
+      }
+    }
+  }
+  return s;
+}
+
+
+}  // namespace dlcbf
