@@ -572,3 +572,30 @@ TEST(DLeftConcurrencyTest, NoTransientFalseNegatives) {
 
 }  // namespace
 }  // namespace dlcbf
+
+// Phase 1 inverted (keyless migration): HashOfFingerprint(p) is the smallest
+// hash whose fingerprint packs to p, for the extremes and random values of
+// several geometries, and the hash just below it belongs to p - 1.
+TEST(DLeftFingerprintInverse, RoundTripsAndIsSmallest) {
+  struct Geo { uint64_t buckets; uint32_t r; };
+  for (const Geo& g : {Geo{1, 2}, Geo{7, 9}, Geo{1000, 14}, Geo{123457, 20}, Geo{3, 32}}) {
+    dlcbf::DLeftOptions o;
+    o.subtables = 2;
+    o.buckets_per_subtable = g.buckets;
+    o.cells_per_bucket = 1;
+    o.remainder_bits = g.r;
+    o.counter_bits = 0;
+    std::unique_ptr<dlcbf::DLeftCountingBloomFilter> f;
+    ASSERT_TRUE(dlcbf::DLeftCountingBloomFilter::Create(o, &f).ok());
+    const uint64_t space = g.buckets * ((uint64_t{1} << g.r) - 1);
+    uint64_t state = 0xF00D ^ space;
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t p = i == 0 ? 0 : i == 1 ? space - 1 : dlcbf::internal::SplitMix64(&state) % space;
+      const uint64_t h = f->HashOfFingerprint(p);
+      ASSERT_EQ(f->FingerprintOfHash(h).packed, p) << "geometry B=" << g.buckets << " r=" << g.r;
+      if (p > 0) {
+        ASSERT_EQ(f->FingerprintOfHash(h - 1).packed, p - 1) << "not the smallest hash";
+      }
+    }
+  }
+}

@@ -28,6 +28,7 @@
 #include <cstring>
 
 #include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {

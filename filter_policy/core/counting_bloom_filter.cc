@@ -38,6 +38,7 @@
 #include <new>
 
 #include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {

@@ -73,6 +73,7 @@
 
 #include <sys/mman.h>
 
+#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/memory.h"
@@ -741,6 +742,10 @@ DLeftStats DLeftCountingBloomFilter::Stats() const {
     }
   }
   return s;
+}
+
+uint64_t DLeftCountingBloomFilter::HashOfFingerprint(uint64_t packed) const {
+  return impl_->hashing_.HashOfPacked(packed);
 }
 
 DLeftCountingBloomFilter::TrueFingerprint DLeftCountingBloomFilter::FingerprintOfHash(uint64_t hash) const {

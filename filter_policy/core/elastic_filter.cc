@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {

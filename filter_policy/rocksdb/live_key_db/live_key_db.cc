@@ -500,28 +500,12 @@ bool LiveKeyDB::KeyMayExist(const ReadOptions& options, ColumnFamilyHandle* colu
 bool LiveKeyDB::KeyMayExist(const ReadOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, std::string* value, std::string* timestamp,
                             bool* value_found) {
-  Rep& r = *rep_;
-  if (!Rep::BypassRead(options) && timestamp == nullptr && column_family != nullptr) {
-    const uint64_t h = r.Hash(key);
-    int verdict = -1;
-    {
-      ReadSection rs(&r.epochs);
-      const CfTable* t = r.table.load();
-      const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
-      const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
-      if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
-    }
-    if (verdict >= 0) {
-      r.epochs.Bump(kLookups);
-      if (verdict == 0) {
-        r.epochs.Bump(kShortCircuited);
-        if (value_found != nullptr) *value_found = false;
-        return false;
-      }
-      return db_->KeyMayExist(options, column_family, key, value, value_found);
-    }
+  // A read with a timestamp is one the index cannot serve: MayBeLive
+  // counts it as bypassed (a null handle always bypasses).
+  if (!rep_->MayBeLive(options, timestamp == nullptr ? column_family : nullptr, key)) {
+    if (value_found != nullptr) *value_found = false;
+    return false;
   }
-  r.epochs.Bump(kBypassed);
   return db_->KeyMayExist(options, column_family, key, value, timestamp, value_found);
 }
 

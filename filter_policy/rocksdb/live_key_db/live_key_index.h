@@ -34,17 +34,6 @@ using rocksdb::Slice;
 using rocksdb::Status;
 
 
-// The smallest 64-bit hash whose phase-1 fingerprint (b, q) -- read off the
-// hash as the mixed-radix fraction h * B / 2^64 -- packs to `packed` =
-// b * Rn + q: h = ceil(packed * 2^64 / (B Rn)). Then packed <= h B Rn / 2^64
-// < packed + 1 because B Rn < 2^56.
-inline uint64_t HashOfFingerprint(uint64_t packed, uint64_t buckets, uint64_t rn) {
-  __extension__ typedef unsigned __int128 u128;
-  const u128 den = static_cast<u128>(buckets) * rn;
-  const u128 num = static_cast<u128>(packed) << 64;
-  return static_cast<uint64_t>((num + den - 1) / den);
-}
-
 // ---------------------------------------------------------------------------
 // The index of one column family.
 // ---------------------------------------------------------------------------
@@ -60,8 +49,6 @@ class LiveKeyIndex {
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->dleft_ = std::move(f);
-    s = idx->CheckHashing();
-    if (!s.ok()) return s;
     *out = std::move(idx);
     return Status::OK();
   }
@@ -77,8 +64,6 @@ class LiveKeyIndex {
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->dleft_ = std::move(f);
     idx->entries_.store(entries);
-    s = idx->CheckHashing();
-    if (!s.ok()) return s;
     *out = std::move(idx);
     return Status::OK();
   }
@@ -176,26 +161,6 @@ class LiveKeyIndex {
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
 
-  // The key hash and the fingerprint inversion must agree with the dlCBF.
-  Status CheckHashing() const {
-    const DLeftOptions& d = dleft_->options();
-    const uint64_t rn = (uint64_t{1} << d.remainder_bits) - 1;
-    const uint64_t space = d.buckets_per_subtable * rn;
-    uint64_t state = 0x11FE0B5EULL ^ space;
-    for (int i = 0; i < 32; ++i) {
-      const uint64_t packed = i == 0 ? 0 : i == 1 ? space - 1 : internal::SplitMix64(&state) % space;
-      if (dleft_->FingerprintOfHash(HashOfFingerprint(packed, d.buckets_per_subtable, rn)).packed !=
-          packed) {
-        return Status::NotSupported("LiveKeyDB: fingerprint inversion disagrees with the dlCBF");
-      }
-      const std::string key = "live-key-self-check-" + std::to_string(i);
-      if (dleft_->Hash(key) != internal::HashKey(key.data(), key.size(), d.seed)) {
-        return Status::NotSupported("LiveKeyDB: key hash disagrees with the dlCBF");
-      }
-    }
-    return Status::OK();
-  }
-
   // mu_ held. Re-creates the dlCBF's contents in an ElasticFilter.
   Status HandoverLocked() {
     ElasticOptions eo;
@@ -206,12 +171,10 @@ class LiveKeyIndex {
     std::unique_ptr<ElasticFilter> e;
     Status s = ElasticFilter::Create(eo, &e);
     if (!s.ok()) return s;
-    const uint64_t buckets = eo.dleft.buckets_per_subtable;
-    const uint64_t rn = (uint64_t{1} << eo.dleft.remainder_bits) - 1;
     bool ok = true;
     dleft_->ForEachFingerprint(
         [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
-          const uint64_t h = HashOfFingerprint(f.packed, buckets, rn);
+          const uint64_t h = dleft_->HashOfFingerprint(f.packed);
           for (uint32_t i = 0; i < count; ++i) ok &= e->InsertHash(h) == OpResult::kOk;
         });
     if (!ok) return Status::MemoryLimit("LiveKeyDB: the elastic index could not be allocated");

@@ -31,11 +31,11 @@
 //
 //   Memory after migration. The ElasticFilter keeps the frozen dlCBF for
 //   lock-free readers that may still be inside it. This rep reclaims it
-//   with an asymmetric fence (readers announce themselves in a thread-local
-//   slot while the filter is a dlCBF; the migrating writer runs
-//   membarrier(2) and frees the dlCBF once no slot names the filter, else
-//   retries every 256 inserts and at MarkReadOnly/MarkFlushed), so the
-//   index returns to its budget within microseconds of the migration.
+//   with the grace periods of common/reader_sections.h (readers announce
+//   themselves in a thread-local slot while the filter may be a dlCBF; the
+//   migrating writer frees the dlCBF once every reader that was inside has
+//   left, else retries every 256 inserts and at MarkReadOnly/MarkFlushed),
+//   so the index returns to its budget soon after the migration.
 //   ApproximateMemoryUsage() counts the retained bytes while they exist.
 //
 //   Ordering. Each insert variant decodes the user key from the entry
@@ -83,11 +83,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "filter_policy/rocksdb/abi/memtable_abi.h"
+#include "filter_policy/rocksdb/common/reader_sections.h"
+#include "filter_policy/rocksdb/common/striped_counters.h"
 #include "filter_policy/rocksdb/memtable_index/memtable_index_internal.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
@@ -108,130 +106,12 @@ using rocksdb::Status;
 
 namespace {
 
-// ---------------------------------------------------------------------------
-// Reclaiming the frozen dlCBF after a migration
-//
-// After a thread-safe migration the ElasticFilter keeps the dlCBF because a
-// lock-free reader that loaded the "no ABF yet" pointer may still be inside
-// it; ReleaseRetired() may only run once no such reader exists. Readers
-// announce themselves with an asymmetric fence (the scheme of Linux
-// membarrier(2) / folly's asymmetricLightBarrier):
-//   reader:  slot = f (relaxed store); compiler barrier; filter->Contains();
-//            slot = null (release store)
-//   writer:  (the migration published the ABF with a release store);
-//            membarrier(PRIVATE_EXPEDITED) -- a full barrier on every thread
-//            of the process; scan all slots (acquire); none == f -> free.
-// The heavy barrier makes "reader stored slot = f, then read the old
-// pointer" and "writer published, then read slot != f" mutually exclusive,
-// so a reader still inside the dlCBF is always seen; a reader seen leaving
-// (slot = null, release) has finished its reads (acquire). Readers pay two
-// plain stores to a thread-local slot, and only while the filter is still
-// a dlCBF (afterwards they read the ABF and need no announcement).
-// Without membarrier the dlCBF is simply kept (and accounted) until the
-// memtable is destroyed.
-// ---------------------------------------------------------------------------
-struct ReaderSlot {
-  std::atomic<const void*> inside{nullptr};
-};
-
-class ReaderRegistry {
- public:
-  static ReaderRegistry& Get() {
-    static ReaderRegistry* r = new ReaderRegistry();  // outlives thread exits
-    return *r;
-  }
-  void Add(ReaderSlot* s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_.insert(s);
-  }
-  void Remove(ReaderSlot* s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slots_.erase(s);
-  }
-  // Call after HeavyBarrier(). True if some thread may be reading `f`.
-  bool AnyInside(const void* f) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (ReaderSlot* s : slots_) {
-      if (s->inside.load(std::memory_order_acquire) == f) return true;
-    }
-    return false;
-  }
-
- private:
-  std::mutex mu_;
-  std::unordered_set<ReaderSlot*> slots_;
-};
-
-// Per-thread state of the read path: the reader slot and the counter
-// stripe. One trivially-initialized thread_local pointer, so the hot path
-// costs a single TLS access (one __tls_get_addr in the shared plugin) and no
-// initialization guard; the owner object (registered in the registry,
-// unregistered at thread exit) is built on first use only.
-struct ThreadState {
-  ReaderSlot slot;
-  uint32_t stripe = 0;
-  bool dead = false;  // the thread's state is gone (thread exit in progress)
-};
-
-thread_local ThreadState* t_state = nullptr;
-
-// What a thread sees after its ThreadStateOwner was destroyed (a Get from
-// a later thread_local destructor): never registered, so such a reader
-// must not enter a dlCBF that may be reclaimed; it answers "maybe".
-ThreadState* DeadThreadState() {
-  static ThreadState* const dead = [] {
-    ThreadState* d = new ThreadState();
-    d->dead = true;
-    return d;
-  }();
-  return dead;
-}
-
-struct ThreadStateOwner {
-  ThreadState state;
-  ThreadStateOwner() {
-    static std::atomic<uint32_t> next{0};
-    state.stripe = next.fetch_add(1, std::memory_order_relaxed);
-    ReaderRegistry::Get().Add(&state.slot);
-  }
-  ~ThreadStateOwner() {
-    ReaderRegistry::Get().Remove(&state.slot);
-    t_state = DeadThreadState();
-  }
-};
-
-__attribute__((noinline)) ThreadState* InitThreadState() {
-  thread_local ThreadStateOwner owner;
-  t_state = &owner.state;
-  return t_state;
-}
-
-inline ThreadState* MyThreadState() {
-  ThreadState* s = t_state;
-  return __builtin_expect(s != nullptr, 1) ? s : InitThreadState();
-}
-
-// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), registered once. False if
-// the kernel does not offer it (then nothing is ever reclaimed).
-bool HeavyBarrier() {
-  static const bool available = [] {
-    const long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
-    return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-  }();
-  return available && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0;
-}
-
-// ElasticFilter::Stats() evaluates the ABF model with lgamma(), which
-// writes the global `signgam` (not thread-safe). Reps of different
-// memtables may ask for statistics concurrently (a migration in one writer,
-// a flush log line, GetMemTableIndexStats), so every call from this file is
-// serialized here.
-ElasticStats FilterStats(const ElasticFilter& f) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  return f.Stats();
-}
+// Reclaiming the frozen dlCBF after a migration: the ElasticFilter keeps
+// the dlCBF because a lock-free reader that loaded the "no ABF yet" pointer
+// may still be inside it; ReleaseRetired() runs once a grace period of
+// common/reader_sections.h has passed. Readers enter a read section only
+// while the filter may still be a dlCBF (afterwards they read the ABF).
+using reclaim::ReaderSlot;
 
 enum Counter : size_t {
   kEntries = 0,
@@ -245,37 +125,7 @@ enum Counter : size_t {
   kNumCounters
 };
 
-constexpr size_t kStripes = 32;
-
-// Per-thread-striped event counters (relaxed: statistics only).
-class Counters {
- public:
-  Counters() {
-    for (auto& s : stripes_) {
-      for (auto& c : s.c) c.store(0, std::memory_order_relaxed);
-    }
-  }
-  // A stripe belongs to one thread unless more than kStripes threads use
-  // the rep, so a relaxed load + store (no locked instruction) is exact in
-  // the common case; threads that share a stripe may lose increments
-  // (statistics only, never a data race).
-  void Add(Counter c, uint64_t n = 1) { Add(MyThreadState(), c, n); }
-  void Add(const ThreadState* t, Counter c, uint64_t n = 1) {
-    std::atomic<uint64_t>& a = stripes_[t->stripe & (kStripes - 1)].c[c];
-    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  uint64_t Get(Counter c) const {
-    uint64_t sum = 0;
-    for (const auto& s : stripes_) sum += s.c[c].load(std::memory_order_relaxed);
-    return sum;
-  }
-
- private:
-  struct alignas(64) Stripe {
-    std::atomic<uint64_t> c[kNumCounters];
-  };
-  Stripe stripes_[kStripes];
-};
+using Counters = StripedCounters<kNumCounters, 32>;
 
 // One ElasticFilter plus its dedupe cache.
 struct IndexFilter {
@@ -290,7 +140,7 @@ struct IndexFilter {
   uint64_t sized_for = 0;
 
   // Lock-free membership test with the reader announcement (see above).
-  bool Contains(ThreadState* t, const Slice& key) const {
+  bool Contains(ReaderSlot* t, const Slice& key) const {
     // Only a reader that may still take the dlCBF path announces itself.
     // migration_seen is set (release) by the writer that observed the ABF
     // published; a reader that sees it reads the ABF only (the pointer never
@@ -298,12 +148,8 @@ struct IndexFilter {
     // few already in flight, and the reclamation is not starved by a steady
     // stream of readers.
     if (migration_seen.load(std::memory_order_acquire)) return filter->Contains(key);
-    if (t->dead) return true;  // cannot announce: "maybe" is always safe
-    t->slot.inside.store(this, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    const bool maybe = filter->Contains(key);
-    t->slot.inside.store(nullptr, std::memory_order_release);
-    return maybe;
+    reclaim::ReadSection section(t);
+    return filter->Contains(key);
   }
 };
 
@@ -411,7 +257,7 @@ class IndexedRep final : public MemTableRep {
 
   void Get(const rocksdb::LookupKey& k, void* callback_args,
            bool (*callback_func)(void* arg, const char* entry)) override {
-    ThreadState* t = MyThreadState();
+    ReaderSlot* t = reclaim::MySlot();
     if (active_.load(std::memory_order_acquire)) {
       Slice ukey;
       const char* mkey = internal::MemTableKeyOfLookupKey(k);
@@ -497,20 +343,20 @@ class IndexedRep final : public MemTableRep {
     s.column_family_id = cf_id_;
     s.timestamp_size = ts_size_;
     s.capped = capped_;
-    s.entries = counters_.Get(kEntries);
-    s.index_inserts = counters_.Get(kIndexInserts);
-    s.skipped_searches = counters_.Get(kSkipped);
-    s.delegated = counters_.Get(kDelegated);
+    s.entries = counters_.Sum(kEntries);
+    s.index_inserts = counters_.Sum(kIndexInserts);
+    s.skipped_searches = counters_.Sum(kSkipped);
+    s.delegated = counters_.Sum(kDelegated);
     s.gets = s.skipped_searches + s.delegated;
-    s.false_positives = counters_.Get(kFalsePositives);
-    s.prefix_inserts = counters_.Get(kPrefixInserts);
-    s.prefix_seeks = counters_.Get(kPrefixSeeks);
-    s.prefix_seeks_skipped = counters_.Get(kPrefixSkipped);
+    s.false_positives = counters_.Sum(kFalsePositives);
+    s.prefix_inserts = counters_.Sum(kPrefixInserts);
+    s.prefix_seeks = counters_.Sum(kPrefixSeeks);
+    s.prefix_seeks_skipped = counters_.Sum(kPrefixSkipped);
     s.index_bytes = keys_.bytes.load(std::memory_order_relaxed) +
                     prefixes_.bytes.load(std::memory_order_relaxed);
     const IndexFilter* main = keys_.filter != nullptr ? &keys_ : &prefixes_;
     if (main->filter != nullptr) {
-      const ElasticStats es = FilterStats(*main->filter);
+      const ElasticStats es = main->filter->Stats();
       s.mode = es.mode;
       s.migration_cause = es.migration_cause;
       s.migrations = es.mode == ElasticMode::kAutoscaling ? 1 : 0;
@@ -520,7 +366,7 @@ class IndexedRep final : public MemTableRep {
     }
     if (prefixes_.filter != nullptr) {
       s.prefixes_indexed = true;
-      const ElasticStats ps = FilterStats(*prefixes_.filter);
+      const ElasticStats ps = prefixes_.filter->Stats();
       s.prefix_mode = ps.mode;
       s.prefix_predicted_fpr = ps.predicted_fpr;
       if (keys_.filter != nullptr) {
@@ -544,7 +390,7 @@ class IndexedRep final : public MemTableRep {
     if (ukey.size() < ts_size_) return true;
     ukey.remove_suffix(ts_size_);
     if (!transform_->InDomain(ukey)) return true;
-    ThreadState* t = MyThreadState();
+    ReaderSlot* t = reclaim::MySlot();
     counters_.Add(t, kPrefixSeeks);
     if (prefixes_.Contains(t, transform_->Transform(ukey))) return true;
     counters_.Add(t, kPrefixSkipped);
@@ -611,24 +457,23 @@ class IndexedRep final : public MemTableRep {
   void TryReclaim(IndexFilter* f) {
     if (!f->reclaim_pending.load(std::memory_order_acquire)) return;
     if (f->reclaiming.exchange(true, std::memory_order_acquire)) return;
-    // One heavy barrier suffices for any number of scans: a reader that
-    // announces itself after it has also loaded the published ABF pointer
-    // after it, so it never enters the dlCBF. The readers found inside were
-    // already in flight; give them a moment (one Contains call each) before
-    // deferring to a later attempt.
+    // A reader that announces itself after Start() also loads the
+    // published ABF pointer after it, so it never enters the dlCBF. The
+    // readers found inside were already in flight; give them a moment (one
+    // Contains call each) before deferring to a later attempt.
     bool clear = false;
-    if (HeavyBarrier()) {
-      for (int round = 0; round < 64; ++round) {
-        if (!ReaderRegistry::Get().AnyInside(f)) {
-          clear = true;
-          break;
-        }
-        std::this_thread::yield();
+    reclaim::GracePeriod grace;
+    grace.Start();
+    for (int round = 0; round < 64; ++round) {
+      if (grace.Done()) {
+        clear = true;
+        break;
       }
+      std::this_thread::yield();
     }
     if (clear) {
       f->filter->ReleaseRetired();
-      const ElasticStats es = FilterStats(*f->filter);
+      const ElasticStats es = f->filter->Stats();
       f->bytes.store(es.bytes + es.retained_bytes + kRecentSlots * sizeof(uint64_t),
                      std::memory_order_relaxed);
       f->reclaimed.store(true, std::memory_order_release);
@@ -638,7 +483,7 @@ class IndexedRep final : public MemTableRep {
   }
 
   void OnMigration(IndexFilter* f) {
-    const ElasticStats es = FilterStats(*f->filter);
+    const ElasticStats es = f->filter->Stats();
     f->bytes.store(es.bytes + es.retained_bytes + kRecentSlots * sizeof(uint64_t),
                    std::memory_order_relaxed);
     if (es.retained_bytes > 0) {
@@ -739,7 +584,7 @@ class IndexedRep final : public MemTableRep {
         new (std::nothrow) std::atomic<uint64_t>[kRecentSlots]);
     if (!recent) return false;
     for (size_t i = 0; i < kRecentSlots; ++i) recent[i].store(0, std::memory_order_relaxed);
-    const ElasticStats es = FilterStats(*filter);
+    const ElasticStats es = filter->Stats();
     f->filter = std::move(filter);
     f->recent = std::move(recent);
     f->sized_for = entries;

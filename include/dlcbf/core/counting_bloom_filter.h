@@ -59,7 +59,7 @@
 #include <mutex>
 #include <string>
 
-#include "dlcbf/core/dleft_counting_bloom_filter.h"  // dlcbf::OpResult
+#include "dlcbf/core/op_result.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 

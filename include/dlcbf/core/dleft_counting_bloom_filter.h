@@ -57,20 +57,11 @@
 #include <string>
 #include <vector>
 
+#include "dlcbf/core/op_result.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
 namespace dlcbf {
-
-// Result of the hot-path mutations. A small enum rather than rocksdb::Status
-// so Insert/Erase never allocate.
-enum class OpResult : uint8_t {
-  kOk = 0,
-  kNotFound = 1,      // Erase: the key's fingerprint is not stored
-  kOverflow = 2,      // Insert: every candidate bucket is full; unchanged
-  kNotSupported = 3,  // Erase on a filter without counters (c == 0)
-};
-const char* ToString(OpResult r);
 
 // How Insert resolves "all d candidate buckets are full".
 enum class Relocation : uint8_t {
@@ -201,6 +192,12 @@ class DLeftCountingBloomFilter {
 
   // The true fingerprint of a key hash (phase 1 only).
   TrueFingerprint FingerprintOfHash(uint64_t hash) const;
+  // Its inverse: the smallest hash h with FingerprintOfHash(h).packed ==
+  // packed. Precondition: packed < B * (2^r - 1). Inserting
+  // HashOfFingerprint(f.packed) for every f of ForEachFingerprint rebuilds
+  // the same fingerprint multiset in another filter of the same geometry
+  // and seed, without the keys.
+  uint64_t HashOfFingerprint(uint64_t packed) const;
 
   // Appends the versioned little-endian format (see the diagram in the .cc
   // file and the README) to *out.

@@ -173,6 +173,18 @@ class Hashing {
   // f packed into one integer in [0, B * Rn): b * Rn + q.
   uint64_t Pack(Fingerprint f) const { return f.bucket * Rn_ + f.remainder; }
 
+  // Phase 1 inverted: the smallest hash h with Pack(FingerprintOf(h)) ==
+  // packed. FingerprintOf reads h as the mixed-radix fraction h B Rn / 2^64,
+  // so Pack(FingerprintOf(h)) = floor(h B Rn / 2^64) and the answer is
+  // ceil(packed 2^64 / (B Rn)) (exact: B Rn < 2^64). Keyless migration
+  // re-inserts fingerprints through it.
+  uint64_t HashOfPacked(uint64_t packed) const {
+    __extension__ typedef unsigned __int128 u128;
+    const u128 den = static_cast<u128>(B_) * Rn_;
+    const u128 num = static_cast<u128>(packed) << 64;
+    return static_cast<uint64_t>((num + den - 1) / den);
+  }
+
  private:
   // Full-avalanche round (see the note at the top); F_0 = 0.
   uint64_t F(uint32_t i, uint64_t q) const {

@@ -42,21 +42,6 @@ inline uint64_t Mix64(uint64_t x) {
   return x;
 }
 
-// Batched lookups by key for every filter: hashes `keys` kBlock at a time
-// into a stack buffer (hash(key) -> uint64_t) and hands each block to
-// batch(hashes, count, out), which prefetches and probes. One copy of the
-// loop for the dlCBF, CBF, ABF and elastic filter.
-template <size_t kBlock, class Key, class HashFn, class BatchFn>
-inline void HashedBatches(const Key* keys, size_t n, bool* out, HashFn&& hash,
-                          BatchFn&& batch) {
-  uint64_t hashes[kBlock];
-  for (size_t base = 0; base < n; base += kBlock) {
-    const size_t len = n - base < kBlock ? n - base : kBlock;
-    for (size_t i = 0; i < len; ++i) hashes[i] = hash(keys[base + i]);
-    batch(hashes, len, out + base);
-  }
-}
-
 // Deterministic stream of 64-bit values (SplitMix64). Used to derive
 // permutation keys from a seed; the derived keys are also stored in every
 // serialized filter, so readers never depend on this derivation.
