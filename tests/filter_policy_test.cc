@@ -1,4 +1,4 @@
-// Tests of the dlcbf RocksDB FilterPolicy (issue #4): the filter block
+// Tests of the dlcbf RocksDB FilterPolicy: the filter block
 // builder/reader on their own, the id strings and registration, and real
 // RocksDB databases in temporary directories (flushes, compactions to
 // several levels, partitioned filters, prefix extractors, SstFileWriter

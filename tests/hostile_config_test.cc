@@ -1,4 +1,4 @@
-// Hostile configuration and resource limits (issue #7).
+// Hostile configuration and resource limits.
 //
 // Every public option struct and factory is fed NaN, infinities, negative,
 // zero and huge values, widths beyond what is supported and malformed id

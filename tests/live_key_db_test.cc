@@ -1,4 +1,4 @@
-// Tests of dlcbf::LiveKeyDB (issue #8): exact maintenance against a
+// Tests of dlcbf::LiveKeyDB: exact maintenance against a
 // std::map oracle under concurrency, failure injection on the WAL,
 // crash/reopen and persistence checks, drift and automatic rebuilds.
 #include "dlcbf/rocksdb/live_key_db.h"

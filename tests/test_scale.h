@@ -1,4 +1,4 @@
-// Iteration scaling for slow tests (issue #7).
+// Iteration scaling for slow tests.
 //
 // DLCBF_TEST_SCALE (a positive decimal, default 1) multiplies the iteration
 // counts of the slow randomized / stress tests that include this header. The

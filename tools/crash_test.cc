@@ -1,5 +1,4 @@
-// crash_test: SIGKILL crash-recovery test through the dlcbf filters
-// (issue #7).
+// crash_test: SIGKILL crash-recovery test through the dlcbf filters.
 //
 // The parent runs --cycles kill/reopen cycles. In each cycle it starts a
 // child (this binary, --role=child) that opens the DB with the dlcbf:10

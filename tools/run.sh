@@ -59,7 +59,7 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
-# ---- sanitizers, fuzzing, crash test (issue #7) ------------------------------
+# ---- sanitizers, fuzzing, crash test ------------------------------
 # Tests that drive stock db_bench with LD_PRELOAD=libdlcbf_plugin.so cannot
 # run in sanitizer builds (the uninstrumented db_bench would have to load the
 # sanitizer runtime first); they run in the Release suite.

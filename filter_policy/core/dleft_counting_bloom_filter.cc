@@ -4,9 +4,10 @@
 // ---------------------------------------------------
 // Numbers for the paper's §5.1 geometry (d = 4, B = 2048, L = 8, r = 14,
 // c = 2; 2^20 bits) holding 49152 keys (load 6 of 8 per bucket):
-//   - FPR: exactly 1 - (1 - 1/(B*2^r))^F for F stored fingerprints (Claim 3);
-//     F <= 49152 gives <= 0.001464, under the paper's 24 * 2^-r = 0.001465
-//     bound. Measured by tools/dlcbf_sim.
+//   - FPR: exactly 1 - (1 - 1/(B*Rn))^F for F stored fingerprints (Claim 3),
+//     Rn = 2^r - 1 remainder values (0 marks an empty cell); F <= 49152
+//     gives <= 0.001464, under the paper's 24 * 2^-r = 0.001465 bound (which
+//     uses B*2^r). Measured by tools/paper/dlcbf_sim.
 //   - Space: (r + c) * L * d * B = 2^20 bits = 21.3 bits/key, against
 //     2,654,208 bits for a 4-bit CBF at similar FPR (paper §5.1: ratio 2.53).
 //   - Probes: one hash, d bucket reads (d independent cache lines, issued

@@ -51,7 +51,7 @@ int RegisterDLeftFilterPolicy(rocksdb::ObjectLibrary& library) {
           // kByNameAllowFromNull: in an options string or OPTIONS file a
           // policy whose factory fails is DROPPED without an error and the
           // table is built with no filter. Say so on stderr (there is no
-          // Logger here), at most 16 times per process (issue #7: no
+          // Logger here), at most 16 times per process (no
           // silent fallback without a log line).
           static std::atomic<int> reported{0};
           if (reported.fetch_add(1, std::memory_order_relaxed) < 16) {

@@ -1,4 +1,4 @@
-// Helpers shared by the libFuzzer targets in fuzz/ (issue #7).
+// Helpers shared by the libFuzzer targets in fuzz/.
 #pragma once
 
 #include <cstddef>

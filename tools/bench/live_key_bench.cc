@@ -1,4 +1,4 @@
-// live_key_bench: LiveKeyDB (issue #8) against plain RocksDB on a deep LSM.
+// live_key_bench: LiveKeyDB against plain RocksDB on a deep LSM.
 //
 // Configurations (each its own DB, all open at once, same key set):
 //   bloom10  plain DB, SST filter rocksdb::NewBloomFilterPolicy(10)

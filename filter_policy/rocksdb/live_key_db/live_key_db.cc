@@ -1,101 +1,64 @@
 // LiveKeyDB: a StackableDB with one counting filter per column family over
-// the live user keys (issue #8). Contract: include/dlcbf/rocksdb/live_key_db.h.
+// the live user keys; this file holds the public DB API and Open/Close.
+// Contract: include/dlcbf/rocksdb/live_key_db.h. The other parts: rep.h (the
+// state and per-key write paths), live_key_index.h, epochs.h, rebuild.cc,
+// persistence.cc (file format and load checks), write_batch.cc, ingest.cc.
 //
 // Design note
 //   Index. Per column family a thread-safe DLeftCountingBloomFilter sized
 //   for max(expected_keys, ...) at load 0.75 with d 2, L 4, r 14, c 2:
 //   16-bit cells, 21.3 bits per key, predicted FPR d L 0.75 / (2^r - 1) =
-//   0.037 % at the sizing (measured in the bench: 340 of 1.2 M absent-key
-//   probes answered "maybe", 0.028 %). 1 M keys: 2.7 MB. Readers are
-//   lock-free (the dlCBF validates negative answers against bucket
-//   versions). d 2 / L 4 instead of the paper's d 4 / L 8: 4x lower FPR in
-//   the same bits and half the work per probe and insert (40 vs 110 ns per
-//   probe, 100 vs 200 ns per insert on this VM); the paper's balance without
-//   relocation is not needed because inserts relocate breadth-first.
+//   0.037 % at the sizing (Bonomi et al., Claim 3; tools/bench/live_key_bench
+//   prints the measured rate). Readers are lock-free (the dlCBF validates
+//   negative answers against bucket versions). d 2 / L 4 instead of the
+//   paper's d 4 / L 8: 4x lower FPR in the same bits and half the buckets
+//   per probe and insert; the paper's balance without relocation is not
+//   needed because inserts relocate breadth-first (paper §5.2).
 //
-//   Elastic fallback. dlcbf::ElasticFilter exposes neither its dlCBF nor a
-//   serialization, so the index owns the dlCBF itself (which it can
-//   persist) and, when an insert overflows (at ~1.3x the sizing), hands its
-//   contents to a new ElasticFilter of the same geometry and seed: for every
-//   stored true fingerprint f (ForEachFingerprint) it inserts the 64-bit
-//   hash h(f) = ceil(f.packed * 2^64 / (B Rn)), the smallest hash whose
-//   mixed-radix fingerprint is f, `count` times (the inversion is verified
-//   against FingerprintOfHash whenever an index is created). The
-//   ElasticFilter then migrates to its ABF without the keys, as designed.
-//   Measured: 190 ms for 1.3 M keys, during which this family's index
-//   writers wait (readers do not: one pointer publish, never a half-built
-//   filter). The frozen dlCBF is freed after an epoch grace period. Past
-//   the handover the FPR is the ABF's (0.25 at 1.5x the sizing), so
+//   Elastic fallback. When an insert overflows (at ~1.3x the sizing) the
+//   index hands its contents to a new ElasticFilter of the same geometry
+//   and seed without the keys: for every stored true fingerprint f
+//   (ForEachFingerprint, through P_i^-1) it inserts
+//   HashOfFingerprint(f.packed), the smallest hash whose fingerprint is f,
+//   `count` times. The ElasticFilter then migrates to its ABF, as designed.
+//   This family's index writers wait for the handover; readers do not (one
+//   pointer publish, never a half-built filter). The frozen dlCBF is freed
+//   after a grace period. Past the handover the FPR is the ABF's, so
 //   overwrites and deletes of absent keys pay more liveness reads; an
 //   automatic rebuild is queued at once and the handed-over index is not
-//   persisted. (Requested API: ElasticFilter::Serialize/Deserialize or
-//   adoption of an existing dlCBF would remove the re-insert pass.)
+//   persisted.
 //
 //   Exactness. Invariant: live(k) => count(k) >= 1 in the index, where
 //   count(k) = inserts - erases done on behalf of k. Put/Merge insert only
 //   when k is not live (index "no", or index "maybe" and a liveness read
-//   says not found); Delete erases only when a liveness read says k was
-//   live; both under k's stripe, so nothing changes k in between. Hence
-//   each live key is counted once, erase never takes away another key's
-//   evidence, and stale entries (count without liveness) can only add
-//   false positives. A failed liveness read is treated as "not live" (Put
-//   inserts, Delete keeps the entry): the safe side.
+//   says not found), BEFORE the base write; Delete erases only when a
+//   liveness read says k was live, AFTER the base write succeeded; both
+//   under k's stripe, so nothing changes k in between. Hence each live key
+//   is counted once, erase never takes away another key's evidence, and
+//   stale entries (count without liveness) can only add false positives. A
+//   failed liveness read is treated as "not live" (Put inserts, Delete keeps
+//   the entry): the safe side. tests/live_key_db_oracle_test.cc checks both
+//   orders under concurrency, with a negative control.
 //
-//   Readers and memory reclamation. Readers never lock: they enter an
-//   epoch section (increment a per-thread-slot counter of the current
-//   epoch parity, re-check the epoch), load the column-family table and the
-//   index pointer, probe, and leave. Writers probe inside a section too.
-//   Whoever retires memory (rebuild swap, handover, dropped family, table
-//   change) publishes the replacement, flips the epoch and waits until the
-//   old parity drains. Cost per Get: two uncontended atomic RMWs on the
-//   caller's slot. A missing-key Get through the index: 0.17-0.20 us.
+//   Readers and memory reclamation. Readers never lock: they enter a read
+//   section (common/reader_sections.h), load the column-family table and
+//   the index pointer, probe, and leave. Writers probe inside a section
+//   too. Whoever retires memory (rebuild swap, handover, dropped family,
+//   table change) publishes the replacement and waits for a grace period.
 //
-//   Rebuild without losing updates. With every stripe held: create the scan
-//   iterator (its sequence number is fixed at creation) and turn on the
-//   family's delta log. Without locks: scan keys into a new index sized for
-//   max(expected_keys, headroom x entries); writers keep updating the old
-//   index and append every index insert/erase (a hash and a sign) to the
-//   log. With every stripe held again: replay the log into the new index
-//   and publish it. Every logged change is relative to a state after the
-//   iterator's sequence number and per key in stripe order, so the new
-//   index ends exactly as one built at the swap. Writers pause twice: for
-//   1024 mutex acquisitions, and for the replay (~0.1 us per update made
-//   during the scan; 41 us for 291 updates in the oracle test). Scan speed:
-//   1.5 M keys in 0.67 s (cached) to 1.3 s (at Open).
+//   Rebuild without losing updates (rebuild.cc). With every stripe held:
+//   create the scan iterator (its sequence number is fixed at creation) and
+//   turn on the family's delta log. Without locks: scan keys into a new
+//   index sized for max(expected_keys, headroom x entries); writers keep
+//   updating the old index and append every index insert/erase (a hash and
+//   a sign) to the log. With every stripe held again: replay the log into
+//   the new index and publish it. Every logged change is relative to a
+//   state after the iterator's sequence number and per key in stripe
+//   order, so the new index ends exactly as one built at the swap. Writers
+//   pause twice: for the stripe acquisitions, and for the replay.
 //
-//   Persistence. File layout, version 2 (little-endian, internal/coding.h):
-//     offset 0   u64 magic "DLKYIDX1"
-//            8   u32 version = 2
-//           12   u64 latest sequence number at the save
-//           20   u64 hash seed
-//           28   u32 len + DB identity bytes
-//                u32 n + n x u64: the number of every live SST file of the
-//                  DB (all column families), ascending
-//                u32 families | per family: u32 id | u32 len + name |
-//                  u64 sized_for | u64 entries |
-//                  u64 len + DLeftCountingBloomFilter::Serialize()
-//                u64 XXH3-64 of everything before (seed 0x4C4B494458)
-//   Version 1 recorded only the SSTs that still carried the ingestion
-//   property; a compaction erases that property, so a v1 file is never
-//   trusted (rejected, the index is rebuilt).
-//   Save (Close): pause background work (no compaction changes the file
-//   set after it is recorded), then write <name>.tmp, fsync, rename,
-//   directory fsync. Load (Open): only if the checksum, version, identity,
-//   seed and sequence number match AND every live SST that is not in the
-//   saved set has a smallest sequence number > 0. Why: the equal sequence
-//   number proves that no sequenced write happened since the save, so a new
-//   file whose keys all carry sequence numbers (a flush of the recovered
-//   WAL) holds only keys the index saw. An ingestion at the bottom level
-//   gets global seqno 0 and leaves the sequence number unchanged, and any
-//   compaction output that contains such keys keeps seqno 0 for them. A
-//   bottom-level compaction of our own keys (seqnos zeroed) between the
-//   save and the load is rejected too: a needless but safe rebuild. The
-//   file is deleted after Open.
-//
-//   Costs (tools/live_key_bench, Release, 2-core shared VM, 1 M keys x
-//   100 B in L0 x 13 files + L1..L4, bloomfilter:10 SSTs, five runs; see
-//   README): missing-key Gets 0.20-0.26 vs 2.2-3.7 us (11-14x), recently
-//   deleted 0.17-0.24 vs 1.2-1.7 us (7-11x), hits +0-0.6 us (one probe,
+//   Persistence: see persistence.cc. Costs: tools/bench/live_key_bench and
+//   the README.
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <algorithm>

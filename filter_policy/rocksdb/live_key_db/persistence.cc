@@ -1,5 +1,33 @@
 // LiveKeyDB index persistence: the index file (format version 2), its
 // save at Close and the checks before it is trusted at Open.
+//
+// File layout, version 2 (little-endian, internal/coding.h):
+//   offset 0   u64 magic "DLKYIDX1"
+//          8   u32 version = 2
+//         12   u64 latest sequence number at the save
+//         20   u64 hash seed
+//         28   u32 len + DB identity bytes
+//              u32 n + n x u64: the number of every live SST file of the DB
+//                (all column families), ascending
+//              u32 families | per family: u32 id | u32 len + name |
+//                u64 sized_for | u64 entries |
+//                u64 len + DLeftCountingBloomFilter::Serialize()
+//              u64 XXH3-64 of everything before (seed 0x4C4B494458)
+// Version 1 recorded only the SSTs that still carried the ingestion
+// property; a compaction erases that property, so a v1 file is never
+// trusted (rejected, the index is rebuilt).
+// Save (Close): pause background work (no compaction changes the file set
+// after it is recorded), then write <name>.tmp, fsync, rename, directory
+// fsync. Load (Open): only if the checksum, version, identity, seed and
+// sequence number match AND every live SST that is not in the saved set has
+// a smallest sequence number > 0. Why: the equal sequence number proves
+// that no sequenced write happened since the save, so a new file whose keys
+// all carry sequence numbers (a flush of the recovered WAL) holds only keys
+// the index saw. An ingestion at the bottom level gets global seqno 0 and
+// leaves the sequence number unchanged, and any compaction output that
+// contains such keys keeps seqno 0 for them. A bottom-level compaction of
+// our own keys (seqnos zeroed) between the save and the load is rejected
+// too: a needless but safe rebuild. The file is deleted after Open.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <algorithm>

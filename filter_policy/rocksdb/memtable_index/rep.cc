@@ -58,14 +58,14 @@
 //
 //   Costs. Insert: one XXH3 of the user key, one dedupe probe, the
 //   filter's locked insert. Get: one TLS access, one XXH3 and a lock-free
-//   filter probe (2 buckets, or k = 3 bits after migration): ~20 ns of
-//   compute plus up to two cache misses, against ~4 ns plus one miss for
-//   the built-in one-cache-line Bloom, so at equal memory and sizing a
-//   readmissing Get is ~10 % slower than with the built-in Bloom when its
-//   FPR is fine (well-mixed keys) -- and much faster when it is not (drift,
-//   clustered keys); see tools/memtable_index_bench.cc. "Maybe" adds a
-//   callback trampoline that counts false positives (one memcmp per visited
-//   entry). Counters are striped per thread (32 stripes, plain relaxed load
+//   filter probe (2 buckets, or k = 3 bits after migration): more compute
+//   and up to two cache misses, against one hash and one miss for the
+//   built-in one-cache-line Bloom, so at equal memory and sizing a
+//   readmissing Get is slower than with the built-in Bloom when its FPR is
+//   fine (well-mixed keys) -- and much faster when it is not (drift,
+//   clustered keys); tools/bench/memtable_index_bench measures both.
+//   "Maybe" adds a callback trampoline that counts false positives (one
+//   memcmp per visited entry). Counters: common/striped_counters.h.
 #include "dlcbf/rocksdb/memtable_index.h"
 
 #include <algorithm>

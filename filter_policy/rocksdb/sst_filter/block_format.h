@@ -73,7 +73,7 @@ constexpr uint64_t kPermSeedBase = 0x5EEDD1CBF0005577ULL;
 constexpr int kMaxAttempts = 5;
 constexpr uint32_t kMaxBloomProbes = 30;
 
-// Resource limits (issue #7). RocksDB 7.8.3 stores a filter block's size in
+// Resource limits. RocksDB 7.8.3 stores a filter block's size in
 // a 64-bit BlockHandle, but its own filters never exceed ~4 GiB: FastLocal-
 // Bloom caps its bit array at 0xffffffc0 bytes (filter_policy.cc,
 // CalculateSpace / RoundDownUsableSpace) and Ribbon falls back to Bloom above

@@ -1,7 +1,6 @@
 // SST filter geometry planner: picks (d, L, r, load) for a bits/key budget
 // or a target FPR, and validates DLeftFilterPolicyOptions.
 //
-//
 // Design note
 // -----------
 // A static (SST) filter never deletes, so cells carry no counter (c = 0;
@@ -28,23 +27,22 @@
 //     4 2   0.97       7       (0.997)
 //     2 L   not used: d = 2 stops filling early at n = 4M (L = 2, r = 12:
 //           load 0.70; L = 3, r = 9: 0.91; L = 4, r = 8: 0.94)
-// "min r": with few remainder values the candidate buckets of different
-// keys are strongly correlated under the current permutation round function
-// (internal/dleft_layout.h: F(i, q) = fastrange((q ^ k_i0) * 0x9E37..., B)
-// is a Weyl sequence in q, so F_1(q) - F_0(q) takes only 26 distinct values
-// over the 255 remainders at r = 8, 31 of 511 at r = 9), and large tables
-// stop filling long before the cuckoo threshold. With a Mix64-based round
-// function every difference is distinct and d = 3, L = 1, r = 8 fills to
-// 0.88 instead of 0.61 (random-walk cuckoo, n = 1M). Reported to the owner
-// of dleft_layout.h; re-measure this table if the round function changes
-// (it would make d = 3, L = 1 at load 0.9 usable: 0.53% FPR at 10 bits/key
-// with 3 probes) -- and bump kBlockVersion, see below.
+// "min r": this table was measured under an earlier permutation round
+// function, a Weyl sequence in q (F(i, q) = fastrange((q ^ k) * 0x9E37...,
+// B)), for which F_1(q) - F_0(q) took few distinct values at small r, so the
+// candidate buckets of different keys were correlated and large tables
+// stopped filling early. Today's round function (internal/dleft_layout.h)
+// is a keyed full-avalanche Mix64 with P_0 = identity, which removes that
+// correlation (a one-off check: d = 3, L = 1, r = 8 filled to 0.88 instead
+// of 0.61 at n = 1M). The table has NOT been re-measured since, so the
+// planner keeps these older, conservative limits: a plan may be slightly
+// worse than the best one, never unreliable. Re-measuring it would allow
+// d = 3, L = 1 at load ~0.9 (0.53% FPR at 10 bits/key with 3 probes).
 // Resulting plans (payload only; standard Bloom bound in parentheses):
 //     b = 8    d3 L2 r7  alpha .875  FPR 4.13%   (2.16%)
 //     b = 9    d4 L1 r8  alpha .889  FPR 1.39%   (1.33%)
-//     b = 10   d4 L1 r9  alpha .900  FPR 0.705%  (0.82%; RocksDB
-//                                                  FastLocalBloom measured
-//                                                  ~0.97%)
+//     b = 10   d4 L1 r9  alpha .900  FPR 0.705%  (0.82%; RocksDB's
+//                                                  FastLocalBloom: ~0.97%)
 //     b = 11   d4 L1 r10 alpha .909  FPR 0.355%  (0.51%)
 //     b = 12   d3 L1 r10 alpha .833  FPR 0.244%  (0.31%)
 //     b = 14   d3 L2 r13 alpha .929  FPR 0.068%  (0.12%)

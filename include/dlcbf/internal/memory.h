@@ -1,4 +1,4 @@
-// Allocation guard shared by the filters (issue #7: "huge requested sizes
+// Allocation guard shared by the filters ("huge requested sizes
 // give a clear error, not an OOM kill").
 //
 // INTERNAL: not part of the public API.
