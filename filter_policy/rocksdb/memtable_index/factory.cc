@@ -26,14 +26,6 @@
 
 namespace dlcbf {
 
-using rocksdb::Allocator;
-using rocksdb::KeyHandle;
-using rocksdb::Logger;
-using rocksdb::MemTableRep;
-using rocksdb::MemTableRepFactory;
-using rocksdb::Slice;
-using rocksdb::SliceTransform;
-using rocksdb::Status;
 using namespace memtable_index;  // NOLINT
 using option_string::Canonical;
 

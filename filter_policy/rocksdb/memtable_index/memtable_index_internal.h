@@ -17,6 +17,16 @@
 namespace dlcbf {
 namespace memtable_index {
 
+// The RocksDB names every part of the memtable index uses.
+using rocksdb::Allocator;
+using rocksdb::KeyHandle;
+using rocksdb::Logger;
+using rocksdb::MemTableRep;
+using rocksdb::MemTableRepFactory;
+using rocksdb::Slice;
+using rocksdb::SliceTransform;
+using rocksdb::Status;
+
 inline constexpr uint32_t kDefaultSubtables = 2;
 inline constexpr uint32_t kDefaultCells = 3;
 inline constexpr uint32_t kDefaultRemainderBits = 14;

@@ -95,14 +95,6 @@
 namespace dlcbf {
 namespace memtable_index {
 
-using rocksdb::Allocator;
-using rocksdb::KeyHandle;
-using rocksdb::Logger;
-using rocksdb::MemTableRep;
-using rocksdb::MemTableRepFactory;
-using rocksdb::Slice;
-using rocksdb::SliceTransform;
-using rocksdb::Status;
 
 namespace {
 

@@ -25,10 +25,6 @@
 namespace dlcbf {
 namespace sst_filter {
 
-using rocksdb::FilterBitsBuilder;
-using rocksdb::FilterBitsReader;
-using rocksdb::Slice;
-using rocksdb::Status;
 using option_string::FormatDecimal;
 
 namespace {

@@ -16,10 +16,6 @@
 namespace dlcbf {
 namespace sst_filter {
 
-using rocksdb::FilterBitsBuilder;
-using rocksdb::FilterBitsReader;
-using rocksdb::Slice;
-using rocksdb::Status;
 
 namespace {
 

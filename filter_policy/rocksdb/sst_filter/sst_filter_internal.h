@@ -17,6 +17,12 @@
 namespace dlcbf {
 namespace sst_filter {
 
+// The RocksDB names every part of the SST filter uses.
+using rocksdb::FilterBitsBuilder;
+using rocksdb::FilterBitsReader;
+using rocksdb::Slice;
+using rocksdb::Status;
+
 // Counters of one policy object, shared with its builders and readers.
 struct PolicyShared {
   std::atomic<uint64_t> filters_built{0};
