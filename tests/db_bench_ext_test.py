@@ -22,6 +22,7 @@ Debian's rocksdb-tools; tools/run.sh does).
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,7 +139,8 @@ def main():
         outdir = os.path.join(tmp, "cmp")
         rc, out, err = run([py, COMPARE, f"--plugin={plugin}", "--num=6000",
                             "--configs=none,bloom,dlcbf,dlcbf_eqfpr", "--memtable_index=off",
-                            "--settle=compact", "--filter_bench=off", f"--out={outdir}",
+                            "--settle=compact", "--filter_bench=off", "--repeats=2",
+                            f"--out={outdir}",
                             f"--work={os.path.join(tmp, 'cmpwork')}", "--print=none"])
         check(rc == 0, f"compare exits 0 (got {rc}; {err.strip()[-400:]!r})")
         check(outdir in out, "compare names its output directory")
@@ -151,11 +153,15 @@ def main():
                   and "bloom:10" in text, "report.md has the Markdown summary table")
             check("Machine:" in text and "RocksDB:" in text and "AVX2" in text,
                   "report.md header: machine, RocksDB version, AVX2 note")
+            check("2 interleaved rounds" in text and re.search(r"[\d,.]+[kM]? \([\d,.]+[kM]?-[\d,.]+[kM]?\)", text),
+                  "report.md: rounds named, throughput as median (min-max)")
         if os.path.exists(csvp):
             rows = list(csv.DictReader(open(csvp)))
             cfgs = {r["config"] for r in rows}
-            check(len(cfgs) == 4 and len(rows) == 4 * 7, f"results.csv: 4 configs x 7 workloads "
-                                                         f"({len(cfgs)} configs, {len(rows)} rows)")
+            check(len(cfgs) == 4 and len(rows) == 2 * 4 * 7,
+                  f"results.csv: 2 rounds x 4 configs x 7 workloads "
+                  f"({len(cfgs)} configs, {len(rows)} rows)")
+            check({r["rep"] for r in rows} == {"1", "2"}, "results.csv: column rep holds 1 and 2")
             ok_ops = all(float(r["ops_per_sec"]) > 0 for r in rows)
             check(ok_ops, "every row has a positive ops_per_sec")
             fprs = [float(r["fpr"]) for r in rows if r["fpr"]]

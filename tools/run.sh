@@ -45,11 +45,20 @@ install_packages() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing missing Debian packages: ${missing[*]}"
-  local SUDO=""
+  # One line on the terminal; apt's own output goes to a log, shown on failure.
+  local SUDO="" aptlog
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  aptlog="$(mktemp /tmp/dlcbf-apt.XXXXXX.log)"
+  printf '== installing %d missing Debian package(s): %s ... ' "${#missing[@]}" "${missing[*]}"
+  if { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+       $SUDO apt-get install -y -qq "${missing[@]}"; } >"$aptlog" 2>&1; then
+    echo "done (log: $aptlog)"
+  else
+    echo "FAILED"
+    tail -n 30 "$aptlog" >&2
+    echo "apt-get failed; full log: $aptlog" >&2
+    return 1
+  fi
 }
 
 build() {
