@@ -218,6 +218,29 @@ TEST(ElasticFilterTest, DLeftModeBeforeMigration) {
   for (size_t i = 0; i < slices.size(); ++i) EXPECT_TRUE(out[i]);
 }
 
+// MemoryUsage() is the O(1) view of Stats().bytes / retained_bytes, in both
+// modes and after the frozen dlCBF is released.
+TEST(ElasticFilterTest, MemoryUsageMatchesStats) {
+  auto f = Make(Opts(/*thread_safe=*/true));
+  auto same = [&](const char* when) {
+    const ElasticStats st = f->Stats();
+    const ElasticFilter::Memory m = f->MemoryUsage();
+    EXPECT_EQ(m.bytes, st.bytes) << when;
+    EXPECT_EQ(m.retained_bytes, st.retained_bytes) << when;
+  };
+  same("empty");
+  for (uint64_t i = 0; i < kSizing; ++i) f->Insert(Key(i));
+  same("dlCBF mode");
+  ASSERT_EQ(f->Stats().mode, ElasticMode::kDLeft);
+  for (uint64_t i = kSizing; i < 4 * kSizing; ++i) f->Insert(Key(i));
+  ASSERT_EQ(f->Stats().mode, ElasticMode::kAutoscaling);
+  EXPECT_GT(f->MemoryUsage().retained_bytes, 0u) << "thread-safe migration keeps the dlCBF";
+  same("migrated");
+  f->ReleaseRetired();
+  EXPECT_EQ(f->MemoryUsage().retained_bytes, 0u);
+  same("released");
+}
+
 // Opt-in lossy mode: the ABF is auto-tuned; measured TPR stays near the
 // requested floor (it is approximate membership: misses are expected).
 TEST(ElasticFilterTest, OptInLossyModeTunesTheAbf) {

@@ -314,6 +314,19 @@ void ElasticFilter::ReleaseRetired() {
   if (abf_ != nullptr) dleft_.reset();
 }
 
+ElasticFilter::Memory ElasticFilter::MemoryUsage() const {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  Memory m;
+  if (abf_ == nullptr) {
+    m.bytes = dleft_bytes_;
+  } else {
+    m.bytes = abf_->counting().bytes();
+    m.retained_bytes = dleft_ != nullptr ? dleft_bytes_ : 0;
+  }
+  return m;
+}
+
 ElasticStats ElasticFilter::Stats() const {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();

@@ -465,8 +465,8 @@ class IndexedRep final : public MemTableRep {
     }
     if (clear) {
       f->filter->ReleaseRetired();
-      const ElasticStats es = f->filter->Stats();
-      f->bytes.store(es.bytes + es.retained_bytes + kRecentSlots * sizeof(uint64_t),
+      const ElasticFilter::Memory mem = f->filter->MemoryUsage();
+      f->bytes.store(mem.bytes + mem.retained_bytes + kRecentSlots * sizeof(uint64_t),
                      std::memory_order_relaxed);
       f->reclaimed.store(true, std::memory_order_release);
       f->reclaim_pending.store(false, std::memory_order_release);
@@ -576,11 +576,11 @@ class IndexedRep final : public MemTableRep {
         new (std::nothrow) std::atomic<uint64_t>[kRecentSlots]);
     if (!recent) return false;
     for (size_t i = 0; i < kRecentSlots; ++i) recent[i].store(0, std::memory_order_relaxed);
-    const ElasticStats es = filter->Stats();
+    const ElasticFilter::Memory mem = filter->MemoryUsage();  // O(1): not Stats()
     f->filter = std::move(filter);
     f->recent = std::move(recent);
     f->sized_for = entries;
-    f->bytes.store(es.bytes + kRecentSlots * sizeof(uint64_t), std::memory_order_relaxed);
+    f->bytes.store(mem.bytes + kRecentSlots * sizeof(uint64_t), std::memory_order_relaxed);
     return true;
   }
 

@@ -189,6 +189,15 @@ class ElasticFilter {
   // O(table size); takes the writer lock in thread_safe mode.
   ElasticStats Stats() const;
 
+  // Memory, O(1): {bytes, retained_bytes} exactly as Stats() reports them
+  // (the active representation; the frozen dlCBF kept for in-flight
+  // readers). Takes the writer lock in thread_safe mode.
+  struct Memory {
+    uint64_t bytes = 0;
+    uint64_t retained_bytes = 0;
+  };
+  Memory MemoryUsage() const;
+
   const ElasticOptions& options() const { return options_; }
 
  private:
