@@ -39,10 +39,12 @@ TEST(FluidLimitTest, ReproducesTable1SteadyStateColumn) {
   const FluidLimitResult r = Compute(PaperParams());
   ASSERT_EQ(r.load_ge.size(), 21u);
   EXPECT_EQ(r.load_ge[0], 1.0);
-  // Table 1 prints 4 decimals: rounding error <= 0.00005; allow 0.0005.
+  // Table 1 prints 4 decimals: rounding error <= 0.00005, and that is the
+  // tolerance (the largest gap is 4.5e-5, at load >= 3; it was 0.0005,
+  // 22 % of the load >= 8 value).
   const double table1[] = {1.0000, 0.9999, 0.9990, 0.9920, 0.9505, 0.7669, 0.2894, 0.0023};
   for (int k = 1; k <= 8; ++k) {
-    EXPECT_NEAR(r.load_ge[k], table1[k - 1], 0.0005) << "load >= " << k;
+    EXPECT_NEAR(r.load_ge[k], table1[k - 1], 0.00005) << "load >= " << k;
   }
   // "Load >= 9: 1.681e-27", 4 significant digits (relative rounding 3e-4).
   EXPECT_NEAR(r.load_ge[9] / 1.681e-27, 1.0, 1e-3) << r.load_ge[9];
@@ -229,9 +231,11 @@ TEST_F(PaperSimulationTest, Table1LoadsMatchFluidLimit) {
     const double q = fluid.load_ge[k];
     // One trial's fraction over d*B buckets has standard deviation at most
     // the binomial sqrt(q(1-q)/(dB)) (bucket loads are negatively
-    // correlated: the total is fixed); 4 sigma of the mean of T trials, plus
-    // 0.0005 for O(1/B) finite-size effects and the O(m^3/(BR)^2) error of F.
-    const double tol = 4.0 * std::sqrt(q * (1 - q) / (d * static_cast<double>(B) * T)) + 0.0005;
+    // correlated: the total is fixed); 4.5 sigma of the mean of T trials.
+    // (An absolute 0.0005 for finite-size effects used to be added: 23 %
+    // of q at load >= 8. Measured, every k is within 0.7 sigma of the
+    // fluid limit, so no finite-size term is needed at B = 2048.)
+    const double tol = 4.5 * std::sqrt(q * (1 - q) / (d * static_cast<double>(B) * T));
     EXPECT_NEAR(s.load_ge_mean[k], q, tol) << "load >= " << k;
     // Against Table 1's own fluid column (m = 49152), the paper's criterion
     // "matches extremely well": within 0.005 (its largest gap is 0.0026).

@@ -2,7 +2,9 @@
 // std::multiset oracle. Statistical checks use tolerances derived from the
 // binomial distribution; nothing here depends on timing.
 #include <atomic>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -497,6 +499,153 @@ TEST(DLeftFormatTest, GoldenBytes) {
   EXPECT_EQ(std::string("dLCB\x01\x00\x03\x04\x0b\x03", 10), bytes.substr(0, 10));
   EXPECT_EQ(0x202bee9644398b78ULL, internal::HashKey(bytes.data(), bytes.size(), 0))
       << "golden hash; got 0x" << std::hex << internal::HashKey(bytes.data(), bytes.size(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Relocation chains longer than the write guard (ApplyChain's `!fits`
+// branch). One insert's guard holds 2 * kMaxSubtables + 2 = 18 stripes,
+// enough for a chain of 16 moves (17 buckets); a longer chain is applied
+// move by move, each move under its own guard of its two buckets, and is
+// counted in DLeftStats::long_relocation_chains. With d = 2 and L = 1
+// (cuckoo hashing, one cell per bucket) every full bucket has exactly one
+// way out, so the breadth-first search follows two paths, which grow long
+// as the load nears 1/2: with this geometry, seed and key sequence several
+// inserts need 17 or more moves (deterministic: the hash is seeded).
+DLeftOptions LongChainOptions(bool thread_safe) {
+  DLeftOptions o;
+  o.subtables = 2;
+  o.buckets_per_subtable = 4096;
+  o.cells_per_bucket = 1;
+  o.remainder_bits = 16;
+  o.counter_bits = 2;
+  o.relocation = Relocation::kBreadthFirst;
+  o.max_relocation_nodes = 4096;
+  o.seed = 5;
+  o.thread_safe = thread_safe;
+  return o;
+}
+
+// Oracle: a std::multiset of the inserted keys and, from it, the expected
+// multiplicity of every true fingerprint. After every long chain and at the
+// end, the table must hold exactly those fingerprints with exactly those
+// counters (nothing lost, duplicated, or re-counted by the moves), and
+// every key must be found with its count; every overflow must leave the
+// table bit-for-bit unchanged; finally every relocated fingerprint is
+// still erasable where it now lives, down to an empty table.
+TEST(DLeftLongChainTest, ChainsLongerThanTheGuardKeepEveryFingerprint) {
+  for (bool thread_safe : {false, true}) {
+    SCOPED_TRACE(thread_safe ? "thread_safe" : "single-threaded");
+    const DLeftOptions o = LongChainOptions(thread_safe);
+    auto f = Make(o);
+    ASSERT_TRUE(f);
+    std::multiset<std::string> oracle;
+    std::map<uint64_t, uint32_t> expected;  // packed true fingerprint -> multiplicity
+    auto fp_of = [&](const std::string& k) { return f->FingerprintOfHash(f->Hash(k)).packed; };
+    auto check_all = [&](uint64_t at) {
+      std::map<uint64_t, uint32_t> table;
+      f->ForEachFingerprint([&](const DLeftCountingBloomFilter::TrueFingerprint& t, uint32_t count) {
+        EXPECT_EQ(table.count(t.packed), 0u) << "Claim 1: fingerprint stored twice, insert " << at;
+        table[t.packed] = count;
+      });
+      ASSERT_EQ(table, expected) << "table differs from the oracle after insert " << at;
+      for (auto it = oracle.begin(); it != oracle.end(); it = oracle.upper_bound(*it)) {
+        ASSERT_TRUE(f->Contains(*it)) << "false negative for " << *it << " after insert " << at;
+        ASSERT_EQ(f->Count(*it), expected[fp_of(*it)]) << *it << " after insert " << at;
+      }
+    };
+    const uint64_t max_inserts = f->capacity_cells();
+    uint64_t overflows = 0, long_chains_seen = 0, i = 0;
+    std::string before, after;
+    for (; i < max_inserts && overflows < 40; ++i) {
+      // Every 10th key is inserted twice (multiplicity 2: its counter must
+      // travel with it); no fingerprint reaches the saturated count 4
+      // unless two such keys collide, which the map would show.
+      const std::string k = Key(i);
+      for (int rep = 0; rep < (i % 10 == 0 ? 2 : 1); ++rep) {
+        before.clear();
+        f->Serialize(&before);
+        const uint64_t long_before = f->Stats().long_relocation_chains;
+        const OpResult r = f->Insert(k);
+        if (r == OpResult::kOverflow) {
+          after.clear();
+          f->Serialize(&after);
+          ASSERT_EQ(before, after) << "overflow changed the table at insert " << i;
+          ++overflows;
+          continue;
+        }
+        ASSERT_EQ(r, OpResult::kOk);
+        oracle.insert(k);
+        ++expected[fp_of(k)];
+        if (f->Stats().long_relocation_chains != long_before) {
+          ++long_chains_seen;
+          check_all(i);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+    check_all(i);
+    if (HasFatalFailure()) return;
+    const DLeftStats s = f->Stats();
+    EXPECT_EQ(s.overflows, overflows);
+    EXPECT_GT(overflows, 0u) << "the run must reach the overflow region";
+    EXPECT_GT(s.long_relocation_chains, 0u) << "no chain took the move-by-move branch";
+    EXPECT_EQ(s.long_relocation_chains, long_chains_seen);
+    EXPECT_GE(s.longest_relocation_chain, 2 * 8u + 1) << "longest chain";
+    EXPECT_EQ(s.items, oracle.size());
+    EXPECT_EQ(s.fingerprints, expected.size());
+    std::printf("long chains (%s): %" PRIu64 " chains of > 16 moves (longest %u), %" PRIu64 " moves in all, "
+                "%zu keys, %" PRIu64 " overflows\n",
+                thread_safe ? "thread-safe" : "single-threaded", s.long_relocation_chains,
+                s.longest_relocation_chain, s.relocations, oracle.size(), overflows);
+    // Erase every occurrence: relocated fingerprints are found and
+    // decremented where they now live.
+    for (const std::string& k : oracle) ASSERT_EQ(f->Erase(k), OpResult::kOk) << k;
+    EXPECT_EQ(f->Stats().fingerprints, 0u);
+    EXPECT_EQ(f->Stats().items, 0u);
+  }
+}
+
+// The same long chains with lock-free readers: each move of a long chain
+// is published under its own stripe guard, so readers of keys that are
+// present throughout must never see a transient false negative.
+TEST(DLeftLongChainTest, ConcurrentReadersNeverMissDuringLongChains) {
+  auto f = Make(LongChainOptions(true));
+  ASSERT_TRUE(f);
+  const uint64_t stable = f->capacity_cells() * 40 / 100;
+  for (uint64_t i = 0; i < stable; ++i) ASSERT_EQ(OpResult::kOk, f->Insert(Key(i)));
+  std::atomic<int> started{0};
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> misses{0}, rounds{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      std::vector<std::string> keys;
+      for (uint64_t i = 0; i < stable; ++i) keys.push_back(Key(i));
+      std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+      std::unique_ptr<bool[]> out(new bool[keys.size()]);
+      started.fetch_add(1);
+      do {  // at least one full round, then until the writer is done
+        if (r == 0) {
+          for (const auto& k : keys) misses.fetch_add(f->Contains(k) ? 0 : 1);
+        } else {
+          f->ContainsBatch(slices.data(), slices.size(), out.get());
+          for (size_t i = 0; i < keys.size(); ++i) misses.fetch_add(out[i] ? 0 : 1);
+        }
+        rounds.fetch_add(1);
+      } while (!done.load(std::memory_order_acquire));
+    });
+  }
+  while (started.load() < 2) std::this_thread::yield();
+  uint64_t overflows = 0;
+  for (uint64_t i = stable; i < f->capacity_cells() && overflows < 40; ++i) {
+    overflows += f->Insert(Key(i)) == OpResult::kOverflow ? 1 : 0;
+  }
+  done.store(true, std::memory_order_release);
+  for (auto& t : readers) t.join();
+  const DLeftStats s = f->Stats();
+  EXPECT_EQ(misses.load(), 0u) << "transient false negatives over " << rounds.load() << " rounds";
+  EXPECT_GT(s.long_relocation_chains, 0u) << "no chain took the move-by-move branch";
+  for (uint64_t i = 0; i < stable; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
 }
 
 // ---------------------------------------------------------------------------

@@ -8,8 +8,10 @@
 //   - user-defined timestamps, prefix mode, a non-identity-handle base;
 //   - concurrency: concurrent memtable writers + readers, zero false
 //     negatives across migrations and memtable switches;
+//   - reclaim: the frozen dlCBF is freed once concurrent readers have left
+//     (needs membarrier(2): GTEST_SKIP with the reason without it);
 //   - drift: sized for 10k entries, fed 1M: correct, one migration, FPR
-//     within tolerance of the model at 1x, 2x, 10x, 100x.
+//     within a derived tolerance of the model at 1x, 2x, 10x, 100x.
 #include "dlcbf/rocksdb/memtable_index.h"
 
 #include <gtest/gtest.h>
@@ -82,10 +84,19 @@ void RegisterOnce() {
   (void)once;
 }
 
+// Whether the index can reclaim a frozen dlCBF after a migration: the same
+// test as HeavyBarrier() in memtable_index.cc (query, then register; both
+// are idempotent). Without it the dlCBF is kept, and accounted, until the
+// memtable is destroyed (memtable_index.h, "Memory").
 bool MembarrierAvailable() {
   const long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-  return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0;
+  if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+  return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
 }
+constexpr const char* kNoMembarrier =
+    "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available on this kernel, so the "
+    "index never reclaims a frozen dlCBF (it is kept until the memtable is destroyed); "
+    "the reclaim cannot be tested here";
 
 std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& o,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
@@ -1008,26 +1019,89 @@ TEST(MemTableIndexConcurrency, ConcurrentWritersReadersNoFalseNegatives) {
   EXPECT_GE(st.reps_created, 2u);
   EXPECT_GE(st.total.migrations, 1u);
   EXPECT_EQ(st.reps_bypassed, 0u);
-  // The frozen dlCBF of a migrated mutable memtable is reclaimed at the
-  // latest within 256 further inserts (earlier unless a reader was inside).
-  if (MembarrierAvailable()) {
-    WriteOptions wo;
-    wo.disableWAL = true;
-    for (int i = 0; i < 600; ++i) ASSERT_TRUE(db->Put(wo, wkey(9, i), "x").ok());
-    MemTableIndexFactoryStats after = StatsOf(opts.memtable_factory);
-    for (const auto& live : after.live) {
-      bool mutable_rep = true;
-      for (const auto& before : st.live) {
-        if (before.entries == live.entries) mutable_rep = false;  // got no new entries
-      }
-      if (mutable_rep && live.migrations > 0) {
-        EXPECT_EQ(live.retained_bytes, 0u);
-      }
-    }
-  }
   std::printf("concurrency: %" PRIu64 " reads, %" PRIu64 " memtables, %" PRIu64
               " migrations, skipped %" PRIu64 "\n",
               reads.load(), st.reps_created, st.total.migrations, st.total.skipped_searches);
+}
+
+// ---------------------------------------------------------------------------
+// Reclaim of the frozen dlCBF after a migration
+// ---------------------------------------------------------------------------
+
+// One memtable migrates while readers are inside its dlCBF. A reader still
+// inside at the migration defers the reclaim; the writer retries every 256
+// index inserts, so once the readers are gone, 300 more inserts must have
+// freed the frozen dlCBF and the index is back to its pre-migration bytes
+// (the ABF is built in the dlCBF's budget). Needs membarrier(2): skipped,
+// with the reason, where the kernel lacks it.
+TEST(MemTableIndexReclaim, ConcurrentReadersThenFrozenDLeftFreedWithin256Inserts) {
+  if (!MembarrierAvailable()) GTEST_SKIP() << kNoMembarrier;
+  TempDir dir;
+  MemTableIndexOptions o;
+  o.expected_entries = 2000;
+  Options opts;
+  opts.create_if_missing = true;
+  opts.allow_concurrent_memtable_write = true;
+  opts.write_buffer_size = 64 << 20;  // one memtable throughout
+  opts.memtable_factory = Factory(o);
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  WriteOptions wo;
+  wo.disableWAL = true;
+  auto key = [](int i) { return "r" + std::to_string(i); };
+  // Half the dlCBF's expected entries before the readers start.
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(db->Put(wo, key(i), "v").ok());
+  MemTableIndexFactoryStats pre = StatsOf(opts.memtable_factory);
+  ASSERT_EQ(pre.live.size(), 1u);
+  ASSERT_EQ(pre.live[0].mode, ElasticMode::kDLeft);
+  ASSERT_EQ(pre.live[0].retained_bytes, 0u);
+  const uint64_t budget = pre.live[0].index_bytes;
+
+  constexpr int kReaders = 2, kWrites = 8000;
+  std::atomic<int> published{1000};
+  std::atomic<int> readers_started{0};
+  std::atomic<bool> writer_done{false};
+  std::atomic<uint64_t> false_negatives{0}, reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; ++r) {
+    readers.emplace_back([&, r] {
+      std::mt19937_64 rng(77 + r);
+      std::string v;
+      readers_started.fetch_add(1);
+      // At least one read each, then until the writer is done.
+      do {
+        const int n = published.load(std::memory_order_acquire);
+        if (db->Get(ReadOptions(), key(static_cast<int>(rng() % n)), &v).IsNotFound()) {
+          false_negatives.fetch_add(1);
+        }
+        reads.fetch_add(1);
+      } while (!writer_done.load(std::memory_order_acquire));
+    });
+  }
+  while (readers_started.load() < kReaders) std::this_thread::yield();
+  for (int i = 1000; i < 1000 + kWrites; ++i) {
+    ASSERT_TRUE(db->Put(wo, key(i), "v").ok());
+    published.store(i + 1, std::memory_order_release);
+  }
+  writer_done.store(true, std::memory_order_release);
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(false_negatives.load(), 0u);
+  EXPECT_GE(reads.load(), static_cast<uint64_t>(kReaders));
+  MemTableIndexFactoryStats mid = StatsOf(opts.memtable_factory);
+  ASSERT_EQ(mid.live.size(), 1u);
+  ASSERT_EQ(mid.live[0].migrations, 1u) << "the index must have migrated during the reads";
+  ASSERT_EQ(mid.live[0].mode, ElasticMode::kAutoscaling);
+  // No reader is left: the next retry (at most 256 index inserts away)
+  // frees the frozen dlCBF.
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(db->Put(wo, "after" + std::to_string(i), "v").ok());
+  MemTableIndexFactoryStats after = StatsOf(opts.memtable_factory);
+  ASSERT_EQ(after.live.size(), 1u);
+  EXPECT_EQ(after.live[0].index_inserts - mid.live[0].index_inserts, 300u);
+  EXPECT_EQ(after.live[0].retained_bytes, 0u)
+      << "frozen dlCBF still held after 300 inserts with no reader (was "
+      << mid.live[0].retained_bytes << " bytes before them)";
+  EXPECT_LE(after.live[0].index_bytes, budget + 64);
 }
 
 // ---------------------------------------------------------------------------
@@ -1054,27 +1128,60 @@ TEST(MemTableIndexDrift, SizedFor10kReceives1M) {
   };
   uint64_t written = 0;
   uint64_t absent_probe = 0;
-  const uint64_t kProbes = 20000;
+  // The key order and the probe keys depend on a seed: 0, or
+  // DLCBF_DRIFT_SEED to re-run the statistics on other keys (seeds 0..7
+  // were checked: every checkpoint within 2.2 sd of the prediction).
+  const char* seed_env = std::getenv("DLCBF_DRIFT_SEED");
+  const uint64_t kSeed = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 0;
+  const uint64_t kProbes = 100000;
   for (uint64_t checkpoint : {10000ULL, 20000ULL, 100000ULL, 1000000ULL}) {
     for (; written < checkpoint; ++written) {
-      ASSERT_TRUE(db->Put(wo, key('d', written * 7919 % 1000003), "val").ok());
+      ASSERT_TRUE(db->Put(wo, key('d', (written + kSeed * 104729) * 7919 % 1000003), "val").ok());
     }
     MemTableIndexFactoryStats before = StatsOf(opts.memtable_factory);
     ASSERT_EQ(before.live.size(), 1u);
     std::string v;
     for (uint64_t i = 0; i < kProbes; ++i, ++absent_probe) {
-      ASSERT_TRUE(db->Get(ReadOptions(), key('x', absent_probe), &v).IsNotFound());
+      ASSERT_TRUE(db->Get(ReadOptions(), key('x', absent_probe + kSeed * 1000000), &v).IsNotFound());
     }
     MemTableIndexFactoryStats after = StatsOf(opts.memtable_factory);
     const MemTableIndexStats& a = after.live[0];
     const MemTableIndexStats& b = before.live[0];
+    const double N = static_cast<double>(kProbes);
     const double fp = static_cast<double>(a.false_positives - b.false_positives);
-    const double measured = fp / static_cast<double>(kProbes);
+    const double measured = fp / N;
     const double p = a.predicted_fpr;
-    const double tol = 4.0 * std::sqrt(p * (1 - p) / kProbes) + 0.1 * p + 0.0005;
-    std::printf("drift %7" PRIu64 " entries (%5.1fx): mode=%s predicted_fpr=%.4f measured=%.4f"
-                " bytes=%" PRIu64 "\n",
-                checkpoint, checkpoint / 10000.0, ToString(a.mode), p, measured, a.index_bytes);
+    // Tolerance, from the math (no absolute slack beyond one count):
+    //  - Each probe is a fresh key, so given this filter's state the false
+    //    positives are Binomial(N, p_f): variance p_f (1 - p_f) / N.
+    //  - dlCBF mode: predicted_fpr is Claim 3 for the filter's own F stored
+    //    fingerprints, i.e. exactly p_f. Nothing else to add.
+    //  - ABF mode: a plain Bloom filter (1-bit cells, Θ = 0, T = k) of
+    //    m = 8 * (index bytes - retained - 8 KiB dedupe cache) bits with
+    //    k = 3 probes (sizing note in memtable_index.cc).
+    //    The model gives the expected fill P1 = 1 - e^{-kn/m}; this filter's
+    //    fill X/m has standard deviation <= sqrt(P1 P0 / m) (occupancy
+    //    variance), which moves p_f = (X/m)^k by k P1^{k-1} of that (delta
+    //    method). Its Jensen bias, k(k-1)/2 P1^{k-2} P1 P0 / m, is below
+    //    1e-5 of p and is ignored.
+    //  - 4.5 standard deviations of both, plus one count (1/N) for the
+    //    normal approximation of a discrete count (it matters only at 100x,
+    //    where p is within 1e-6 of 1 and the binomial variance vanishes).
+    double var = p * (1 - p) / N;
+    if (a.mode == ElasticMode::kAutoscaling) {
+      constexpr double k = 3;
+      const double m = 8.0 * static_cast<double>(a.index_bytes - a.retained_bytes - 8192);
+      const double P1 = std::pow(p, 1.0 / k), P0 = 1 - P1;
+      // (P1 is taken from p, which also holds the stored-fingerprint
+      // collision term n / (B Rn), < 0.3 % of p here: negligible.)
+      const double fill_sd = k * std::pow(P1, k - 1) * std::sqrt(P1 * P0 / m);
+      var += fill_sd * fill_sd;
+    }
+    const double tol = 4.5 * std::sqrt(var) + 1.0 / N;
+    std::printf("drift %7" PRIu64 " entries (%5.1fx): mode=%s predicted_fpr=%.6f measured=%.6f"
+                " (%+.2f sd, tol %.6f) bytes=%" PRIu64 "\n",
+                checkpoint, checkpoint / 10000.0, ToString(a.mode), p, measured,
+                var > 0 ? (measured - p) / std::sqrt(var) : 0.0, tol, a.index_bytes);
     EXPECT_NEAR(measured, p, tol) << "at " << checkpoint;
     EXPECT_EQ(a.skipped_searches - b.skipped_searches + a.false_positives - b.false_positives,
               kProbes);
@@ -1085,17 +1192,23 @@ TEST(MemTableIndexDrift, SizedFor10kReceives1M) {
   EXPECT_EQ(st.live[0].migrations, 1u);
   EXPECT_EQ(st.live[0].migration_cause, MigrationCause::kOverflow);
   EXPECT_EQ(st.live[0].entries, 1000000u);
-  // The frozen dlCBF was reclaimed (membarrier available): the index is
-  // back to its budget (ABF = dlCBF bytes, plus the 8 KiB dedupe cache).
+  // The index is back to its budget (ABF = dlCBF bytes, plus the 8 KiB
+  // dedupe cache) once the frozen dlCBF is reclaimed, which needs
+  // membarrier; without it the dlCBF is kept and counted on top. Both
+  // paths are asserted (MemTableIndexReclaim below tests the reclaim with
+  // concurrent readers, and skips without membarrier).
   if (MembarrierAvailable()) {
     EXPECT_EQ(st.live[0].retained_bytes, 0u);
     EXPECT_LE(st.live[0].index_bytes, 33197u + 64);
+  } else {
+    EXPECT_GT(st.live[0].retained_bytes, 0u);
+    EXPECT_LE(st.live[0].index_bytes - st.live[0].retained_bytes, 33197u + 64);
   }
   // Correct throughout: a sample of present keys (and all reads above).
   std::string v;
   int missing = 0;
   for (uint64_t i = 0; i < 1000000; i += 97) {
-    missing += db->Get(ReadOptions(), key('d', i * 7919 % 1000003), &v).ok() ? 0 : 1;
+    missing += db->Get(ReadOptions(), key('d', (i + kSeed * 104729) * 7919 % 1000003), &v).ok() ? 0 : 1;
   }
   EXPECT_EQ(missing, 0);
 }

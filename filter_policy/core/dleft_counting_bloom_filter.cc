@@ -541,6 +541,8 @@ class DLeftCountingBloomFilter::Impl {
     // the BFS depth), but we only have room for 2d + 2 stripes, so long
     // chains fall back to bumping all stripes of the moves one by one.
     bool fits = moves.size() + 1 <= 2 * internal::kMaxSubtables + 1;
+    longest_chain_ = std::max(longest_chain_, static_cast<uint32_t>(moves.size()));
+    if (!fits) ++long_chains_;
     if (fits) {
       for (const Move& m : moves) { g.Add(m.from_sub, m.from_bucket); g.Add(m.to_sub, m.to_bucket); }
       g.Begin();
@@ -581,6 +583,8 @@ class DLeftCountingBloomFilter::Impl {
       for (uint32_t s = 0; s < kStripes; ++s) stripes_[s].fetch_add(1, std::memory_order_release);
     }
     items_ = fingerprints_ = relocations_ = overflows_ = saturations_ = sticky_erases_ = 0;
+    long_chains_ = 0;
+    longest_chain_ = 0;
     max_counter_ = 0;
   }
 
@@ -640,6 +644,8 @@ class DLeftCountingBloomFilter::Impl {
   // Statistics; written only by the (serialized) writer.
   uint64_t items_ = 0, fingerprints_ = 0, relocations_ = 0, overflows_ = 0;
   uint64_t saturations_ = 0, sticky_erases_ = 0;
+  uint64_t long_chains_ = 0;     // chains applied move by move (!fits)
+  uint32_t longest_chain_ = 0;   // most moves in one ApplyChain
   uint32_t max_counter_ = 0;
 };
 
@@ -716,6 +722,8 @@ DLeftStats DLeftCountingBloomFilter::Stats() const {
   s.bits_per_item = s.items ? 8.0 * static_cast<double>(s.bytes) / static_cast<double>(s.items) : 0.0;
   s.max_counter = m.max_counter_;
   s.relocations = m.relocations_;
+  s.long_relocation_chains = m.long_chains_;
+  s.longest_relocation_chain = m.longest_chain_;
   s.overflows = m.overflows_;
   s.saturations = m.saturations_;
   s.sticky_erases = m.sticky_erases_;

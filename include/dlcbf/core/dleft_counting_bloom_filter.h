@@ -113,6 +113,13 @@ struct DLeftStats {
   std::vector<double> load_ge_all;
   uint32_t max_counter = 0;    // largest counter value ever reached
   uint64_t relocations = 0;    // fingerprints moved to resolve a full insert
+  // Relocation chains (inserts resolved by moving fingerprints) whose
+  // moves touch more buckets than the thread-safe write guard covers at
+  // once (more than 16 moves), so they were applied move by move, each
+  // under its own guard. Counted in both modes (the branch does not depend
+  // on thread_safe); it exists so tests can prove that path ran.
+  uint64_t long_relocation_chains = 0;
+  uint32_t longest_relocation_chain = 0;  // most moves made by one insert
   uint64_t overflows = 0;      // inserts that returned kOverflow
   uint64_t saturations = 0;    // increments dropped at a saturated counter
   uint64_t sticky_erases = 0;  // erases that left a saturated counter alone
