@@ -9,15 +9,15 @@
 //   - concurrency: concurrent memtable writers + readers, zero false
 //     negatives across migrations and memtable switches;
 //   - reclaim: the frozen dlCBF is freed once concurrent readers have left
-//     (needs membarrier(2): GTEST_SKIP with the reason without it);
+//     (with or without membarrier(2): common/reader_sections.h falls back
+//     to full fences);
 //   - drift: sized for 10k entries, fed 1M: correct, one migration, FPR
 //     within a derived tolerance of the model at 1x, 2x, 10x, 100x.
 #include "dlcbf/rocksdb/memtable_index.h"
+#include "filter_policy/rocksdb/common/reader_sections.h"
 
 #include <gtest/gtest.h>
-#include <linux/membarrier.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -84,19 +84,6 @@ void RegisterOnce() {
   (void)once;
 }
 
-// Whether the index can reclaim a frozen dlCBF after a migration: the same
-// test as HeavyBarrier() in memtable_index.cc (query, then register; both
-// are idempotent). Without it the dlCBF is kept, and accounted, until the
-// memtable is destroyed (memtable_index.h, "Memory").
-bool MembarrierAvailable() {
-  const long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-  if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
-  return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-}
-constexpr const char* kNoMembarrier =
-    "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available on this kernel, so the "
-    "index never reclaims a frozen dlCBF (it is kept until the memtable is destroyed); "
-    "the reclaim cannot be tested here";
 
 std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& o,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
@@ -1032,10 +1019,15 @@ TEST(MemTableIndexConcurrency, ConcurrentWritersReadersNoFalseNegatives) {
 // inside at the migration defers the reclaim; the writer retries every 256
 // index inserts, so once the readers are gone, 300 more inserts must have
 // freed the frozen dlCBF and the index is back to its pre-migration bytes
-// (the ABF is built in the dlCBF's budget). Needs membarrier(2): skipped,
-// with the reason, where the kernel lacks it.
+// (the ABF is built in the dlCBF's budget). Reclamation does not depend on
+// membarrier(2) (its absence only makes readers pay a full fence).
 TEST(MemTableIndexReclaim, ConcurrentReadersThenFrozenDLeftFreedWithin256Inserts) {
-  if (!MembarrierAvailable()) GTEST_SKIP() << kNoMembarrier;
+  // ctest runs this test twice: as is, and with DLCBF_NO_MEMBARRIER=1
+  // (memtable_index_reclaim_full_fences), which must select the fence path.
+  const char* off = std::getenv("DLCBF_NO_MEMBARRIER");
+  if (off != nullptr && off[0] == '1') {
+    EXPECT_FALSE(reclaim::LightFences());
+  }
   TempDir dir;
   MemTableIndexOptions o;
   o.expected_entries = 2000;
@@ -1193,17 +1185,10 @@ TEST(MemTableIndexDrift, SizedFor10kReceives1M) {
   EXPECT_EQ(st.live[0].migration_cause, MigrationCause::kOverflow);
   EXPECT_EQ(st.live[0].entries, 1000000u);
   // The index is back to its budget (ABF = dlCBF bytes, plus the 8 KiB
-  // dedupe cache) once the frozen dlCBF is reclaimed, which needs
-  // membarrier; without it the dlCBF is kept and counted on top. Both
-  // paths are asserted (MemTableIndexReclaim below tests the reclaim with
-  // concurrent readers, and skips without membarrier).
-  if (MembarrierAvailable()) {
-    EXPECT_EQ(st.live[0].retained_bytes, 0u);
-    EXPECT_LE(st.live[0].index_bytes, 33197u + 64);
-  } else {
-    EXPECT_GT(st.live[0].retained_bytes, 0u);
-    EXPECT_LE(st.live[0].index_bytes - st.live[0].retained_bytes, 33197u + 64);
-  }
+  // dedupe cache) once the frozen dlCBF is reclaimed (MemTableIndexReclaim
+  // tests the reclaim with concurrent readers).
+  EXPECT_EQ(st.live[0].retained_bytes, 0u);
+  EXPECT_LE(st.live[0].index_bytes, 33197u + 64);
   // Correct throughout: a sample of present keys (and all reads above).
   std::string v;
   int missing = 0;

@@ -81,9 +81,9 @@
 //   8 KiB insert dedupe caches), so the write-buffer accounting includes the
 //   index. About 2.5 bytes per expected key by default. A migration builds
 //   the ABF in the same bytes; the frozen dlCBF, which lock-free readers may
-//   still be inside, is counted until it is reclaimed (membarrier(2)-based,
-//   normally microseconds after the migration; without membarrier it is
-//   kept until the memtable is destroyed). The index is capped at
+//   still be inside, is counted until it is reclaimed: once every reader
+//   that was inside has left (a grace period; retried every 256 inserts and
+//   at MarkReadOnly/MarkFlushed). The index is capped at
 //   max_write_buffer_fraction of the write buffer size as estimated from
 //   the memtable arena's block size.
 //
