@@ -1,0 +1,964 @@
+// The cache-line-local d-left counting Bloom filter kernel (FastDLeftFilter).
+//
+// ===========================================================================
+// Design note
+// ===========================================================================
+// Paper: Bonomi, Mitzenmacher, Panigrahy, Singh, Varghese, "An Improved
+// Construction for Counting Bloom Filters", ESA 2006 (section numbers below).
+//
+// Hashing (paper §3.2, two phases). One XXH3-64 per operation, h = H(key).
+//   Phase 1, the true fingerprint f = (k, b, q):
+//     block k = floor(h * N / 2^64)               N blocks
+//     bucket b = (h >> 32) mod Bb                  Bb = 8 / D buckets/subtable
+//     remainder q = floor((h mod 2^32) * 8191 / 2^32) + 1,  q in [1, 8191]
+//   (q = 0 marks an empty cell, the paper's sentinel, §4; Rn = 8191.)
+//   Phase 2, D invertible permutations inside block k:
+//     P_i(b, q) = ((b + F_i(q)) mod Bb, q),  F_0 = 0,
+//     F_i(q) = top log2(Bb) bits of the 32-bit product (q XOR key_i) * 0x9E3779B1,
+//   so P_i^-1(j, q) = ((j - F_i(q)) mod Bb, q): a stored cell gives back its
+//   true fingerprint, which relocation (§3.3) and keyless migration
+//   (ForEachFingerprint) use.
+//
+// Layout (the point of this kernel). A block is one 64-byte line: 8 words
+// of 64 bits, word w = i * Bb + j is bucket j of subtable i, and a word holds
+// L = 4 cells of 16 bits:
+//     bits 0..12 remainder q (0 = empty) | 13..14 count - 1 | 15 metadata
+//   D = 2: 2 subtables x 4 buckets;  D = 4: 4 subtables x 2 buckets.
+// All D candidate buckets of a key are in its own block, so a probe reads
+// one line. Cells are word aligned and matched 4 at a time with SWAR
+// (portable C++; no SIMD intrinsics, so the -march=native and portable
+// builds run the same algorithm).
+//   Insert (§3.2): if any candidate holds q, increment its counter (one copy
+//   per fingerprint, Claim 1); else put q in the least-loaded candidate,
+//   ties to the left. If all D candidates are full, one resident fingerprint
+//   of a candidate may move to another of ITS candidates (found with
+//   P_i^-1; a one-step version of §3.3 / §5.2's relocation). If that fails,
+//   f spills.
+//   Spill: the spare area has one line per 16 blocks; a spare line holds 24
+//   cells of 21 bits (3 per word): q (13) | b (2) | k mod 16 (4) | count-1 (2).
+//   A spare cell stores f exactly (k = 16 * line + (k mod 16)), so spare
+//   entries are never shared between fingerprints and are invertible too.
+//   For each (block, b) a spill counter of 4*D bits lives in the metadata
+//   bits of the D words {i * Bb + b}: it counts the occurrences of that
+//   (block, b)'s fingerprints held in the spare. It sticks at its maximum.
+//   Query: match the D candidate words; on no match, read the metadata bits
+//   of the D counter words (same line); only if the counter is non-zero
+//   read the spare line. Search order is always block, then spare, for
+//   every operation, and a fingerprint is created in the spare only when it
+//   is absent from the block; a fingerprint is created in the block only
+//   when the counter is zero or the spare does not hold it. So every
+//   fingerprint has one copy and erase is exact.
+//   Saturation: a counter that reaches 4 (count bits 11) sticks; erase
+//   leaves it (and, for the block, its cell) forever: a permanent false
+//   positive, never a false negative. Overflow: when the spare line is full
+//   too, Insert returns kOverflow before writing anything.
+//
+// Spill probability, lines per query, load. A block receives
+// X ~ Poisson(32 a) keys at load a (fraction of the 32 cells). With
+// relocation the block fills to (almost) 32 before spilling, so about
+//     E[(X - 32)+] spills per block:  a = 0.75: 0.13, 0.80: 0.28, 0.85: 0.54
+//     P(X > 32):                       a = 0.75: 4.7%, 0.80: 9.0%, 0.85: 15.5%
+// Bucket imbalance adds a little (D = 2 only compares 2 buckets). A negative
+// query reads the spare line only when its own (block, b) has a spill
+// counter; that is the fraction of spilled (block, b) pairs, below
+// P(X > 32) because a spilled block usually flags only some of its Bb
+// values of b. Lines per negative query = 1 + that fraction
+// (SpillFlaggedFraction(), measured in tools/peer_bench). A spare line
+// collects the spills of 16 blocks: mean 16 * 0.54 = 8.6 at a = 0.85, far
+// below its 24 cells (Poisson tail P(> 24) ~ 1e-5 per line).
+// MaxLoad: D = 2: 0.85; D = 4: 0.90 (D = 4 balances across four buckets).
+//
+// False-positive rate (Claim 3 with B = N * Bb). A query of y is positive
+// iff some stored fingerprint equals f(y) (block and spare entries are exact
+// fingerprints), so with F stored fingerprints
+//     FPR = 1 - (1 - 1 / (N * Bb * 8191))^F  ~  F / (N * Bb * 8191).
+//   D = 2 at load a: 32 a / (4 * 8191) = a * 0.0977%  (0.083% at a = 0.85)
+//   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.176% at a = 0.90)
+//
+// Bits per key, counters included: 512 bits * (N + ceil(N / 16)) / n
+//     = 17 / a  (+ rounding): 20.0 at a = 0.85, 18.9 at a = 0.90.
+// Each key costs a 13-bit remainder, 2 counter bits and 1 metadata bit in
+// a 16-bit cell, plus the slack (1 - a) the d-left placement needs and the
+// 1/16 spare. That is more than a cuckoo filter at its fill limit (12-bit
+// tags, 95%: 12.6 bits/key, no counters): the 2-bit counter, the metadata
+// bit and the lower load cost about 1.45x. The trade-off chosen: one line
+// per query, counters and exact erase, word-aligned SWAR cells, over the
+// last bits per key. A denser variant would pack cells across words (12 or
+// 14 bits) or use quotienting metadata as the vector quotient filter does.
+//
+// What this learned from (reading only, no code copied):
+//   - RocksDB FastLocalBloom: one 64-byte line per key, block by fastrange.
+//   - Vector quotient filter (Pandey et al., SIGMOD 2021): 64-byte blocks
+//     of small tags, matched with vector compares; load balancing between
+//     blocks (here replaced by a flagged spare, to keep one line).
+//   - Prefix filter (Even, Even, Morrison, VLDB 2022): a bin per key plus a
+//     small spare, consulted only when the bin says it overflowed.
+//   - Morton filter (Breslow, Jayasena, VLDB 2018): overflow tracking bits
+//     in the block that spare negative queries the second access.
+// ===========================================================================
+#include "dlcbf/fast_dleft_filter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/memory.h"
+
+namespace dlcbf {
+
+namespace {
+
+using internal::Mul64Hi;
+
+constexpr uint32_t kRn = 8191;            // remainders 1..8191
+constexpr int kWordsPerBlock = 8;
+constexpr int kCellsPerWord = 4;
+#ifndef DLCBF_FAST_BLOCKS_PER_SPARE
+#define DLCBF_FAST_BLOCKS_PER_SPARE 8
+#endif
+constexpr uint64_t kBlocksPerSpare = DLCBF_FAST_BLOCKS_PER_SPARE;  // <= 16 (4-bit field)
+constexpr int kSpareWords = 8;            // 64-byte spare line
+constexpr int kSpareCellsPerWord = 3;     // 21-bit cells
+
+// 16-bit block cells.
+constexpr uint64_t kLane = 0x0001000100010001ULL;
+constexpr uint64_t kQMask = 0x1FFF1FFF1FFF1FFFULL;     // remainder bits
+constexpr uint64_t kBit13 = 0x2000200020002000ULL;
+constexpr uint64_t kMeta = 0x8000800080008000ULL;
+constexpr uint64_t kQCMask = 0x7FFF7FFF7FFF7FFFULL;    // remainder + counter
+
+// 21-bit spare cells: key = q | b << 13 | (k mod 16) << 15 (19 bits),
+// count - 1 in bits 19..20.
+constexpr uint64_t kSLane = 1ULL | (1ULL << 21) | (1ULL << 42);
+constexpr uint64_t kSKeyMask = 0x7FFFFULL * kSLane;
+constexpr uint64_t kSBit19 = (1ULL << 19) * kSLane;
+constexpr uint64_t kSCellMask = 0x1FFFFFULL;
+
+// Occupied lanes of a block word: bit 13 of each lane.
+inline uint64_t OccupiedLanes(uint64_t w) { return ((w & kQMask) + kQMask) & kBit13; }
+// Lanes whose remainder equals q (q != 0, so empty lanes never match).
+inline uint64_t MatchLanes(uint64_t w, uint64_t q) {
+  const uint64_t x = (w & kQMask) ^ (q * kLane);
+  return ~((x + kQMask) & kBit13) & kBit13;
+}
+inline int LaneOf(uint64_t lane_bits) { return __builtin_ctzll(lane_bits) >> 4; }
+inline uint64_t SpareMatchLanes(uint64_t w, uint64_t key) {
+  const uint64_t x = (w & kSKeyMask) ^ (key * kSLane);
+  return ~((x + kSKeyMask) & kSBit19) & kSBit19;
+}
+inline uint64_t SpareOccupiedLanes(uint64_t w) {
+  return ((w & kSKeyMask) + kSKeyMask) & kSBit19;
+}
+
+inline void Prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
+
+struct FreeDeleter {
+  void operator()(uint64_t* p) const { std::free(p); }
+};
+
+// Permutation keys derived from the seed (also serialized).
+void DeriveKeys(uint64_t seed, uint32_t* keys) {
+  uint64_t st = seed ^ 0xA5A5F00DCAFE1234ULL;
+  keys[0] = 0;
+  for (int i = 1; i < 4; ++i) keys[i] = static_cast<uint32_t>(internal::SplitMix64(&st));
+}
+
+constexpr char kMagic[4] = {'d', 'L', 'F', 'K'};
+constexpr uint16_t kVersion = 1;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------
+double FastDLeftOptions::MaxLoad(uint32_t /*subtables*/) { return 0.85; }
+
+static uint64_t SpareLinesFor(uint64_t blocks) {
+  return (blocks + kBlocksPerSpare - 1) / kBlocksPerSpare;
+}
+
+static uint64_t BlocksForLoad(uint64_t n, double load) {
+  const double b = std::ceil(static_cast<double>(n) / (32.0 * load));
+  return b < 1 ? 1 : static_cast<uint64_t>(b);
+}
+
+FastDLeftOptions FastDLeftOptions::ForLoad(uint64_t n, double load, uint32_t subtables) {
+  FastDLeftOptions o;
+  o.subtables = subtables;
+  if (!(load > 0) || load > 1) load = MaxLoad(subtables);
+  o.blocks = BlocksForLoad(n, load);
+  return o;
+}
+
+FastDLeftOptions FastDLeftOptions::ForBitsPerKey(uint64_t n, double bpk, uint32_t subtables) {
+  FastDLeftOptions o;
+  o.subtables = subtables;
+  // lines = blocks * (1 + 1/K) = n * bpk / 512
+  const double k = static_cast<double>(kBlocksPerSpare);
+  double blocks = std::isfinite(bpk) && bpk > 0
+                      ? std::floor(static_cast<double>(n) * bpk / 512.0 * k / (k + 1))
+                      : 1.0;
+  const uint64_t min_blocks = BlocksForLoad(n, MaxLoad(subtables));
+  o.blocks = blocks < static_cast<double>(min_blocks) ? min_blocks : static_cast<uint64_t>(blocks);
+  return o;
+}
+
+FastDLeftOptions FastDLeftOptions::ForFpr(uint64_t n, double fpr, uint32_t subtables) {
+  FastDLeftOptions o;
+  o.subtables = subtables;
+  const double bb = subtables == 4 ? 2.0 : 4.0;
+  uint64_t blocks = BlocksForLoad(n, MaxLoad(subtables));
+  if (std::isfinite(fpr) && fpr > 0 && fpr < 1) {
+    // 1 - (1 - 1/S)^n <= fpr  <=>  S >= 1 / (1 - (1 - fpr)^(1/n))
+    const double s = 1.0 / -std::expm1(std::log1p(-fpr) / static_cast<double>(n > 0 ? n : 1));
+    const double need = std::ceil(s / (bb * kRn));
+    if (need > static_cast<double>(blocks)) blocks = static_cast<uint64_t>(need);
+  }
+  o.blocks = blocks;
+  return o;
+}
+
+double FastDLeftOptions::PredictedFpr(uint64_t items) const {
+  const double bb = subtables == 4 ? 2.0 : 4.0;
+  const double space = static_cast<double>(blocks) * bb * kRn;
+  return -std::expm1(static_cast<double>(items) * std::log1p(-1.0 / space));
+}
+
+uint64_t FastDLeftOptions::Bytes() const { return 64 * (blocks + SpareLinesFor(blocks)); }
+
+rocksdb::Status FastDLeftOptions::Validate() const {
+  if (subtables != 2 && subtables != 4) {
+    return rocksdb::Status::InvalidArgument("FastDLeftOptions::subtables", "must be 2 or 4");
+  }
+  if (blocks == 0) return rocksdb::Status::InvalidArgument("FastDLeftOptions::blocks", "must be >= 1");
+  if (blocks > (uint64_t{1} << 50)) {
+    return rocksdb::Status::InvalidArgument("FastDLeftOptions::blocks", "too large");
+  }
+  if (Bytes() > max_bytes) {
+    return rocksdb::Status::MemoryLimit("FastDLeftOptions::max_bytes",
+                                        "table of " + std::to_string(Bytes()) + " bytes");
+  }
+  return rocksdb::Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Implementation
+// ---------------------------------------------------------------------------
+class FastDLeftFilter::Impl {
+ public:
+  FastDLeftOptions opt;
+  uint64_t nblocks = 0;
+  uint64_t nspare = 0;
+  uint32_t pkeys[4] = {0, 0, 0, 0};
+  std::unique_ptr<uint64_t[], FreeDeleter> mem;  // blocks, then spare lines
+  uint64_t* blocks = nullptr;
+  uint64_t* spare = nullptr;
+  uint64_t items = 0, fingerprints = 0, spilled = 0;
+  uint64_t relocations = 0, overflows = 0, saturations = 0, sticky_erases = 0;
+
+  rocksdb::Status Allocate() {
+    nblocks = opt.blocks;
+    nspare = SpareLinesFor(nblocks);
+    const uint64_t bytes = 64 * (nblocks + nspare);
+    rocksdb::Status s = internal::CheckFitsInMemory(bytes, "FastDLeftFilter");
+    if (!s.ok()) return s;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+    std::memset(p, 0, bytes);
+    mem.reset(static_cast<uint64_t*>(p));
+    blocks = mem.get();
+    spare = blocks + nblocks * kWordsPerBlock;
+    return rocksdb::Status::OK();
+  }
+
+  struct Fp {
+    uint64_t k;
+    uint32_t b;
+    uint32_t q;
+  };
+
+  template <int D>
+  Fp Split(uint64_t h) const {
+    constexpr uint32_t kBb = 8 / D;
+    return Fp{Mul64Hi(h, nblocks), static_cast<uint32_t>(h >> 32) & (kBb - 1),
+              static_cast<uint32_t>(((h & 0xFFFFFFFFULL) * kRn) >> 32) + 1};
+  }
+
+  // F_i(q) in [0, Bb).
+  template <int D>
+  uint32_t F(int i, uint32_t q) const {
+    constexpr int kShift = D == 2 ? 30 : 31;
+    return static_cast<uint32_t>((q ^ pkeys[i]) * 0x9E3779B1u) >> kShift;
+  }
+  // Word index in the block of P_i(b, q).
+  template <int D>
+  int Cand(int i, uint32_t b, uint32_t q) const {
+    constexpr uint32_t kBb = 8 / D;
+    return static_cast<int>(i * kBb + (i == 0 ? b : ((b + F<D>(i, q)) & (kBb - 1))));
+  }
+
+  // --- spill counters: 4*D metadata bits in words {i * Bb + b} -------------
+  template <int D>
+  static bool Flagged(const uint64_t* blk, uint32_t b) {
+    constexpr uint32_t kBb = 8 / D;
+    uint64_t m = 0;
+    for (int i = 0; i < D; ++i) m |= blk[i * kBb + b];
+    return (m & kMeta) != 0;
+  }
+  template <int D>
+  static uint32_t SpillCount(const uint64_t* blk, uint32_t b) {
+    constexpr uint32_t kBb = 8 / D;
+    uint32_t v = 0;
+    for (int i = 0; i < D; ++i) {
+      const uint64_t w = blk[i * kBb + b];
+      for (int l = 0; l < 4; ++l) v |= static_cast<uint32_t>((w >> (16 * l + 15)) & 1) << (4 * i + l);
+    }
+    return v;
+  }
+  template <int D>
+  static void SetSpillCount(uint64_t* blk, uint32_t b, uint32_t v) {
+    constexpr uint32_t kBb = 8 / D;
+    for (int i = 0; i < D; ++i) {
+      uint64_t w = blk[i * kBb + b] & ~kMeta;
+      for (int l = 0; l < 4; ++l) w |= static_cast<uint64_t>((v >> (4 * i + l)) & 1) << (16 * l + 15);
+      blk[i * kBb + b] = w;
+    }
+  }
+  // The spill value of (block, b): bit 4D-1 chooses the spare line (0 =
+  // the block's own line, 1 = its buddy line), the low 4D-1 bits count.
+  template <int D>
+  static constexpr uint32_t kChoiceBit = 1u << (4 * D - 1);
+  template <int D>
+  static constexpr uint32_t MaxSpill() { return kChoiceBit<D> - 1; }
+
+  // --- spare lines ---------------------------------------------------------
+  // Block k's own spare line is g = k / K; its buddy is g ^ 1 (or g itself
+  // when g ^ 1 does not exist). A spare cell stores k mod K, plus K when it
+  // sits in the buddy line of its block's group.
+  uint64_t OwnLine(uint64_t k) const { return k / kBlocksPerSpare; }
+  uint64_t BuddyLine(uint64_t k) const {
+    const uint64_t g = k / kBlocksPerSpare;
+    return (g ^ 1) < nspare ? (g ^ 1) : g;
+  }
+  uint64_t* Line(uint64_t s) const { return spare + s * kSpareWords; }
+  static uint64_t SpareKey(const Fp& f, bool buddy) {
+    return f.q | (static_cast<uint64_t>(f.b) << 13) |
+           ((f.k % kBlocksPerSpare + (buddy ? kBlocksPerSpare : 0)) << 15);
+  }
+  // The spare line and cell key that (block, b) uses, given its spill value.
+  template <int D>
+  uint64_t* SpareFor(const Fp& f, uint32_t spill, uint64_t* key) const {
+    const bool buddy = (spill & kChoiceBit<D>) != 0;
+    *key = SpareKey(f, buddy);
+    return Line(buddy ? BuddyLine(f.k) : OwnLine(f.k));
+  }
+  static int FreeCells(const uint64_t* line) {
+    int n = 0;
+    for (int w = 0; w < kSpareWords; ++w) n += __builtin_popcountll(~SpareOccupiedLanes(line[w]) & kSBit19);
+    return n;
+  }
+  static bool SpareFind(const uint64_t* line, uint64_t key, int* word, int* lane) {
+    for (int w = 0; w < kSpareWords; ++w) {
+      const uint64_t m = SpareMatchLanes(line[w], key);
+      if (m != 0) {
+        *word = w;
+        *lane = __builtin_ctzll(m) / 21;
+        return true;
+      }
+    }
+    return false;
+  }
+  static bool SpareEmpty(const uint64_t* line, int* word, int* lane) {
+    for (int w = 0; w < kSpareWords; ++w) {
+      const uint64_t free_lanes = ~SpareOccupiedLanes(line[w]) & kSBit19;
+      if (free_lanes != 0) {
+        *word = w;
+        *lane = __builtin_ctzll(free_lanes) / 21;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // --- operations ----------------------------------------------------------
+  template <int D>
+  bool Contains(uint64_t h) const {
+    const Fp f = Split<D>(h);
+    const uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    uint64_t any = 0;
+    for (int i = 0; i < D; ++i) any |= MatchLanes(blk[Cand<D>(i, f.b, f.q)], f.q);
+    if (any != 0) return true;
+    if (!Flagged<D>(blk, f.b)) return false;
+    int w, l;
+    uint64_t key;
+    const uint64_t* line = SpareFor<D>(f, SpillCount<D>(blk, f.b), &key);
+    return SpareFind(line, key, &w, &l);
+  }
+
+  template <int D>
+  uint32_t Count(uint64_t h) const {
+    const Fp f = Split<D>(h);
+    const uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    for (int i = 0; i < D; ++i) {
+      const uint64_t w = blk[Cand<D>(i, f.b, f.q)];
+      const uint64_t m = MatchLanes(w, f.q);
+      if (m != 0) return static_cast<uint32_t>((w >> (16 * LaneOf(m) + 13)) & 3) + 1;
+    }
+    if (!Flagged<D>(blk, f.b)) return 0;
+    int w, l;
+    uint64_t key;
+    const uint64_t* line = SpareFor<D>(f, SpillCount<D>(blk, f.b), &key);
+    if (!SpareFind(line, key, &w, &l)) return 0;
+    return static_cast<uint32_t>((line[w] >> (21 * l + 19)) & 3) + 1;
+  }
+
+  template <int D>
+  uint32_t Lines(uint64_t h) const {
+    const Fp f = Split<D>(h);
+    const uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    for (int i = 0; i < D; ++i) {
+      if (MatchLanes(blk[Cand<D>(i, f.b, f.q)], f.q) != 0) return 1;
+    }
+    return Flagged<D>(blk, f.b) ? 2 : 1;
+  }
+
+  // Adds `add` to the count of a spill value, sticking at MaxSpill.
+  template <int D>
+  static uint32_t Bump(uint32_t spill, uint32_t add) {
+    const uint32_t count = std::min<uint32_t>(MaxSpill<D>(), (spill & MaxSpill<D>()) + add);
+    return (spill & kChoiceBit<D>) | count;
+  }
+
+  // Places (q, count bits) into an empty lane of word *w.
+  static void PutCell(uint64_t* w, int lane, uint64_t cell15) {
+    *w = (*w & ~(0x7FFFULL << (16 * lane))) | (cell15 << (16 * lane));
+  }
+
+  template <int D>
+  OpResult Insert(const Fp& f, uint32_t add) {
+    uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    int cand[D];
+    for (int i = 0; i < D; ++i) cand[i] = Cand<D>(i, f.b, f.q);
+    // 1. Existing copy in the block.
+    for (int i = 0; i < D; ++i) {
+      const uint64_t m = MatchLanes(blk[cand[i]], f.q);
+      if (m != 0) {
+        const int sh = 16 * LaneOf(m) + 13;
+        const uint32_t c = static_cast<uint32_t>((blk[cand[i]] >> sh) & 3);
+        const uint32_t nc = std::min<uint32_t>(3, c + add);
+        saturations += c + add - nc;
+        blk[cand[i]] = (blk[cand[i]] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh);
+        items += add;
+        return OpResult::kOk;
+      }
+    }
+    // 2. Existing copy in the spare (only visible when flagged).
+    const uint32_t spill = SpillCount<D>(blk, f.b);
+    if (spill != 0) {
+      uint64_t skey;
+      uint64_t* line = const_cast<uint64_t*>(SpareFor<D>(f, spill, &skey));
+      int w, l;
+      if (SpareFind(line, skey, &w, &l)) {
+        const int sh = 21 * l + 19;
+        const uint32_t c = static_cast<uint32_t>((line[w] >> sh) & 3);
+        const uint32_t nc = std::min<uint32_t>(3, c + add);
+        saturations += c + add - nc;
+        line[w] = (line[w] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh);
+        SetSpillCount<D>(blk, f.b, Bump<D>(spill, add));
+        items += add;
+        return OpResult::kOk;
+      }
+    }
+    const uint32_t c0 = std::min<uint32_t>(3, add - 1);
+    const uint64_t cell = f.q | (static_cast<uint64_t>(c0) << 13);
+    // 3. Least-loaded candidate with room, ties to the left.
+    int best = -1, best_load = kCellsPerWord;
+    for (int i = 0; i < D; ++i) {
+      const int load = __builtin_popcountll(OccupiedLanes(blk[cand[i]]));
+      if (load < best_load) {
+        best_load = load;
+        best = i;
+      }
+    }
+    if (best >= 0) {
+      const int lane = LaneOf(~OccupiedLanes(blk[cand[best]]) & kBit13);
+      PutCell(&blk[cand[best]], lane, cell);
+      ++fingerprints;
+      saturations += add - 1 - c0;
+      items += add;
+      return OpResult::kOk;
+    }
+    // 4. One-step relocation: move a resident of a candidate bucket to
+    // another of its own candidates (P_i^-1 gives its true bucket).
+    constexpr uint32_t kBb = 8 / D;
+    for (int i = 0; i < D; ++i) {
+      const uint64_t src = blk[cand[i]];
+      for (int l = 0; l < kCellsPerWord; ++l) {
+        const uint64_t c15 = (src >> (16 * l)) & 0x7FFF;
+        const uint32_t q2 = static_cast<uint32_t>(c15 & 0x1FFF);
+        const uint32_t j = static_cast<uint32_t>(cand[i]) - i * kBb;
+        const uint32_t b2 = i == 0 ? j : ((j - F<D>(i, q2)) & (kBb - 1));
+        for (int t = 0; t < D; ++t) {
+          if (t == i) continue;
+          const int dst = Cand<D>(t, b2, q2);
+          const uint64_t free_lanes = ~OccupiedLanes(blk[dst]) & kBit13;
+          if (free_lanes == 0) continue;
+          PutCell(&blk[dst], LaneOf(free_lanes), c15);
+          PutCell(&blk[cand[i]], l, cell);
+          ++relocations;
+          ++fingerprints;
+          saturations += add - 1 - c0;
+          items += add;
+          return OpResult::kOk;
+        }
+      }
+    }
+    // 5. Spill to the spare line; kOverflow (unchanged) when it is full.
+    // The first spill of (block, b) picks the emptier of the block's own
+    // and buddy spare lines (ties to its own); later ones follow it.
+    uint32_t choice = spill & kChoiceBit<D>;
+    if (spill == 0 && BuddyLine(f.k) != OwnLine(f.k) &&
+        FreeCells(Line(BuddyLine(f.k))) > FreeCells(Line(OwnLine(f.k)))) {
+      choice = kChoiceBit<D>;
+    }
+    uint64_t skey;
+    uint64_t* line = const_cast<uint64_t*>(SpareFor<D>(f, choice, &skey));
+    int w, l;
+    if (!SpareEmpty(line, &w, &l)) {
+      ++overflows;
+      return OpResult::kOverflow;
+    }
+    const int sh = 21 * l;
+    line[w] = (line[w] & ~(kSCellMask << sh)) | ((skey | (static_cast<uint64_t>(c0) << 19)) << sh);
+    SetSpillCount<D>(blk, f.b, Bump<D>(spill | choice, add));
+    ++fingerprints;
+    ++spilled;
+    saturations += add - 1 - c0;
+    items += add;
+    return OpResult::kOk;
+  }
+
+  template <int D>
+  OpResult Erase(const Fp& f) {
+    uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    for (int i = 0; i < D; ++i) {
+      uint64_t& w = blk[Cand<D>(i, f.b, f.q)];
+      const uint64_t m = MatchLanes(w, f.q);
+      if (m == 0) continue;
+      const int lane = LaneOf(m);
+      const uint32_t c = static_cast<uint32_t>((w >> (16 * lane + 13)) & 3);
+      if (c == 3) {
+        ++sticky_erases;
+      } else if (c > 0) {
+        w -= 1ULL << (16 * lane + 13);
+      } else {
+        w &= ~(0x7FFFULL << (16 * lane));
+        --fingerprints;
+      }
+      --items;
+      return OpResult::kOk;
+    }
+    const uint32_t spill = SpillCount<D>(blk, f.b);
+    if (spill == 0) return OpResult::kNotFound;
+    uint64_t skey;
+    uint64_t* line = const_cast<uint64_t*>(SpareFor<D>(f, spill, &skey));
+    int wi, l;
+    if (!SpareFind(line, skey, &wi, &l)) return OpResult::kNotFound;
+    const int sh = 21 * l;
+    const uint32_t c = static_cast<uint32_t>((line[wi] >> (sh + 19)) & 3);
+    --items;
+    if (c == 3) {
+      // Sticky: the cell stays, and so does the spill count that makes it
+      // visible.
+      ++sticky_erases;
+      return OpResult::kOk;
+    }
+    if (c > 0) {
+      line[wi] -= 1ULL << (sh + 19);
+    } else {
+      line[wi] &= ~(kSCellMask << sh);
+      --fingerprints;
+      --spilled;
+    }
+    const uint32_t count = spill & MaxSpill<D>();
+    if (count != MaxSpill<D>()) SetSpillCount<D>(blk, f.b, count == 1 ? 0 : spill - 1);
+    return OpResult::kOk;
+  }
+
+  static constexpr size_t kGroup = 16;
+
+  template <int D>
+  void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
+    for (size_t base = 0; base < n; base += kGroup) {
+      const size_t len = std::min(kGroup, n - base);
+      for (size_t i = 0; i < len; ++i) Prefetch(blocks + Mul64Hi(h[base + i], nblocks) * kWordsPerBlock);
+      for (size_t i = 0; i < len; ++i) out[base + i] = Contains<D>(h[base + i]);
+    }
+  }
+
+  template <int D>
+  void ForEach(const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
+    constexpr uint32_t kBb = 8 / D;
+    for (uint64_t k = 0; k < nblocks; ++k) {
+      const uint64_t* blk = blocks + k * kWordsPerBlock;
+      for (int w = 0; w < kWordsPerBlock; ++w) {
+        const int i = w / static_cast<int>(kBb);
+        const uint32_t j = static_cast<uint32_t>(w) % kBb;
+        for (int l = 0; l < kCellsPerWord; ++l) {
+          const uint32_t q = static_cast<uint32_t>((blk[w] >> (16 * l)) & 0x1FFF);
+          if (q == 0) continue;
+          const uint32_t b = i == 0 ? j : ((j - F<D>(i, q)) & (kBb - 1));
+          fn(TrueFingerprint{k, b, q}, static_cast<uint32_t>((blk[w] >> (16 * l + 13)) & 3) + 1);
+        }
+      }
+    }
+    for (uint64_t s = 0; s < nspare; ++s) {
+      const uint64_t* line = spare + s * kSpareWords;
+      for (int w = 0; w < kSpareWords; ++w) {
+        for (int l = 0; l < kSpareCellsPerWord; ++l) {
+          const uint64_t c = (line[w] >> (21 * l)) & kSCellMask;
+          if ((c & 0x1FFF) == 0) continue;
+          const uint64_t lo = (c >> 15) & 15;
+          const uint64_t g = lo >= kBlocksPerSpare ? (s ^ 1) : s;
+          fn(TrueFingerprint{g * kBlocksPerSpare + lo % kBlocksPerSpare, static_cast<uint32_t>((c >> 13) & 3),
+                             static_cast<uint32_t>(c & 0x1FFF)},
+             static_cast<uint32_t>((c >> 19) & 3) + 1);
+        }
+      }
+    }
+  }
+
+  double FlaggedFraction() const {
+    const uint32_t bb = opt.subtables == 4 ? 2 : 4;
+    uint64_t flagged = 0;
+    for (uint64_t k = 0; k < nblocks; ++k) {
+      for (uint32_t b = 0; b < bb; ++b) {
+        flagged += opt.subtables == 4 ? Flagged<4>(blocks + k * 8, b) : Flagged<2>(blocks + k * 8, b);
+      }
+    }
+    return static_cast<double>(flagged) / static_cast<double>(nblocks * bb);
+  }
+
+  // Structural checks for Deserialize: every cell well formed, one copy per
+  // fingerprint, every live spare entry visible through its spill counter.
+  template <int D>
+  const char* Check() const {
+    constexpr uint32_t kBb = 8 / D;
+    uint64_t fps = 0, spl = 0;
+    for (uint64_t k = 0; k < nblocks; ++k) {
+      const uint64_t* blk = blocks + k * kWordsPerBlock;
+      for (int w = 0; w < kWordsPerBlock; ++w) {
+        const int i = w / static_cast<int>(kBb);
+        const uint32_t j = static_cast<uint32_t>(w) % kBb;
+        for (int l = 0; l < kCellsPerWord; ++l) {
+          const uint64_t cell = (blk[w] >> (16 * l)) & 0x7FFF;
+          const uint32_t q = static_cast<uint32_t>(cell & 0x1FFF);
+          if (q == 0) {
+            if (cell != 0) return "counter bits set in an empty block cell";
+            continue;
+          }
+          ++fps;
+          const uint32_t b = i == 0 ? j : ((j - F<D>(i, q)) & (kBb - 1));
+          // No other candidate of (b, q), and no other lane of this word,
+          // may hold q.
+          for (int t = 0; t < D; ++t) {
+            const int c = Cand<D>(t, b, q);
+            uint64_t m = MatchLanes(blk[c], q);
+            if (c == w) m &= ~(kBit13 << (16 * l));
+            if (m != 0) return "duplicate fingerprint in a block";
+          }
+        }
+      }
+    }
+    for (uint64_t s = 0; s < nspare; ++s) {
+      const uint64_t* line = spare + s * kSpareWords;
+      for (int w = 0; w < kSpareWords; ++w) {
+        if (line[w] >> 63) return "spare word padding bit set";
+        for (int l = 0; l < kSpareCellsPerWord; ++l) {
+          const uint64_t c = (line[w] >> (21 * l)) & kSCellMask;
+          const uint32_t q = static_cast<uint32_t>(c & 0x1FFF);
+          if (q == 0) {
+            if (c != 0) return "bits set in an empty spare cell";
+            continue;
+          }
+          ++fps;
+          ++spl;
+          const uint64_t lo = (c >> 15) & 15;
+          const bool buddy = lo >= kBlocksPerSpare;
+          const uint64_t k = (buddy ? (s ^ 1) : s) * kBlocksPerSpare + lo % kBlocksPerSpare;
+          const uint32_t b = static_cast<uint32_t>((c >> 13) & 3);
+          if (lo >= 2 * kBlocksPerSpare || k >= nblocks || b >= kBb || (buddy && BuddyLine(k) != s)) return "spare cell names a block or bucket out of range";
+          const uint64_t* blk = blocks + k * kWordsPerBlock;
+          for (int t = 0; t < D; ++t) {
+            if (MatchLanes(blk[Cand<D>(t, b, q)], q) != 0) return "fingerprint both in block and spare";
+          }
+          const uint32_t spill = SpillCount<D>(blk, b);
+          if ((spill & MaxSpill<D>()) == 0 || ((spill & kChoiceBit<D>) != 0) != buddy) {
+            return "spare entry not covered by its spill counter";
+          }
+          // Duplicates within the spare line.
+          uint64_t dup = 0;
+          for (int w2 = 0; w2 < kSpareWords; ++w2) {
+            dup += static_cast<uint64_t>(__builtin_popcountll(SpareMatchLanes(line[w2], c & 0x7FFFF)));
+          }
+          if (dup != 1) return "duplicate fingerprint in the spare";
+        }
+      }
+    }
+    if (fps != fingerprints) return "fingerprint count does not match the table";
+    if (spl != spilled) return "spilled count does not match the spare";
+    return nullptr;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Public wrappers: dispatch on D (2 or 4) once per call.
+// ---------------------------------------------------------------------------
+FastDLeftFilter::FastDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FastDLeftFilter::~FastDLeftFilter() = default;
+
+rocksdb::Status FastDLeftFilter::Create(const FastDLeftOptions& options,
+                                        std::unique_ptr<FastDLeftFilter>* out) {
+  rocksdb::Status s = options.Validate();
+  if (!s.ok()) return s;
+  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+  if (!impl) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+  impl->opt = options;
+  DeriveKeys(options.seed, impl->pkeys);
+  s = impl->Allocate();
+  if (!s.ok()) return s;
+  out->reset(new FastDLeftFilter(std::move(impl)));
+  return rocksdb::Status::OK();
+}
+
+uint64_t FastDLeftFilter::Hash(const rocksdb::Slice& key) const {
+  return internal::HashKey(key.data(), key.size(), impl_->opt.seed);
+}
+
+OpResult FastDLeftFilter::InsertHash(uint64_t h) {
+  Impl& m = *impl_;
+  return m.opt.subtables == 4 ? m.Insert<4>(m.Split<4>(h), 1) : m.Insert<2>(m.Split<2>(h), 1);
+}
+
+OpResult FastDLeftFilter::EraseHash(uint64_t h) {
+  Impl& m = *impl_;
+  return m.opt.subtables == 4 ? m.Erase<4>(m.Split<4>(h)) : m.Erase<2>(m.Split<2>(h));
+}
+
+bool FastDLeftFilter::ContainsHash(uint64_t h) const {
+  const Impl& m = *impl_;
+  return m.opt.subtables == 4 ? m.Contains<4>(h) : m.Contains<2>(h);
+}
+
+uint32_t FastDLeftFilter::CountHash(uint64_t h) const {
+  const Impl& m = *impl_;
+  return m.opt.subtables == 4 ? m.Count<4>(h) : m.Count<2>(h);
+}
+
+uint32_t FastDLeftFilter::LinesForHash(uint64_t h) const {
+  const Impl& m = *impl_;
+  return m.opt.subtables == 4 ? m.Lines<4>(h) : m.Lines<2>(h);
+}
+
+void FastDLeftFilter::ContainsHashBatch(const uint64_t* h, size_t n, bool* out) const {
+  const Impl& m = *impl_;
+  if (m.opt.subtables == 4) {
+    m.ContainsBatch<4>(h, n, out);
+  } else {
+    m.ContainsBatch<2>(h, n, out);
+  }
+}
+
+void FastDLeftFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
+  internal::HashedBatches<64>(
+      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
+}
+
+void FastDLeftFilter::InsertHashBatch(const uint64_t* h, size_t n, OpResult* out) {
+  Impl& m = *impl_;
+  for (size_t base = 0; base < n; base += Impl::kGroup) {
+    const size_t len = std::min(Impl::kGroup, n - base);
+    for (size_t i = 0; i < len; ++i) {
+      __builtin_prefetch(m.blocks + Mul64Hi(h[base + i], m.nblocks) * kWordsPerBlock, 1, 3);
+    }
+    for (size_t i = 0; i < len; ++i) out[base + i] = InsertHash(h[base + i]);
+  }
+}
+
+void FastDLeftFilter::EraseHashBatch(const uint64_t* h, size_t n, OpResult* out) {
+  Impl& m = *impl_;
+  for (size_t base = 0; base < n; base += Impl::kGroup) {
+    const size_t len = std::min(Impl::kGroup, n - base);
+    for (size_t i = 0; i < len; ++i) {
+      __builtin_prefetch(m.blocks + Mul64Hi(h[base + i], m.nblocks) * kWordsPerBlock, 1, 3);
+    }
+    for (size_t i = 0; i < len; ++i) out[base + i] = EraseHash(h[base + i]);
+  }
+}
+
+void FastDLeftFilter::Clear() {
+  Impl& m = *impl_;
+  std::memset(m.mem.get(), 0, 64 * (m.nblocks + m.nspare));
+  m.items = m.fingerprints = m.spilled = 0;
+  m.relocations = m.overflows = m.saturations = m.sticky_erases = 0;
+}
+
+FastDLeftStats FastDLeftFilter::Stats() const {
+  const Impl& m = *impl_;
+  FastDLeftStats s;
+  s.items = m.items;
+  s.fingerprints = m.fingerprints;
+  s.spilled = m.spilled;
+  s.bytes = bytes();
+  s.bits_per_item = m.items ? 8.0 * static_cast<double>(s.bytes) / static_cast<double>(m.items) : 0;
+  s.relocations = m.relocations;
+  s.overflows = m.overflows;
+  s.saturations = m.saturations;
+  s.sticky_erases = m.sticky_erases;
+  s.predicted_fpr = m.opt.PredictedFpr(m.fingerprints);
+  return s;
+}
+
+double FastDLeftFilter::SpillFlaggedFraction() const { return impl_->FlaggedFraction(); }
+
+FastDLeftFilter::TrueFingerprint FastDLeftFilter::FingerprintOfHash(uint64_t h) const {
+  const Impl& m = *impl_;
+  const Impl::Fp f = m.opt.subtables == 4 ? m.Split<4>(h) : m.Split<2>(h);
+  return TrueFingerprint{f.k, f.b, f.q};
+}
+
+void FastDLeftFilter::ForEachFingerprint(
+    const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
+  if (impl_->opt.subtables == 4) {
+    impl_->ForEach<4>(fn);
+  } else {
+    impl_->ForEach<2>(fn);
+  }
+}
+
+OpResult FastDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t count) {
+  Impl& m = *impl_;
+  const uint32_t bb = m.opt.subtables == 4 ? 2 : 4;
+  if (f.block >= m.nblocks || f.bucket >= bb || f.remainder == 0 || f.remainder > kRn ||
+      count == 0 || count > 4) {
+    return OpResult::kNotFound;
+  }
+  const Impl::Fp fp{f.block, f.bucket, f.remainder};
+  return m.opt.subtables == 4 ? m.Insert<4>(fp, count) : m.Insert<2>(fp, count);
+}
+
+const FastDLeftOptions& FastDLeftFilter::options() const { return impl_->opt; }
+uint64_t FastDLeftFilter::bytes() const { return 64 * (impl_->nblocks + impl_->nspare); }
+double FastDLeftFilter::PredictedFpr() const { return impl_->opt.PredictedFpr(impl_->fingerprints); }
+
+// ---------------------------------------------------------------------------
+// Serialization, version 1. Little-endian, field by field:
+//
+//  offset size field
+//       0    4 magic "dLFK"
+//       4    2 version (1)
+//       6    1 D, subtables (2 or 4)
+//       7    1 remainder bits (13)
+//       8    1 counter bits (2)
+//       9    1 log2 blocks per spare line (4)
+//      10    2 reserved, 0
+//      12    4 permutation keys k1, k2, k3: 4 bytes each at 12, 16, 20
+//            (k0 = 0 is implicit; unused keys are 0 for D = 2)
+//      24    8 N, blocks
+//      32    8 hash seed
+//      40    8 items
+//      48    8 fingerprints (checked against the payload)
+//      56    8 spilled (checked against the payload)
+//      64  64N blocks: 8 words of 8 bytes each (cells as in the design note)
+// 64+64N 64S spare lines, S = ceil(N/16): 8 words each
+//   end    8 XXH3-64 (seed 0) of every preceding byte
+// ---------------------------------------------------------------------------
+void FastDLeftFilter::Serialize(std::string* out) const {
+  const Impl& m = *impl_;
+  using namespace internal;
+  out->append(kMagic, 4);
+  const size_t start = out->size() - 4;
+  PutFixed16(out, kVersion);
+  PutFixed8(out, static_cast<uint8_t>(m.opt.subtables));
+  PutFixed8(out, 13);
+  PutFixed8(out, 2);
+  PutFixed8(out, static_cast<uint8_t>(kBlocksPerSpare));
+  PutFixed16(out, 0);
+  // Bytes 12..23 hold k1, k2, k3 (4 bytes each).
+  for (int i = 1; i < 4; ++i) PutFixed32(out, m.opt.subtables == 4 || i == 1 ? m.pkeys[i] : 0);
+  PutFixed64(out, m.nblocks);
+  PutFixed64(out, m.opt.seed);
+  PutFixed64(out, m.items);
+  PutFixed64(out, m.fingerprints);
+  PutFixed64(out, m.spilled);
+  const uint64_t words = 8 * (m.nblocks + m.nspare);
+  out->reserve(out->size() + words * 8 + 8);
+  for (uint64_t i = 0; i < words; ++i) PutFixed64(out, m.mem[i]);
+  PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
+}
+
+rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
+                                             std::unique_ptr<FastDLeftFilter>* out) {
+  using internal::Decoder;
+  auto corrupt = [](const std::string& why) {
+    return rocksdb::Status::Corruption("FastDLeftFilter", why);
+  };
+  constexpr size_t kHeader = 64;
+  if (data.size() < kHeader + 8) return corrupt("truncated header");
+  if (std::memcmp(data.data(), kMagic, 4) != 0) return corrupt("bad magic");
+  Decoder d(data.data() + 4, data.size() - 4);
+  uint16_t version = 0, reserved = 0;
+  uint8_t dd = 0, r = 0, c = 0, lg = 0;
+  uint32_t keys[4] = {0, 0, 0, 0};
+  uint64_t nblocks = 0, seed = 0, items = 0, fps = 0, spl = 0;
+  d.Get16(&version);
+  if (version != kVersion) return corrupt("unsupported version " + std::to_string(version));
+  d.Get8(&dd);
+  d.Get8(&r);
+  d.Get8(&c);
+  d.Get8(&lg);
+  d.Get16(&reserved);
+  for (int i = 1; i < 4; ++i) d.Get32(&keys[i]);
+  d.Get64(&nblocks);
+  d.Get64(&seed);
+  d.Get64(&items);
+  d.Get64(&fps);
+  d.Get64(&spl);
+  if (dd != 2 && dd != 4) return corrupt("bad subtable count");
+  if (r != 13 || c != 2 || lg != kBlocksPerSpare || reserved != 0) return corrupt("unsupported cell geometry");
+  if (dd == 2 && (keys[2] != 0 || keys[3] != 0)) return corrupt("unused permutation keys set");
+  if (nblocks == 0 || nblocks > (uint64_t{1} << 50)) return corrupt("bad block count");
+  const uint64_t nspare = SpareLinesFor(nblocks);
+  const uint64_t payload = 64 * (nblocks + nspare);
+  if (data.size() - kHeader - 8 != payload) return corrupt("size does not match the block count");
+  const uint64_t want = internal::DecodeFixed64(data.data() + data.size() - 8);
+  if (internal::HashKey(data.data(), data.size() - 8, 0) != want) return corrupt("checksum mismatch");
+
+  FastDLeftOptions o;
+  o.subtables = dd;
+  o.blocks = nblocks;
+  o.seed = seed;
+  o.max_bytes = ~uint64_t{0};
+  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+  if (!impl) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+  impl->opt = o;
+  for (int i = 0; i < 4; ++i) impl->pkeys[i] = keys[i];
+  rocksdb::Status s = impl->Allocate();
+  if (!s.ok()) return s;
+  const char* p = data.data() + kHeader;
+  for (uint64_t i = 0; i < payload / 8; ++i) impl->mem[i] = internal::DecodeFixed64(p + 8 * i);
+  impl->items = items;
+  impl->fingerprints = fps;
+  impl->spilled = spl;
+  const char* why = dd == 4 ? impl->Check<4>() : impl->Check<2>();
+  if (why != nullptr) return corrupt(why);
+  out->reset(new FastDLeftFilter(std::move(impl)));
+  return rocksdb::Status::OK();
+}
+
+}  // namespace dlcbf
