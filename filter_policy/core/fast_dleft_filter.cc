@@ -34,57 +34,69 @@
 //   of a candidate may move to another of ITS candidates (found with
 //   P_i^-1; a one-step version of §3.3 / §5.2's relocation). If that fails,
 //   f spills.
-//   Spill: the spare area has one line per 16 blocks; a spare line holds 24
-//   cells of 21 bits (3 per word): q (13) | b (2) | k mod 16 (4) | count-1 (2).
-//   A spare cell stores f exactly (k = 16 * line + (k mod 16)), so spare
-//   entries are never shared between fingerprints and are invertible too.
-//   For each (block, b) a spill counter of 4*D bits lives in the metadata
-//   bits of the D words {i * Bb + b}: it counts the occurrences of that
-//   (block, b)'s fingerprints held in the spare. It sticks at its maximum.
-//   Query: match the D candidate words; on no match, read the metadata bits
-//   of the D counter words (same line); only if the counter is non-zero
-//   read the spare line. Search order is always block, then spare, for
-//   every operation, and a fingerprint is created in the spare only when it
-//   is absent from the block; a fingerprint is created in the block only
-//   when the counter is zero or the spare does not hold it. So every
-//   fingerprint has one copy and erase is exact.
+//   Spill: the spare area has one 64-byte line per K = 8 blocks; a spare
+//   line holds 24 cells of 21 bits (3 per word, top bit of a word unused):
+//     q (13) | b (2) | t (4) | count-1 (2),   t = (k mod 8) + 8 * buddy.
+//   Block k's own line is g = k / 8 and its buddy line g XOR 1: the first
+//   spill of a (block, b) goes to the emptier of the two (power of two
+//   choices; ties to its own line), and every later spill of that
+//   (block, b) follows it. A spare cell stores f exactly (k is recovered from
+//   the line and t), so spare entries are never shared between fingerprints
+//   and are invertible too.
+//   For each (block, b) a spill value of 4*D bits lives in the metadata bits
+//   of the D words {i * Bb + b} (4 lanes x D words): its top bit names the
+//   spare line (own / buddy), the other 4D-1 bits count the occurrences of
+//   that (block, b)'s fingerprints held in the spare (sticking at their
+//   maximum, 127 for D = 2).
+//   Query: match the D candidate words; on no match, test the metadata bits
+//   of the D spill words (same line); only if the count is non-zero read
+//   the one spare line it names. Every operation searches the block, then
+//   the spare; a fingerprint is created in the spare only when absent from
+//   the block, and created in the block only when the count is zero or the
+//   spare does not hold it. So every fingerprint has one copy and erase is
+//   exact.
 //   Saturation: a counter that reaches 4 (count bits 11) sticks; erase
-//   leaves it (and, for the block, its cell) forever: a permanent false
-//   positive, never a false negative. Overflow: when the spare line is full
-//   too, Insert returns kOverflow before writing anything.
+//   leaves it (and its cell, and for a spare cell its spill count) forever:
+//   a permanent false positive, never a false negative. Overflow: when the
+//   chosen spare line is full too, Insert returns kOverflow before writing
+//   anything.
 //
 // Spill probability, lines per query, load. A block receives
 // X ~ Poisson(32 a) keys at load a (fraction of the 32 cells). With
 // relocation the block fills to (almost) 32 before spilling, so about
-//     E[(X - 32)+] spills per block:  a = 0.75: 0.13, 0.80: 0.28, 0.85: 0.54
-//     P(X > 32):                       a = 0.75: 4.7%, 0.80: 9.0%, 0.85: 15.5%
-// Bucket imbalance adds a little (D = 2 only compares 2 buckets). A negative
-// query reads the spare line only when its own (block, b) has a spill
-// counter; that is the fraction of spilled (block, b) pairs, below
-// P(X > 32) because a spilled block usually flags only some of its Bb
-// values of b. Lines per negative query = 1 + that fraction
-// (SpillFlaggedFraction(), measured in tools/peer_bench). A spare line
-// collects the spills of 16 blocks: mean 16 * 0.54 = 8.6 at a = 0.85, far
-// below its 24 cells (Poisson tail P(> 24) ~ 1e-5 per line).
-// MaxLoad: D = 2: 0.85; D = 4: 0.90 (D = 4 balances across four buckets).
+//     E[(X - 32)+] / (32 a) of the keys spill:  a = 0.75: 0.55%,
+//     0.80: 1.1%, 0.85: 2.0%;  P(X > 32) = 4.7%, 9.0%, 15.5%.
+// Bucket imbalance adds a little. Measured (1M keys, tools/peer_bench and
+// the kernel's counters): D = 2, a = 0.85: 2.4% of keys spilled, 10.2% of
+// (block, b) flagged; a = 0.70: 0.36%, 1.5%. D = 4, a = 0.85: 2.0%, 12.2%.
+// A negative query reads the spare line only when its own (block, b) is
+// flagged, so lines per negative query = 1 + flagged fraction
+// (SpillFlaggedFraction(); LinesForHash counts it per query):
+// 1.10 at a = 0.85 (D = 2), 1.02 at a = 0.70. Positive queries of keys in
+// the block never read the spare.
+// Spare capacity: the spills of one block are clustered (one Poisson tail
+// per block), so one line per 16 blocks without a second choice overflowed
+// at a = 0.85; with K = 8 and the own/buddy choice no insert overflowed at
+// 1M keys up to a = 0.85 (at a = 0.90 the first overflow came at 96% of
+// the keys). MaxLoad is therefore 0.85 for both geometries.
 //
 // False-positive rate (Claim 3 with B = N * Bb). A query of y is positive
 // iff some stored fingerprint equals f(y) (block and spare entries are exact
 // fingerprints), so with F stored fingerprints
 //     FPR = 1 - (1 - 1 / (N * Bb * 8191))^F  ~  F / (N * Bb * 8191).
 //   D = 2 at load a: 32 a / (4 * 8191) = a * 0.0977%  (0.083% at a = 0.85)
-//   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.176% at a = 0.90)
+//   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.166% at a = 0.85)
 //
-// Bits per key, counters included: 512 bits * (N + ceil(N / 16)) / n
-//     = 17 / a  (+ rounding): 20.0 at a = 0.85, 18.9 at a = 0.90.
+// Bits per key, counters included: 512 bits * (N + ceil(N / 8)) / n
+//     = 18 / a  (+ rounding): 21.2 at a = 0.85, 25.7 at a = 0.70.
 // Each key costs a 13-bit remainder, 2 counter bits and 1 metadata bit in
-// a 16-bit cell, plus the slack (1 - a) the d-left placement needs and the
-// 1/16 spare. That is more than a cuckoo filter at its fill limit (12-bit
-// tags, 95%: 12.6 bits/key, no counters): the 2-bit counter, the metadata
-// bit and the lower load cost about 1.45x. The trade-off chosen: one line
-// per query, counters and exact erase, word-aligned SWAR cells, over the
-// last bits per key. A denser variant would pack cells across words (12 or
-// 14 bits) or use quotienting metadata as the vector quotient filter does.
+// a 16-bit cell, plus the slack (1 - a) and the 1/8 spare. That is much
+// more than a cuckoo filter at its fill limit (12-bit tags, 95%: 12.6
+// bits/key, no counters): about 1.7x. The trade-off chosen: one line per
+// query (1.1 on average), counters and exact erase, word-aligned SWAR
+// cells, over bits per key. Denser variants (not built): cells packed
+// across words (12-14 bits), quotienting metadata as in the vector
+// quotient filter, a smaller spare with spill-aware sizing.
 //
 // What this learned from (reading only, no code copied):
 //   - RocksDB FastLocalBloom: one 64-byte line per key, block by fastrange.
@@ -99,10 +111,13 @@
 #include "dlcbf/fast_dleft_filter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <thread>
 
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/hash.h"
@@ -155,6 +170,14 @@ inline uint64_t SpareOccupiedLanes(uint64_t w) {
 }
 
 inline void Prefetch(const void* p) { __builtin_prefetch(p, 0, 3); }
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 struct FreeDeleter {
   void operator()(uint64_t* p) const { std::free(p); }
@@ -259,6 +282,33 @@ class FastDLeftFilter::Impl {
   uint64_t* spare = nullptr;
   uint64_t items = 0, fingerprints = 0, spilled = 0;
   uint64_t relocations = 0, overflows = 0, saturations = 0, sticky_erases = 0;
+  // Thread-safe mode only: one writer lock and per-stripe sequence numbers
+  // (stripe = block mod kStripes) that readers use to validate a negative.
+  static constexpr uint64_t kStripes = 1024;
+  std::mutex mu;
+  std::unique_ptr<std::atomic<uint32_t>[]> seq;
+
+  std::atomic<uint32_t>& Stripe(uint64_t k) const { return seq[k & (kStripes - 1)]; }
+
+  // Loads and stores of table words: plain in the default mode; in the
+  // thread-safe mode acquire loads and release stores (what the seqlock
+  // needs, and what TSan models; on x86 they are plain moves).
+  template <bool TS>
+  static uint64_t Ld(const uint64_t* p) {
+    if constexpr (TS) {
+      return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    } else {
+      return *p;
+    }
+  }
+  template <bool TS>
+  static void St(uint64_t* p, uint64_t v) {
+    if constexpr (TS) {
+      __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    } else {
+      *p = v;
+    }
+  }
 
   rocksdb::Status Allocate() {
     nblocks = opt.blocks;
@@ -272,6 +322,11 @@ class FastDLeftFilter::Impl {
     mem.reset(static_cast<uint64_t*>(p));
     blocks = mem.get();
     spare = blocks + nblocks * kWordsPerBlock;
+    if (opt.thread_safe) {
+      seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);
+      if (!seq) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+      for (uint64_t i = 0; i < kStripes; ++i) seq[i].store(0, std::memory_order_relaxed);
+    }
     return rocksdb::Status::OK();
   }
 
@@ -302,30 +357,30 @@ class FastDLeftFilter::Impl {
   }
 
   // --- spill counters: 4*D metadata bits in words {i * Bb + b} -------------
-  template <int D>
+  template <int D, bool TS = false>
   static bool Flagged(const uint64_t* blk, uint32_t b) {
     constexpr uint32_t kBb = 8 / D;
     uint64_t m = 0;
-    for (int i = 0; i < D; ++i) m |= blk[i * kBb + b];
+    for (int i = 0; i < D; ++i) m |= Ld<TS>(&blk[i * kBb + b]);
     return (m & kMeta) != 0;
   }
-  template <int D>
+  template <int D, bool TS = false>
   static uint32_t SpillCount(const uint64_t* blk, uint32_t b) {
     constexpr uint32_t kBb = 8 / D;
     uint32_t v = 0;
     for (int i = 0; i < D; ++i) {
-      const uint64_t w = blk[i * kBb + b];
+      const uint64_t w = Ld<TS>(&blk[i * kBb + b]);
       for (int l = 0; l < 4; ++l) v |= static_cast<uint32_t>((w >> (16 * l + 15)) & 1) << (4 * i + l);
     }
     return v;
   }
-  template <int D>
+  template <int D, bool TS>
   static void SetSpillCount(uint64_t* blk, uint32_t b, uint32_t v) {
     constexpr uint32_t kBb = 8 / D;
     for (int i = 0; i < D; ++i) {
       uint64_t w = blk[i * kBb + b] & ~kMeta;
       for (int l = 0; l < 4; ++l) w |= static_cast<uint64_t>((v >> (4 * i + l)) & 1) << (16 * l + 15);
-      blk[i * kBb + b] = w;
+      St<TS>(&blk[i * kBb + b], w);
     }
   }
   // The spill value of (block, b): bit 4D-1 chooses the spare line (0 =
@@ -361,9 +416,10 @@ class FastDLeftFilter::Impl {
     for (int w = 0; w < kSpareWords; ++w) n += __builtin_popcountll(~SpareOccupiedLanes(line[w]) & kSBit19);
     return n;
   }
+  template <bool TS = false>
   static bool SpareFind(const uint64_t* line, uint64_t key, int* word, int* lane) {
     for (int w = 0; w < kSpareWords; ++w) {
-      const uint64_t m = SpareMatchLanes(line[w], key);
+      const uint64_t m = SpareMatchLanes(Ld<TS>(&line[w]), key);
       if (m != 0) {
         *word = w;
         *lane = __builtin_ctzll(m) / 21;
@@ -385,45 +441,63 @@ class FastDLeftFilter::Impl {
   }
 
   // --- operations ----------------------------------------------------------
-  template <int D>
+  template <int D, bool TS = false>
   bool Contains(uint64_t h) const {
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
     uint64_t any = 0;
-    for (int i = 0; i < D; ++i) any |= MatchLanes(blk[Cand<D>(i, f.b, f.q)], f.q);
+    for (int i = 0; i < D; ++i) any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
     if (any != 0) return true;
-    if (!Flagged<D>(blk, f.b)) return false;
+    if (!Flagged<D, TS>(blk, f.b)) return false;
     int w, l;
     uint64_t key;
-    const uint64_t* line = SpareFor<D>(f, SpillCount<D>(blk, f.b), &key);
-    return SpareFind(line, key, &w, &l);
+    const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
+    return SpareFind<TS>(line, key, &w, &l);
   }
 
-  template <int D>
+  // Thread-safe reads: a negative answer counts only if no writer touched
+  // the key's stripe meanwhile (a relocation may move a fingerprint between
+  // the loads of its two candidate buckets); otherwise retry.
+  template <class Fn>
+  auto Validated(uint64_t h, Fn&& probe) const -> decltype(probe()) {
+    const std::atomic<uint32_t>& s = Stripe(Mul64Hi(h, nblocks));
+    for (;;) {
+      const uint32_t v1 = s.load(std::memory_order_acquire);
+      if (v1 & 1) {
+        CpuRelax();
+        continue;
+      }
+      const auto r = probe();
+      if (r) return r;
+      if (s.load(std::memory_order_acquire) == v1) return r;
+    }
+  }
+
+  template <int D, bool TS = false>
   uint32_t Count(uint64_t h) const {
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
     for (int i = 0; i < D; ++i) {
-      const uint64_t w = blk[Cand<D>(i, f.b, f.q)];
+      const uint64_t w = Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]);
       const uint64_t m = MatchLanes(w, f.q);
       if (m != 0) return static_cast<uint32_t>((w >> (16 * LaneOf(m) + 13)) & 3) + 1;
     }
-    if (!Flagged<D>(blk, f.b)) return 0;
+    if (!Flagged<D, TS>(blk, f.b)) return 0;
     int w, l;
     uint64_t key;
-    const uint64_t* line = SpareFor<D>(f, SpillCount<D>(blk, f.b), &key);
-    if (!SpareFind(line, key, &w, &l)) return 0;
-    return static_cast<uint32_t>((line[w] >> (21 * l + 19)) & 3) + 1;
+    const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
+    if (!SpareFind<TS>(line, key, &w, &l)) return 0;
+    return static_cast<uint32_t>((Ld<TS>(&line[w]) >> (21 * l + 19)) & 3) + 1;
   }
 
-  template <int D>
+  template <int D, bool TS = false>
   uint32_t Lines(uint64_t h) const {
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
     for (int i = 0; i < D; ++i) {
-      if (MatchLanes(blk[Cand<D>(i, f.b, f.q)], f.q) != 0) return 1;
+      if (MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q) != 0) return 1;
     }
-    return Flagged<D>(blk, f.b) ? 2 : 1;
+    return Flagged<D, TS>(blk, f.b) ? 2 : 1;
   }
 
   // Adds `add` to the count of a spill value, sticking at MaxSpill.
@@ -434,11 +508,14 @@ class FastDLeftFilter::Impl {
   }
 
   // Places (q, count bits) into an empty lane of word *w.
+  template <bool TS>
   static void PutCell(uint64_t* w, int lane, uint64_t cell15) {
-    *w = (*w & ~(0x7FFFULL << (16 * lane))) | (cell15 << (16 * lane));
+    St<TS>(w, (*w & ~(0x7FFFULL << (16 * lane))) | (cell15 << (16 * lane)));
   }
 
-  template <int D>
+  // Writers read with plain loads (they hold the lock in the thread-safe
+  // mode) and store through St<TS>.
+  template <int D, bool TS>
   OpResult Insert(const Fp& f, uint32_t add) {
     uint64_t* blk = blocks + f.k * kWordsPerBlock;
     int cand[D];
@@ -451,7 +528,7 @@ class FastDLeftFilter::Impl {
         const uint32_t c = static_cast<uint32_t>((blk[cand[i]] >> sh) & 3);
         const uint32_t nc = std::min<uint32_t>(3, c + add);
         saturations += c + add - nc;
-        blk[cand[i]] = (blk[cand[i]] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh);
+        St<TS>(&blk[cand[i]], (blk[cand[i]] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh));
         items += add;
         return OpResult::kOk;
       }
@@ -467,8 +544,8 @@ class FastDLeftFilter::Impl {
         const uint32_t c = static_cast<uint32_t>((line[w] >> sh) & 3);
         const uint32_t nc = std::min<uint32_t>(3, c + add);
         saturations += c + add - nc;
-        line[w] = (line[w] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh);
-        SetSpillCount<D>(blk, f.b, Bump<D>(spill, add));
+        St<TS>(&line[w], (line[w] & ~(3ULL << sh)) | (static_cast<uint64_t>(nc) << sh));
+        SetSpillCount<D, TS>(blk, f.b, Bump<D>(spill, add));
         items += add;
         return OpResult::kOk;
       }
@@ -486,7 +563,7 @@ class FastDLeftFilter::Impl {
     }
     if (best >= 0) {
       const int lane = LaneOf(~OccupiedLanes(blk[cand[best]]) & kBit13);
-      PutCell(&blk[cand[best]], lane, cell);
+      PutCell<TS>(&blk[cand[best]], lane, cell);
       ++fingerprints;
       saturations += add - 1 - c0;
       items += add;
@@ -507,8 +584,9 @@ class FastDLeftFilter::Impl {
           const int dst = Cand<D>(t, b2, q2);
           const uint64_t free_lanes = ~OccupiedLanes(blk[dst]) & kBit13;
           if (free_lanes == 0) continue;
-          PutCell(&blk[dst], LaneOf(free_lanes), c15);
-          PutCell(&blk[cand[i]], l, cell);
+          // Copy before overwrite; readers validate negatives anyway.
+          PutCell<TS>(&blk[dst], LaneOf(free_lanes), c15);
+          PutCell<TS>(&blk[cand[i]], l, cell);
           ++relocations;
           ++fingerprints;
           saturations += add - 1 - c0;
@@ -533,8 +611,8 @@ class FastDLeftFilter::Impl {
       return OpResult::kOverflow;
     }
     const int sh = 21 * l;
-    line[w] = (line[w] & ~(kSCellMask << sh)) | ((skey | (static_cast<uint64_t>(c0) << 19)) << sh);
-    SetSpillCount<D>(blk, f.b, Bump<D>(spill | choice, add));
+    St<TS>(&line[w], (line[w] & ~(kSCellMask << sh)) | ((skey | (static_cast<uint64_t>(c0) << 19)) << sh));
+    SetSpillCount<D, TS>(blk, f.b, Bump<D>(spill | choice, add));
     ++fingerprints;
     ++spilled;
     saturations += add - 1 - c0;
@@ -542,7 +620,7 @@ class FastDLeftFilter::Impl {
     return OpResult::kOk;
   }
 
-  template <int D>
+  template <int D, bool TS>
   OpResult Erase(const Fp& f) {
     uint64_t* blk = blocks + f.k * kWordsPerBlock;
     for (int i = 0; i < D; ++i) {
@@ -554,9 +632,9 @@ class FastDLeftFilter::Impl {
       if (c == 3) {
         ++sticky_erases;
       } else if (c > 0) {
-        w -= 1ULL << (16 * lane + 13);
+        St<TS>(&w, w - (1ULL << (16 * lane + 13)));
       } else {
-        w &= ~(0x7FFFULL << (16 * lane));
+        St<TS>(&w, w & ~(0x7FFFULL << (16 * lane)));
         --fingerprints;
       }
       --items;
@@ -578,26 +656,47 @@ class FastDLeftFilter::Impl {
       return OpResult::kOk;
     }
     if (c > 0) {
-      line[wi] -= 1ULL << (sh + 19);
+      St<TS>(&line[wi], line[wi] - (1ULL << (sh + 19)));
     } else {
-      line[wi] &= ~(kSCellMask << sh);
+      St<TS>(&line[wi], line[wi] & ~(kSCellMask << sh));
       --fingerprints;
       --spilled;
     }
     const uint32_t count = spill & MaxSpill<D>();
-    if (count != MaxSpill<D>()) SetSpillCount<D>(blk, f.b, count == 1 ? 0 : spill - 1);
+    if (count != MaxSpill<D>()) SetSpillCount<D, TS>(blk, f.b, count == 1 ? 0 : spill - 1);
     return OpResult::kOk;
   }
 
   static constexpr size_t kGroup = 16;
 
-  template <int D>
+  template <int D, bool TS>
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     for (size_t base = 0; base < n; base += kGroup) {
       const size_t len = std::min(kGroup, n - base);
       for (size_t i = 0; i < len; ++i) Prefetch(blocks + Mul64Hi(h[base + i], nblocks) * kWordsPerBlock);
-      for (size_t i = 0; i < len; ++i) out[base + i] = Contains<D>(h[base + i]);
+      for (size_t i = 0; i < len; ++i) {
+        const uint64_t x = h[base + i];
+        if constexpr (TS) {
+          out[base + i] = Validated(x, [&] { return Contains<D, true>(x); });
+        } else {
+          out[base + i] = Contains<D, false>(x);
+        }
+      }
     }
+  }
+
+  // Runs a writer: in the thread-safe mode under the lock, with block k's
+  // stripe odd while the table changes.
+  template <class Fn>
+  OpResult Write(uint64_t k, Fn&& fn) {
+    if (!opt.thread_safe) return fn(std::false_type());
+    std::lock_guard<std::mutex> g(mu);
+    std::atomic<uint32_t>& s = Stripe(k);
+    const uint32_t v = s.load(std::memory_order_relaxed);
+    s.store(v + 1, std::memory_order_relaxed);
+    const OpResult r = fn(std::true_type());
+    s.store(v + 2, std::memory_order_release);
+    return r;
   }
 
   template <int D>
@@ -741,35 +840,56 @@ uint64_t FastDLeftFilter::Hash(const rocksdb::Slice& key) const {
 
 OpResult FastDLeftFilter::InsertHash(uint64_t h) {
   Impl& m = *impl_;
-  return m.opt.subtables == 4 ? m.Insert<4>(m.Split<4>(h), 1) : m.Insert<2>(m.Split<2>(h), 1);
+  if (m.opt.subtables == 4) {
+    const Impl::Fp f = m.Split<4>(h);
+    return m.Write(f.k, [&](auto ts) { return m.Insert<4, decltype(ts)::value>(f, 1); });
+  }
+  const Impl::Fp f = m.Split<2>(h);
+  return m.Write(f.k, [&](auto ts) { return m.Insert<2, decltype(ts)::value>(f, 1); });
 }
 
 OpResult FastDLeftFilter::EraseHash(uint64_t h) {
   Impl& m = *impl_;
-  return m.opt.subtables == 4 ? m.Erase<4>(m.Split<4>(h)) : m.Erase<2>(m.Split<2>(h));
+  if (m.opt.subtables == 4) {
+    const Impl::Fp f = m.Split<4>(h);
+    return m.Write(f.k, [&](auto ts) { return m.Erase<4, decltype(ts)::value>(f); });
+  }
+  const Impl::Fp f = m.Split<2>(h);
+  return m.Write(f.k, [&](auto ts) { return m.Erase<2, decltype(ts)::value>(f); });
 }
 
 bool FastDLeftFilter::ContainsHash(uint64_t h) const {
   const Impl& m = *impl_;
-  return m.opt.subtables == 4 ? m.Contains<4>(h) : m.Contains<2>(h);
+  if (!m.opt.thread_safe) return m.opt.subtables == 4 ? m.Contains<4>(h) : m.Contains<2>(h);
+  if (m.opt.subtables == 4) return m.Validated(h, [&] { return m.Contains<4, true>(h); });
+  return m.Validated(h, [&] { return m.Contains<2, true>(h); });
 }
 
 uint32_t FastDLeftFilter::CountHash(uint64_t h) const {
   const Impl& m = *impl_;
-  return m.opt.subtables == 4 ? m.Count<4>(h) : m.Count<2>(h);
+  if (!m.opt.thread_safe) return m.opt.subtables == 4 ? m.Count<4>(h) : m.Count<2>(h);
+  if (m.opt.subtables == 4) return m.Validated(h, [&] { return m.Count<4, true>(h); });
+  return m.Validated(h, [&] { return m.Count<2, true>(h); });
 }
 
 uint32_t FastDLeftFilter::LinesForHash(uint64_t h) const {
   const Impl& m = *impl_;
-  return m.opt.subtables == 4 ? m.Lines<4>(h) : m.Lines<2>(h);
+  if (!m.opt.thread_safe) return m.opt.subtables == 4 ? m.Lines<4>(h) : m.Lines<2>(h);
+  return m.opt.subtables == 4 ? m.Lines<4, true>(h) : m.Lines<2, true>(h);
 }
 
 void FastDLeftFilter::ContainsHashBatch(const uint64_t* h, size_t n, bool* out) const {
   const Impl& m = *impl_;
-  if (m.opt.subtables == 4) {
-    m.ContainsBatch<4>(h, n, out);
+  if (m.opt.thread_safe) {
+    if (m.opt.subtables == 4) {
+      m.ContainsBatch<4, true>(h, n, out);
+    } else {
+      m.ContainsBatch<2, true>(h, n, out);
+    }
+  } else if (m.opt.subtables == 4) {
+    m.ContainsBatch<4, false>(h, n, out);
   } else {
-    m.ContainsBatch<2>(h, n, out);
+    m.ContainsBatch<2, false>(h, n, out);
   }
 }
 
@@ -803,13 +923,24 @@ void FastDLeftFilter::EraseHashBatch(const uint64_t* h, size_t n, OpResult* out)
 
 void FastDLeftFilter::Clear() {
   Impl& m = *impl_;
-  std::memset(m.mem.get(), 0, 64 * (m.nblocks + m.nspare));
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) {
+    g.lock();
+    // Every stripe odd while the words are zeroed (atomically, word by word).
+    for (uint64_t i = 0; i < Impl::kStripes; ++i) m.seq[i].fetch_add(1, std::memory_order_relaxed);
+    for (uint64_t i = 0; i < 8 * (m.nblocks + m.nspare); ++i) Impl::St<true>(&m.mem[i], 0);
+    for (uint64_t i = 0; i < Impl::kStripes; ++i) m.seq[i].fetch_add(1, std::memory_order_release);
+  } else {
+    std::memset(m.mem.get(), 0, 64 * (m.nblocks + m.nspare));
+  }
   m.items = m.fingerprints = m.spilled = 0;
   m.relocations = m.overflows = m.saturations = m.sticky_erases = 0;
 }
 
 FastDLeftStats FastDLeftFilter::Stats() const {
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
   FastDLeftStats s;
   s.items = m.items;
   s.fingerprints = m.fingerprints;
@@ -824,7 +955,11 @@ FastDLeftStats FastDLeftFilter::Stats() const {
   return s;
 }
 
-double FastDLeftFilter::SpillFlaggedFraction() const { return impl_->FlaggedFraction(); }
+double FastDLeftFilter::SpillFlaggedFraction() const {
+  std::unique_lock<std::mutex> g(impl_->mu, std::defer_lock);
+  if (impl_->opt.thread_safe) g.lock();
+  return impl_->FlaggedFraction();
+}
 
 FastDLeftFilter::TrueFingerprint FastDLeftFilter::FingerprintOfHash(uint64_t h) const {
   const Impl& m = *impl_;
@@ -834,6 +969,8 @@ FastDLeftFilter::TrueFingerprint FastDLeftFilter::FingerprintOfHash(uint64_t h) 
 
 void FastDLeftFilter::ForEachFingerprint(
     const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
+  std::unique_lock<std::mutex> g(impl_->mu, std::defer_lock);
+  if (impl_->opt.thread_safe) g.lock();
   if (impl_->opt.subtables == 4) {
     impl_->ForEach<4>(fn);
   } else {
@@ -849,12 +986,15 @@ OpResult FastDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t c
     return OpResult::kNotFound;
   }
   const Impl::Fp fp{f.block, f.bucket, f.remainder};
-  return m.opt.subtables == 4 ? m.Insert<4>(fp, count) : m.Insert<2>(fp, count);
+  if (m.opt.subtables == 4) {
+    return m.Write(fp.k, [&](auto ts) { return m.Insert<4, decltype(ts)::value>(fp, count); });
+  }
+  return m.Write(fp.k, [&](auto ts) { return m.Insert<2, decltype(ts)::value>(fp, count); });
 }
 
 const FastDLeftOptions& FastDLeftFilter::options() const { return impl_->opt; }
 uint64_t FastDLeftFilter::bytes() const { return 64 * (impl_->nblocks + impl_->nspare); }
-double FastDLeftFilter::PredictedFpr() const { return impl_->opt.PredictedFpr(impl_->fingerprints); }
+double FastDLeftFilter::PredictedFpr() const { return Stats().predicted_fpr; }
 
 // ---------------------------------------------------------------------------
 // Serialization, version 1. Little-endian, field by field:
@@ -879,7 +1019,9 @@ double FastDLeftFilter::PredictedFpr() const { return impl_->opt.PredictedFpr(im
 //   end    8 XXH3-64 (seed 0) of every preceding byte
 // ---------------------------------------------------------------------------
 void FastDLeftFilter::Serialize(std::string* out) const {
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
   using namespace internal;
   out->append(kMagic, 4);
   const size_t start = out->size() - 4;
@@ -903,7 +1045,7 @@ void FastDLeftFilter::Serialize(std::string* out) const {
 }
 
 rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
-                                             std::unique_ptr<FastDLeftFilter>* out) {
+                                             std::unique_ptr<FastDLeftFilter>* out, bool thread_safe) {
   using internal::Decoder;
   auto corrupt = [](const std::string& why) {
     return rocksdb::Status::Corruption("FastDLeftFilter", why);
@@ -944,6 +1086,7 @@ rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
   o.blocks = nblocks;
   o.seed = seed;
   o.max_bytes = ~uint64_t{0};
+  o.thread_safe = thread_safe;
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
   if (!impl) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
   impl->opt = o;

@@ -36,10 +36,18 @@
 //   - kOverflow leaves the filter bit-for-bit unchanged.
 //
 // Thread safety
-//   Like the std containers: const calls may run concurrently with each
-//   other; a non-const call needs exclusive access. There is no internal
-//   lock and no atomic (there is no thread-safe mode; use
-//   DLeftCountingBloomFilter with DLeftOptions::thread_safe for that).
+//   - Default (FastDLeftOptions::thread_safe = false): like the std
+//     containers. Const calls may run concurrently with each other; a
+//     non-const call needs exclusive access. No lock, no atomic operation.
+//   - thread_safe = true: every call may come from any thread. Writers
+//     (Insert*, Erase*, InsertFingerprint, Clear) take one internal mutex.
+//     Readers (Contains*, Count*, LinesForHash) take no lock: they load
+//     table words atomically and validate a negative answer against a
+//     per-stripe sequence number, retrying if a writer touched the key's
+//     block meanwhile, so a reader never sees a transient false negative
+//     (a relocation moving a fingerprint between two buckets included).
+//     Stats, SpillFlaggedFraction, ForEachFingerprint and Serialize take
+//     the writer lock (a consistent snapshot).
 //
 // Ownership
 //   The filter owns its table (64-byte aligned). Nothing returned refers
@@ -63,11 +71,12 @@ struct FastDLeftOptions {
   // D = 2 compares 8 cells per query (lower FPR); D = 4 compares 16 and
   // balances better.
   uint32_t subtables = 2;
-  // Number of 64-byte blocks (>= 1). The spare area adds ceil(blocks/16)
+  // Number of 64-byte blocks (>= 1). The spare area adds ceil(blocks/8)
   // lines. Use one of the sizing helpers below.
   uint64_t blocks = 1;
   uint64_t seed = 0x5EEDFA57D1CBF001ULL;  // key hash seed and permutation keys
   uint64_t max_bytes = uint64_t{1} << 36;  // refuse larger tables (64 GiB)
+  bool thread_safe = false;                 // see "Thread safety" above
 
   // Sizing helpers. Each keeps `subtables` (2 or 4) and seed; `blocks` is
   // chosen so that `expected_items` keys fit with a negligible overflow
@@ -120,8 +129,10 @@ class FastDLeftFilter {
   // Parses the format written by Serialize(). Corruption (with the reason)
   // for any truncated, mis-sized, wrong-magic, bad-checksum or internally
   // inconsistent input; never reads outside `data`, never aborts.
+  // `thread_safe` chooses the mode of the new filter (not part of the format).
   static rocksdb::Status Deserialize(const rocksdb::Slice& data,
-                                     std::unique_ptr<FastDLeftFilter>* out);
+                                     std::unique_ptr<FastDLeftFilter>* out,
+                                     bool thread_safe = false);
 
   ~FastDLeftFilter();
   FastDLeftFilter(const FastDLeftFilter&) = delete;
