@@ -61,7 +61,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, FastDLeftGeometryTest, ::testing::Values(2u
 // relocation, the spare and saturation are all exercised.
 TEST_P(FastDLeftGeometryTest, MultisetOracle) {
   const uint32_t d = GetParam();
-  for (uint64_t blocks : {1ull, 3ull, 64ull}) {
+  for (uint64_t blocks : {1ull, 3ull, 16ull, 64ull}) {
     auto f = Make(Geometry(d, blocks, 7 + blocks));
     std::multiset<uint64_t> oracle;        // fingerprints of stored keys
     std::set<uint64_t> saturated;          // fingerprints that reached 4

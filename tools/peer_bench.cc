@@ -444,9 +444,9 @@ int main(int argc, char** argv) {
 
   std::vector<std::function<std::unique_ptr<Peer>()>> makers = {
       [] { return std::unique_ptr<Peer>(new OldDLeft); },
-      [] { return std::unique_ptr<Peer>(new Fast(2, 0.85)); },
+      [] { return std::unique_ptr<Peer>(new Fast(2, 0.80)); },
       [] { return std::unique_ptr<Peer>(new Fast(2, 0.70)); },
-      [] { return std::unique_ptr<Peer>(new Fast(4, 0.85)); },
+      [] { return std::unique_ptr<Peer>(new Fast(4, 0.80)); },
       [] {
         return std::unique_ptr<Peer>(new Builtin(
             "rocksdb-bloom:10", std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10))));

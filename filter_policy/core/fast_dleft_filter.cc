@@ -161,6 +161,9 @@ inline uint64_t MatchLanes(uint64_t w, uint64_t q) {
   return ~((x + kQMask) & kBit13) & kBit13;
 }
 inline int LaneOf(uint64_t lane_bits) { return __builtin_ctzll(lane_bits) >> 4; }
+// Number of set lane flags (bit 13 of each 16-bit lane), without popcount
+// (a library call in portable x86-64 builds).
+inline int LaneCount(uint64_t lane_bits) { return static_cast<int>(((lane_bits >> 13) * kLane) >> 48); }
 inline uint64_t SpareMatchLanes(uint64_t w, uint64_t key) {
   const uint64_t x = (w & kSKeyMask) ^ (key * kSLane);
   return ~((x + kSKeyMask) & kSBit19) & kSBit19;
@@ -198,7 +201,7 @@ constexpr uint16_t kVersion = 1;
 // ---------------------------------------------------------------------------
 // Options
 // ---------------------------------------------------------------------------
-double FastDLeftOptions::MaxLoad(uint32_t /*subtables*/) { return 0.85; }
+double FastDLeftOptions::MaxLoad(uint32_t /*subtables*/) { return 0.80; }
 
 static uint64_t SpareLinesFor(uint64_t blocks) {
   return (blocks + kBlocksPerSpare - 1) / kBlocksPerSpare;
@@ -413,7 +416,10 @@ class FastDLeftFilter::Impl {
   }
   static int FreeCells(const uint64_t* line) {
     int n = 0;
-    for (int w = 0; w < kSpareWords; ++w) n += __builtin_popcountll(~SpareOccupiedLanes(line[w]) & kSBit19);
+    for (int w = 0; w < kSpareWords; ++w) {
+      const uint64_t f = (~SpareOccupiedLanes(line[w]) & kSBit19) >> 19;
+      n += static_cast<int>((f & 1) + ((f >> 21) & 1) + ((f >> 42) & 1));
+    }
     return n;
   }
   template <bool TS = false>
@@ -552,16 +558,16 @@ class FastDLeftFilter::Impl {
     }
     const uint32_t c0 = std::min<uint32_t>(3, add - 1);
     const uint64_t cell = f.q | (static_cast<uint64_t>(c0) << 13);
-    // 3. Least-loaded candidate with room, ties to the left.
-    int best = -1, best_load = kCellsPerWord;
-    for (int i = 0; i < D; ++i) {
-      const int load = __builtin_popcountll(OccupiedLanes(blk[cand[i]]));
-      if (load < best_load) {
-        best_load = load;
-        best = i;
-      }
+    // 3. Least-loaded candidate with room, ties to the left (branch-free
+    // selection: the loads depend on a cache miss).
+    int best = 0, best_load = LaneCount(OccupiedLanes(blk[cand[0]]));
+    for (int i = 1; i < D; ++i) {
+      const int load = LaneCount(OccupiedLanes(blk[cand[i]]));
+      const bool better = load < best_load;
+      best = better ? i : best;
+      best_load = better ? load : best_load;
     }
-    if (best >= 0) {
+    if (best_load < kCellsPerWord) {
       const int lane = LaneOf(~OccupiedLanes(blk[cand[best]]) & kBit13);
       PutCell<TS>(&blk[cand[best]], lane, cell);
       ++fingerprints;
@@ -607,17 +613,69 @@ class FastDLeftFilter::Impl {
     uint64_t* line = const_cast<uint64_t*>(SpareFor<D>(f, choice, &skey));
     int w, l;
     if (!SpareEmpty(line, &w, &l)) {
-      ++overflows;
-      return OpResult::kOverflow;
+      // The line this (block, b) uses is full: move all its spare cells to
+      // the other line of the pair if they fit there with the new one, and
+      // flip the choice bit. Otherwise kOverflow, nothing changed.
+      if (spill == 0 || !MoveGroup<D, TS>(f, spill, blk)) {
+        ++overflows;
+        return OpResult::kOverflow;
+      }
+      choice ^= kChoiceBit<D>;
+      line = const_cast<uint64_t*>(SpareFor<D>(f, choice, &skey));
+      if (!SpareEmpty(line, &w, &l)) return OpResult::kOverflow;  // unreachable: room was checked
     }
     const int sh = 21 * l;
     St<TS>(&line[w], (line[w] & ~(kSCellMask << sh)) | ((skey | (static_cast<uint64_t>(c0) << 19)) << sh));
-    SetSpillCount<D, TS>(blk, f.b, Bump<D>(spill | choice, add));
+    SetSpillCount<D, TS>(blk, f.b, Bump<D>((spill & MaxSpill<D>()) | choice, add));
     ++fingerprints;
     ++spilled;
     saturations += add - 1 - c0;
     items += add;
     return OpResult::kOk;
+  }
+
+  // Moves every spare cell of (f.k, f.b) from its current line to the other
+  // line of the pair (copies first, then flips the choice bit, then clears
+  // the old cells) if the other line has room for them plus one more.
+  template <int D, bool TS>
+  bool MoveGroup(const Fp& f, uint32_t spill, uint64_t* blk) {
+    const uint64_t own = OwnLine(f.k), buddy = BuddyLine(f.k);
+    if (own == buddy) return false;
+    const bool from_buddy = (spill & kChoiceBit<D>) != 0;
+    uint64_t* src = Line(from_buddy ? buddy : own);
+    uint64_t* dst = Line(from_buddy ? own : buddy);
+    const uint64_t tag_from = (f.k % kBlocksPerSpare + (from_buddy ? kBlocksPerSpare : 0));
+    const uint64_t tag_to = (f.k % kBlocksPerSpare + (from_buddy ? 0 : kBlocksPerSpare));
+    // Cells of the group: bits 13..18 = b | t << 2.
+    const uint64_t group = (static_cast<uint64_t>(f.b) | (tag_from << 2));
+    int cells = 0;
+    for (int w = 0; w < kSpareWords; ++w) {
+      for (int l = 0; l < kSpareCellsPerWord; ++l) {
+        const uint64_t c = (src[w] >> (21 * l)) & kSCellMask;
+        cells += (c & 0x1FFF) != 0 && ((c >> 13) & 0x3F) == group;
+      }
+    }
+    if (FreeCells(dst) < cells + 1) return false;
+    for (int w = 0; w < kSpareWords; ++w) {
+      for (int l = 0; l < kSpareCellsPerWord; ++l) {
+        const uint64_t c = (src[w] >> (21 * l)) & kSCellMask;
+        if ((c & 0x1FFF) == 0 || ((c >> 13) & 0x3F) != group) continue;
+        const uint64_t moved = (c & ~(0xFULL << 15)) | (tag_to << 15);
+        int dw = 0, dl = 0;
+        SpareEmpty(dst, &dw, &dl);  // room was counted above
+        St<TS>(&dst[dw], (dst[dw] & ~(kSCellMask << (21 * dl))) | (moved << (21 * dl)));
+      }
+    }
+    SetSpillCount<D, TS>(blk, f.b, spill ^ kChoiceBit<D>);
+    for (int w = 0; w < kSpareWords; ++w) {
+      for (int l = 0; l < kSpareCellsPerWord; ++l) {
+        const uint64_t c = (src[w] >> (21 * l)) & kSCellMask;
+        if ((c & 0x1FFF) == 0 || ((c >> 13) & 0x3F) != group) continue;
+        St<TS>(&src[w], src[w] & ~(kSCellMask << (21 * l)));
+      }
+    }
+    ++relocations;
+    return true;
   }
 
   template <int D, bool TS>
