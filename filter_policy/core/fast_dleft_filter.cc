@@ -447,14 +447,24 @@ class FastDLeftFilter::Impl {
   }
 
   // --- operations ----------------------------------------------------------
+  // One branch in the common case: the D candidates and the D spill words
+  // of the same line are read together; the spare is read only when no
+  // candidate matched and (block, b) has spilled.
   template <int D, bool TS = false>
   bool Contains(uint64_t h) const {
+    constexpr uint32_t kBb = 8 / D;
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
-    uint64_t any = 0;
-    for (int i = 0; i < D; ++i) any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
-    if (any != 0) return true;
-    if (!Flagged<D, TS>(blk, f.b)) return false;
+    uint64_t any = 0, meta = 0;
+    for (int i = 0; i < D; ++i) {
+      any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+      meta |= Ld<TS>(&blk[i * kBb + f.b]);
+    }
+    if (__builtin_expect(any == 0 && (meta & kMeta) != 0, 0)) return SpareContains<D, TS>(f, blk);
+    return any != 0;
+  }
+  template <int D, bool TS>
+  __attribute__((noinline)) bool SpareContains(const Fp& f, const uint64_t* blk) const {
     int w, l;
     uint64_t key;
     const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
@@ -521,8 +531,49 @@ class FastDLeftFilter::Impl {
 
   // Writers read with plain loads (they hold the lock in the thread-safe
   // mode) and store through St<TS>.
+  //
+  // Insert's common case (no stored copy, (block, b) not spilled, a
+  // candidate with room) is kept short so that consecutive inserts overlap
+  // their cache misses; everything else goes to InsertSlow, which handles
+  // every case (it repeats the cheap checks).
   template <int D, bool TS>
   OpResult Insert(const Fp& f, uint32_t add) {
+    uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    int cand[D];
+    uint64_t w[D];
+    uint64_t any = 0;
+    for (int i = 0; i < D; ++i) {
+      cand[i] = Cand<D>(i, f.b, f.q);
+      w[i] = blk[cand[i]];
+      any |= MatchLanes(w[i], f.q);
+    }
+    uint64_t meta = 0;
+    constexpr uint32_t kBb = 8 / D;
+    for (int i = 0; i < D; ++i) meta |= blk[i * kBb + f.b];
+    int best = 0, best_load = LaneCount(OccupiedLanes(w[0]));
+    for (int i = 1; i < D; ++i) {
+      const int load = LaneCount(OccupiedLanes(w[i]));
+      const bool better = load < best_load;
+      best = better ? i : best;
+      best_load = better ? load : best_load;
+    }
+    if (__builtin_expect(any != 0 || (meta & kMeta) != 0 || best_load >= kCellsPerWord || add != 1, 0)) {
+      return InsertSlow<D, TS>(f, add);
+    }
+    int sel = cand[0];
+    uint64_t sw = w[0];
+    for (int i = 1; i < D; ++i) {
+      sel = best == i ? cand[i] : sel;
+      sw = best == i ? w[i] : sw;
+    }
+    PutCell<TS>(&blk[sel], LaneOf(~OccupiedLanes(sw) & kBit13), f.q);
+    ++fingerprints;
+    ++items;
+    return OpResult::kOk;
+  }
+
+  template <int D, bool TS>
+  __attribute__((noinline)) OpResult InsertSlow(const Fp& f, uint32_t add) {
     uint64_t* blk = blocks + f.k * kWordsPerBlock;
     int cand[D];
     for (int i = 0; i < D; ++i) cand[i] = Cand<D>(i, f.b, f.q);
@@ -678,8 +729,35 @@ class FastDLeftFilter::Impl {
     return true;
   }
 
+  // Erase's common case (the copy is in the block, counter not saturated),
+  // without data-dependent branches; the rest goes to EraseSlow.
   template <int D, bool TS>
   OpResult Erase(const Fp& f) {
+    uint64_t* blk = blocks + f.k * kWordsPerBlock;
+    int sel = 0;
+    uint64_t sw = 0, sm = 0;
+    for (int i = D - 1; i >= 0; --i) {
+      const int c = Cand<D>(i, f.b, f.q);
+      const uint64_t w = blk[c];
+      const uint64_t m = MatchLanes(w, f.q);
+      sel = m != 0 ? c : sel;
+      sw = m != 0 ? w : sw;
+      sm = m != 0 ? m : sm;
+    }
+    if (__builtin_expect(sm == 0, 0)) return EraseSlow<D, TS>(f);
+    const int lane = LaneOf(sm);
+    const uint32_t c = static_cast<uint32_t>((sw >> (16 * lane + 13)) & 3);
+    if (__builtin_expect(c == 3, 0)) return EraseSlow<D, TS>(f);
+    const uint64_t dec = sw - (1ULL << (16 * lane + 13));
+    const uint64_t clr = sw & ~(0x7FFFULL << (16 * lane));
+    St<TS>(&blk[sel], c > 0 ? dec : clr);
+    fingerprints -= c == 0;
+    --items;
+    return OpResult::kOk;
+  }
+
+  template <int D, bool TS>
+  __attribute__((noinline)) OpResult EraseSlow(const Fp& f) {
     uint64_t* blk = blocks + f.k * kWordsPerBlock;
     for (int i = 0; i < D; ++i) {
       uint64_t& w = blk[Cand<D>(i, f.b, f.q)];
