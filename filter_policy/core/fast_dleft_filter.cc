@@ -447,24 +447,14 @@ class FastDLeftFilter::Impl {
   }
 
   // --- operations ----------------------------------------------------------
-  // One branch in the common case: the D candidates and the D spill words
-  // of the same line are read together; the spare is read only when no
-  // candidate matched and (block, b) has spilled.
   template <int D, bool TS = false>
   bool Contains(uint64_t h) const {
-    constexpr uint32_t kBb = 8 / D;
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
-    uint64_t any = 0, meta = 0;
-    for (int i = 0; i < D; ++i) {
-      any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
-      meta |= Ld<TS>(&blk[i * kBb + f.b]);
-    }
-    if (__builtin_expect(any == 0 && (meta & kMeta) != 0, 0)) return SpareContains<D, TS>(f, blk);
-    return any != 0;
-  }
-  template <int D, bool TS>
-  __attribute__((noinline)) bool SpareContains(const Fp& f, const uint64_t* blk) const {
+    uint64_t any = 0;
+    for (int i = 0; i < D; ++i) any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+    if (any != 0) return true;
+    if (__builtin_expect(!Flagged<D, TS>(blk, f.b), 1)) return false;
     int w, l;
     uint64_t key;
     const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
