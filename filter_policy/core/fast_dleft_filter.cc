@@ -64,36 +64,42 @@
 // Spill probability, lines per query, load. A block receives
 // X ~ Poisson(32 a) keys at load a (fraction of the 32 cells). With
 // relocation the block fills to (almost) 32 before spilling, so about
-//     E[(X - 32)+] / (32 a) of the keys spill:  a = 0.75: 0.55%,
-//     0.80: 1.1%, 0.85: 2.0%;  P(X > 32) = 4.7%, 9.0%, 15.5%.
-// Bucket imbalance adds a little. Measured (1M keys, tools/peer_bench and
-// the kernel's counters): D = 2, a = 0.85: 2.4% of keys spilled, 10.2% of
-// (block, b) flagged; a = 0.70: 0.36%, 1.5%. D = 4, a = 0.85: 2.0%, 12.2%.
+//     E[(X - 32)+] / (32 a) of the keys spill:  a = 0.70: 0.2%, 0.75: 0.55%,
+//     0.80: 1.1%, 0.85: 2.0%;  P(X > 32) = 2.0%, 4.7%, 9.0%, 15.5%.
+// Bucket imbalance adds a little. Measured (kernel counters, 1M and 10M
+// keys): D = 2, a = 0.80: 1.4% of keys spilled, 6.0% of (block, b)
+// flagged; a = 0.70: 0.36%, 1.5%; a = 0.85: 2.4%, 10.2%. D = 4, a = 0.80:
+// 1.1%, 6.8%.
 // A negative query reads the spare line only when its own (block, b) is
 // flagged, so lines per negative query = 1 + flagged fraction
-// (SpillFlaggedFraction(); LinesForHash counts it per query):
-// 1.10 at a = 0.85 (D = 2), 1.02 at a = 0.70. Positive queries of keys in
-// the block never read the spare.
+// (SpillFlaggedFraction(); LinesForHash counts it per query; peer_bench
+// prints the average): 1.06 at a = 0.80 (D = 2), 1.015 at a = 0.70.
+// Positive queries of keys held in the block never read the spare.
 // Spare capacity: the spills of one block are clustered (one Poisson tail
 // per block), so one line per 16 blocks without a second choice overflowed
-// at a = 0.85; with K = 8 and the own/buddy choice no insert overflowed at
-// 1M keys up to a = 0.85 (at a = 0.90 the first overflow came at 96% of
-// the keys). MaxLoad is therefore 0.85 for both geometries.
+// already at 1M keys, a = 0.85. With K = 8, the own/buddy choice and
+// moving a full group to the buddy line, no insert overflowed at 10M keys
+// up to a = 0.82; at a = 0.85, 17 of 10M inserts overflowed. MaxLoad is
+// therefore 0.80 for both geometries (overflow still returns kOverflow
+// with the table unchanged; it is not an error of the structure).
 //
 // False-positive rate (Claim 3 with B = N * Bb). A query of y is positive
 // iff some stored fingerprint equals f(y) (block and spare entries are exact
 // fingerprints), so with F stored fingerprints
 //     FPR = 1 - (1 - 1 / (N * Bb * 8191))^F  ~  F / (N * Bb * 8191).
-//   D = 2 at load a: 32 a / (4 * 8191) = a * 0.0977%  (0.083% at a = 0.85)
-//   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.166% at a = 0.85)
+//   D = 2 at load a: 32 a / (4 * 8191) = a * 0.0977%  (0.078% at a = 0.80)
+//   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.156% at a = 0.80)
+// Measured at 10M keys (2M absent keys): D = 2, a = 0.80: 0.0768% against
+// 0.0781% predicted; D = 4: 0.1551% against 0.1560%; a = 0.70: 0.0664%
+// against 0.0683%.
 //
 // Bits per key, counters included: 512 bits * (N + ceil(N / 8)) / n
-//     = 18 / a  (+ rounding): 21.2 at a = 0.85, 25.7 at a = 0.70.
+//     = 18 / a  (+ rounding): 22.5 at a = 0.80, 25.7 at a = 0.70.
 // Each key costs a 13-bit remainder, 2 counter bits and 1 metadata bit in
 // a 16-bit cell, plus the slack (1 - a) and the 1/8 spare. That is much
 // more than a cuckoo filter at its fill limit (12-bit tags, 95%: 12.6
-// bits/key, no counters): about 1.7x. The trade-off chosen: one line per
-// query (1.1 on average), counters and exact erase, word-aligned SWAR
+// bits/key, no counters): about 1.8x. The trade-off chosen: one line per
+// query (1.06 on average), counters and exact erase, word-aligned SWAR
 // cells, over bits per key. Denser variants (not built): cells packed
 // across words (12-14 bits), quotienting metadata as in the vector
 // quotient filter, a smaller spare with spill-aware sizing.

@@ -68,8 +68,8 @@ namespace dlcbf {
 
 struct FastDLeftOptions {
   // D, subtables per block: 2 (4 buckets each) or 4 (2 buckets each).
-  // D = 2 compares 8 cells per query (lower FPR); D = 4 compares 16 and
-  // balances better.
+  // D = 2 compares 8 cells per query (half the FPR of D = 4, which compares
+  // 16 and spills slightly less).
   uint32_t subtables = 2;
   // Number of 64-byte blocks (>= 1). The spare area adds ceil(blocks/8)
   // lines. Use one of the sizing helpers below.
