@@ -161,6 +161,27 @@ TEST_P(FastDLeftGeometryTest, FprMatchesFormula) {
   EXPECT_LE(avg, 2.0);
 }
 
+// The inline probe (D = 2, default mode) and the library's own lookups
+// (batched, Count) must agree on every query, false positives included.
+TEST_P(FastDLeftGeometryTest, InlineProbeMatchesLibraryLookups) {
+  const uint32_t d = GetParam();
+  auto f = Make(FastDLeftOptions::ForLoad(50000, 0.9, d));  // heavy spilling
+  std::mt19937_64 rng(41 + d);
+  for (int i = 0; i < 50000; ++i) f->InsertHash(rng());
+  ASSERT_GT(f->Stats().spilled, 0u);
+  std::vector<uint64_t> q(400000);
+  for (auto& h : q) h = rng();
+  std::unique_ptr<bool[]> out(new bool[q.size()]);
+  f->ContainsHashBatch(q.data(), q.size(), out.get());
+  uint64_t positives = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    ASSERT_EQ(f->ContainsHash(q[i]), out[i]) << i;
+    ASSERT_EQ(f->ContainsHash(q[i]), f->CountHash(q[i]) != 0) << i;
+    positives += out[i];
+  }
+  EXPECT_GT(positives, 0u) << "some false positives expected at this size";
+}
+
 TEST_P(FastDLeftGeometryTest, SaturationIsSticky) {
   auto f = Make(Geometry(GetParam(), 16));
   const uint64_t h = 0x1234567890ABCDEFULL;

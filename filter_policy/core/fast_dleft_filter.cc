@@ -949,7 +949,14 @@ class FastDLeftFilter::Impl {
 // ---------------------------------------------------------------------------
 // Public wrappers: dispatch on D (2 or 4) once per call.
 // ---------------------------------------------------------------------------
-FastDLeftFilter::FastDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FastDLeftFilter::FastDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  // The inline probe (internal/fast_dleft_probe.h) mirrors Contains<2> of
+  // the default mode; the table pointer never changes after creation.
+  view_.blocks = impl_->blocks;
+  view_.nblocks = impl_->nblocks;
+  view_.key1 = impl_->pkeys[1];
+  inline_probe_ = impl_->opt.subtables == 2 && !impl_->opt.thread_safe;
+}
 FastDLeftFilter::~FastDLeftFilter() = default;
 
 rocksdb::Status FastDLeftFilter::Create(const FastDLeftOptions& options,
@@ -990,7 +997,7 @@ OpResult FastDLeftFilter::EraseHash(uint64_t h) {
   return m.Write(f.k, [&](auto ts) { return m.Erase<2, decltype(ts)::value>(f); });
 }
 
-bool FastDLeftFilter::ContainsHash(uint64_t h) const {
+bool FastDLeftFilter::ContainsHashOutOfLine(uint64_t h) const {
   const Impl& m = *impl_;
   if (!m.opt.thread_safe) return m.opt.subtables == 4 ? m.Contains<4>(h) : m.Contains<2>(h);
   if (m.opt.subtables == 4) return m.Validated(h, [&] { return m.Contains<4, true>(h); });

@@ -61,6 +61,7 @@
 #include <string>
 
 #include "dlcbf/dleft_counting_bloom_filter.h"  // OpResult
+#include "dlcbf/internal/fast_dleft_probe.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
@@ -151,9 +152,17 @@ class FastDLeftFilter {
   OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
 
-  // May the key be present? Never false for a stored key.
+  // May the key be present? Never false for a stored key. (D = 2 without
+  // thread safety probes inline; other modes and spilled buckets call into
+  // the library.)
   bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
-  bool ContainsHash(uint64_t hash) const;
+  bool ContainsHash(uint64_t hash) const {
+    if (inline_probe_) {
+      const internal::FastProbe r = internal::FastDLeftProbeD2(view_, hash);
+      if (r != internal::FastProbe::kAskSpare) return r == internal::FastProbe::kPresent;
+    }
+    return ContainsHashOutOfLine(hash);
+  }
 
   // Multiplicity of the key's fingerprint: 0 if absent, 1..4 (4 = saturated
   // or more).
@@ -210,7 +219,10 @@ class FastDLeftFilter {
 
  private:
   explicit FastDLeftFilter(std::unique_ptr<Impl> impl);
+  bool ContainsHashOutOfLine(uint64_t hash) const;
   std::unique_ptr<Impl> impl_;
+  internal::FastDLeftView view_;  // the table, for the inline probe
+  bool inline_probe_ = false;     // D == 2 and not thread-safe
 };
 
 }  // namespace dlcbf
