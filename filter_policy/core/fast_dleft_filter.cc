@@ -801,18 +801,19 @@ class FastDLeftFilter::Impl {
 
   static constexpr size_t kGroup = 16;
 
+  // Rolling prefetch: the block of key i + kGroup is requested while key i
+  // is probed, so about kGroup misses are in flight at any time.
   template <int D, bool TS>
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
-    for (size_t base = 0; base < n; base += kGroup) {
-      const size_t len = std::min(kGroup, n - base);
-      for (size_t i = 0; i < len; ++i) Prefetch(blocks + Mul64Hi(h[base + i], nblocks) * kWordsPerBlock);
-      for (size_t i = 0; i < len; ++i) {
-        const uint64_t x = h[base + i];
-        if constexpr (TS) {
-          out[base + i] = Validated(x, [&] { return Contains<D, true>(x); });
-        } else {
-          out[base + i] = Contains<D, false>(x);
-        }
+    const size_t ahead = std::min(kGroup, n);
+    for (size_t i = 0; i < ahead; ++i) Prefetch(blocks + Mul64Hi(h[i], nblocks) * kWordsPerBlock);
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kGroup < n) Prefetch(blocks + Mul64Hi(h[i + kGroup], nblocks) * kWordsPerBlock);
+      const uint64_t x = h[i];
+      if constexpr (TS) {
+        out[i] = Validated(x, [&] { return Contains<D, true>(x); });
+      } else {
+        out[i] = Contains<D, false>(x);
       }
     }
   }
