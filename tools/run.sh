@@ -38,8 +38,10 @@ JOBS="${JOBS:-$(nproc)}"
 log() { printf '\n== %s\n' "$*"; }
 
 # Debian packages the project needs. Each entry: "<package>".
+# gnuplot-nox: tools/bench/peer_bench --plot_dir draws its frontier plots with it.
 PACKAGES=(librocksdb-dev rocksdb-tools libgtest-dev libgmock-dev libgflags-dev
-          libsnappy-dev libxxhash-dev libbenchmark-dev cmake g++ make pkg-config)
+          libsnappy-dev libxxhash-dev libbenchmark-dev cmake g++ make pkg-config
+          gnuplot-nox)
 
 install_packages() {
   local missing=()

@@ -1,8 +1,9 @@
-// Fuzz target 2: deserialization of the dlCBF, the counting Bloom filter
-// and the autoscaling Bloom filter (the ElasticFilter has no serialized
-// form).
+// Fuzz target 2: deserialization of the dlCBF, the counting Bloom filter,
+// the autoscaling Bloom filter and the fast dlCBF kernel (the ElasticFilter
+// has no serialized form).
 //
-// The first byte picks the structure and the thread-safety mode; the rest
+// The first byte picks the structure and the thread-safety mode (0xF0 and
+// above: FastDLeftFilter, bit 0 = thread-safe); the rest
 // is the serialized bytes, tried as given and with a fixed checksum (see
 // fuzz_util.h). Deserialize must return OK or an error and never crash or
 // read out of bounds. When it accepts the input, the filter is exercised
@@ -18,6 +19,7 @@
 #include "dlcbf/core/autoscaling_bloom_filter.h"
 #include "dlcbf/core/counting_bloom_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/fast_dleft_filter.h"
 #include "fuzz_util.h"
 
 namespace {
@@ -101,6 +103,20 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
   if (!dlcbf::AutoscalingBloomFilter::Deserialize(out, &g, ro).ok()) Fail("ABF re-load failed");
 }
 
+void Fast(const std::string& s, bool ts, const uint8_t* d, size_t n) {
+  std::unique_ptr<dlcbf::FastDLeftFilter> f;
+  if (!dlcbf::FastDLeftFilter::Deserialize(s, &f, ts).ok()) return;
+  if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
+  Exercise(f.get(), s, d, n);
+  (void)f->Count(rocksdb::Slice("x"));
+  (void)f->SpillFlaggedFraction();
+  f->ForEachFingerprint([](const dlcbf::FastDLeftFilter::TrueFingerprint&, uint32_t) {});
+  std::string out;
+  f->Serialize(&out);
+  std::unique_ptr<dlcbf::FastDLeftFilter> g;
+  if (!dlcbf::FastDLeftFilter::Deserialize(out, &g).ok()) Fail("fast dlCBF re-load failed");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -112,6 +128,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string s = fix ? dlcbf::fuzz::WithValidChecksum(body, n)
                               : std::string(reinterpret_cast<const char*>(body), n);
     const bool ts = (sel & 4) != 0;
+    if (sel >= 0xF0) {
+      Fast(s, (sel & 1) != 0, body, n);
+      continue;
+    }
     switch (sel % 4) {
       case 0: DLeft(s, ts, body, n); break;
       case 1: Counting(s, ts, body, n); break;

@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "builtin_filter_adapter.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/rocksdb/abi/filter_abi.h"
 #include "dlcbf/rocksdb/filter_policy.h"
@@ -79,19 +80,10 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-struct Filter {
-  std::unique_ptr<const char[]> buf;
-  Slice data;
-};
+using Filter = dlcbf::bench::BuiltFilter;
 
 Filter Build(const FilterPolicy& p, const KeySet& keys, size_t n) {
-  rocksdb::BlockBasedTableOptions t;
-  rocksdb::FilterBuildingContext ctx(t);
-  std::unique_ptr<FilterBitsBuilder> b(p.GetBuilderWithContext(ctx));
-  for (size_t i = 0; i < n; ++i) b->AddKey(keys[i]);
-  Filter f;
-  f.data = b->Finish(&f.buf);
-  return f;
+  return dlcbf::bench::BuildBuiltinFilter(p, n, [&](size_t i) { return keys[i]; });
 }
 
 volatile uint64_t g_sink = 0;

@@ -1,0 +1,228 @@
+// Cache-line-local d-left counting Bloom filter ("fast dlCBF kernel").
+//
+// What it is
+//   The d-left counting Bloom filter of Bonomi, Mitzenmacher, Panigrahy,
+//   Singh and Varghese (ESA 2006) with a layout in which every candidate
+//   bucket of a key lies in ONE 64-byte block. A key is hashed once; its
+//   true fingerprint is f = (block, b, q) with q a 13-bit remainder in
+//   [1, 8191]. Inside the block, D invertible permutations
+//   P_i(b, q) = ((b + F_i(q)) mod Bb, q) (F_0 = 0) give one candidate
+//   bucket per subtable; a bucket is one 64-bit word of four 16-bit cells
+//   (13-bit remainder, 2-bit counter, 1 metadata bit). The remainder is
+//   stored once, in the least-loaded candidate (ties to the left), with a
+//   counter for its multiplicity. When every candidate is full, one stored
+//   fingerprint may move to another of its candidates (found through
+//   P_i^-1); failing that the fingerprint spills, exactly, to a shared
+//   spare line, and a spill counter kept in the block's metadata bits tells
+//   queries of that (block, b) to look there. The design note with the
+//   formulas is at the top of filter_policy/core/fast_dleft_filter.cc.
+//
+// Why it exists
+//   The general DLeftCountingBloomFilter (dleft_counting_bloom_filter.h)
+//   supports any geometry and the paper's exact layout, but a probe touches
+//   d cache lines and decodes bit-packed cells. This kernel has two fixed
+//   geometries (D = 2 or 4 subtables; 8 buckets of 4 cells per block),
+//   word-aligned cells matched with SWAR, no atomics, and a negative query
+//   that reads one line, or two when its (block, b) has spilled.
+//
+// Guarantees (same as the general dlCBF)
+//   - No false negatives for any key inserted more often than erased,
+//     unless its Insert returned kOverflow (then nothing changed).
+//   - False positive iff the query's true fingerprint equals a stored one:
+//     about F / (blocks * Bb * 8191) for F stored fingerprints.
+//   - At most one copy of each true fingerprint: erase is exact.
+//   - Counters count multiplicity 1..4 and stick at 4 (never decremented
+//     again; that fingerprint becomes a permanent false positive).
+//   - kOverflow leaves the filter bit-for-bit unchanged.
+//
+// Thread safety
+//   - Default (FastDLeftOptions::thread_safe = false): like the std
+//     containers. Const calls may run concurrently with each other; a
+//     non-const call needs exclusive access. No lock, no atomic operation.
+//   - thread_safe = true: every call may come from any thread. Writers
+//     (Insert*, Erase*, InsertFingerprint, Clear) take one internal mutex.
+//     Readers (Contains*, Count*, LinesForHash) take no lock: they load
+//     table words atomically and validate a negative answer against a
+//     per-stripe sequence number, retrying if a writer touched the key's
+//     block meanwhile, so a reader never sees a transient false negative
+//     (a relocation moving a fingerprint between two buckets included).
+//     Stats, SpillFlaggedFraction, ForEachFingerprint and Serialize take
+//     the writer lock (a consistent snapshot).
+//
+// Ownership
+//   The filter owns its table (64-byte aligned). Nothing returned refers
+//   into it except through the callbacks of ForEachFingerprint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dlcbf/core/op_result.h"
+#include "dlcbf/core/fast_dleft_probe.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/status.h"
+
+namespace dlcbf {
+
+struct FastDLeftOptions {
+  // D, subtables per block: 2 (4 buckets each) or 4 (2 buckets each).
+  // D = 2 compares 8 cells per query (half the FPR of D = 4, which compares
+  // 16 and spills slightly less).
+  uint32_t subtables = 2;
+  // Number of 64-byte blocks (>= 1). The spare area adds ceil(blocks/8)
+  // lines. Use one of the sizing helpers below.
+  uint64_t blocks = 1;
+  uint64_t seed = 0x5EEDFA57D1CBF001ULL;  // key hash seed and permutation keys
+  uint64_t max_bytes = uint64_t{1} << 36;  // refuse larger tables (64 GiB)
+  bool thread_safe = false;                 // see "Thread safety" above
+
+  // Sizing helpers. Each keeps `subtables` (2 or 4) and seed; `blocks` is
+  // chosen so that `expected_items` keys fit with a negligible overflow
+  // probability (load <= MaxLoad(subtables)).
+  //   ForLoad:       load = fraction of the 32 cells per block in use.
+  //   ForBitsPerKey: the total table (blocks + spare) is about
+  //                  bits_per_key * expected_items bits, but never more
+  //                  loaded than MaxLoad.
+  //   ForFpr:        the smallest table whose predicted FPR at
+  //                  expected_items keys is <= fpr (never more loaded than
+  //                  MaxLoad).
+  static FastDLeftOptions ForLoad(uint64_t expected_items, double load, uint32_t subtables = 2);
+  static FastDLeftOptions ForBitsPerKey(uint64_t expected_items, double bits_per_key,
+                                        uint32_t subtables = 2);
+  static FastDLeftOptions ForFpr(uint64_t expected_items, double fpr, uint32_t subtables = 2);
+  // The highest load the sizing helpers use for `subtables` (see the
+  // design note for the spill probabilities behind it).
+  static double MaxLoad(uint32_t subtables);
+
+  // Predicted FPR with `items` distinct fingerprints stored:
+  // 1 - (1 - 1/(blocks * Bb * 8191))^items, Bb = 8 / subtables.
+  double PredictedFpr(uint64_t items) const;
+  // Total table bytes (blocks and spare lines).
+  uint64_t Bytes() const;
+
+  // OK, or InvalidArgument naming the field.
+  rocksdb::Status Validate() const;
+};
+
+struct FastDLeftStats {
+  uint64_t items = 0;           // inserts minus erases that returned kOk
+  uint64_t fingerprints = 0;    // occupied cells (block + spare)
+  uint64_t spilled = 0;         // occupied spare cells
+  uint64_t bytes = 0;           // table bytes (blocks + spare)
+  double bits_per_item = 0;     // 8 * bytes / items (0 when empty)
+  uint64_t relocations = 0;     // fingerprints moved to make room
+  uint64_t overflows = 0;       // inserts that returned kOverflow
+  uint64_t saturations = 0;     // increments dropped at a saturated counter
+  uint64_t sticky_erases = 0;   // erases that left a saturated counter alone
+  double predicted_fpr = 0;     // PredictedFpr(fingerprints)
+};
+
+class FastDLeftFilter {
+ public:
+  // Validates `options` and allocates a zeroed table. InvalidArgument for a
+  // bad field; MemoryLimit above options.max_bytes or physical memory.
+  static rocksdb::Status Create(const FastDLeftOptions& options,
+                                std::unique_ptr<FastDLeftFilter>* out);
+
+  // Parses the format written by Serialize(). Corruption (with the reason)
+  // for any truncated, mis-sized, wrong-magic, bad-checksum or internally
+  // inconsistent input; never reads outside `data`, never aborts.
+  // `thread_safe` chooses the mode of the new filter (not part of the format).
+  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+                                     std::unique_ptr<FastDLeftFilter>* out,
+                                     bool thread_safe = false);
+
+  ~FastDLeftFilter();
+  FastDLeftFilter(const FastDLeftFilter&) = delete;
+  FastDLeftFilter& operator=(const FastDLeftFilter&) = delete;
+
+  // H(key) = XXH3-64(key, seed): the one hash per operation. The *Hash
+  // calls take it, so callers holding hashes do not hash twice.
+  uint64_t Hash(const rocksdb::Slice& key) const;
+
+  // Adds one occurrence: kOk, or kOverflow (filter unchanged).
+  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult InsertHash(uint64_t hash);
+
+  // Removes one occurrence of the key's fingerprint: kOk, or kNotFound
+  // (unchanged). Only erase keys you inserted (as with any counting filter).
+  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult EraseHash(uint64_t hash);
+
+  // May the key be present? Never false for a stored key. (D = 2 without
+  // thread safety probes inline; other modes and spilled buckets call into
+  // the library.)
+  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool ContainsHash(uint64_t hash) const {
+    if (inline_probe_) {
+      const internal::FastProbe r = internal::FastDLeftProbeD2(view_, hash);
+      if (r != internal::FastProbe::kAskSpare) return r == internal::FastProbe::kPresent;
+    }
+    return ContainsHashOutOfLine(hash);
+  }
+
+  // Multiplicity of the key's fingerprint: 0 if absent, 1..4 (4 = saturated
+  // or more).
+  uint32_t Count(const rocksdb::Slice& key) const { return CountHash(Hash(key)); }
+  uint32_t CountHash(uint64_t hash) const;
+
+  // Batched calls: the same results as the single calls in order
+  // (out[i] for key i), with the blocks of a group of keys prefetched
+  // before any is probed. `out` must have room for n results.
+  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
+  void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+  void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+
+  // Cache lines a query of `hash` reads: 1, or 2 when its (block, b) has
+  // spilled fingerprints and the block holds no match.
+  uint32_t LinesForHash(uint64_t hash) const;
+
+  // Empties the filter and resets the statistics.
+  void Clear();
+
+  // O(1) counters.
+  FastDLeftStats Stats() const;
+  // Fraction of (block, b) pairs whose spill counter is non-zero: a
+  // negative query reads 1 + this many lines on average. O(table).
+  double SpillFlaggedFraction() const;
+
+  // The true fingerprint of a key: block in [blocks], bucket b in [Bb],
+  // remainder q in [1, 8191].
+  struct TrueFingerprint {
+    uint64_t block;
+    uint32_t bucket;
+    uint32_t remainder;
+  };
+  TrueFingerprint FingerprintOfHash(uint64_t hash) const;
+  // Calls fn(f, count) for every stored fingerprint (block cells recovered
+  // through P_i^-1, spare cells decoded), count in 1..4. Keyless migration.
+  void ForEachFingerprint(
+      const std::function<void(const TrueFingerprint&, uint32_t count)>& fn) const;
+  // Adds `count` occurrences of a true fingerprint (as from
+  // ForEachFingerprint of a filter with the same blocks, subtables and
+  // seed). kOk or kOverflow (unchanged). InvalidArgument-like misuse (out of
+  // range fields) returns kNotFound and changes nothing.
+  OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t count = 1);
+
+  // Appends the versioned little-endian format (diagram in the .cc).
+  void Serialize(std::string* out) const;
+
+  const FastDLeftOptions& options() const;
+  uint64_t bytes() const;
+  double PredictedFpr() const;
+
+  class Impl;
+
+ private:
+  explicit FastDLeftFilter(std::unique_ptr<Impl> impl);
+  bool ContainsHashOutOfLine(uint64_t hash) const;
+  std::unique_ptr<Impl> impl_;
+  internal::FastDLeftView view_;  // the table, for the inline probe
+  bool inline_probe_ = false;     // D == 2 and not thread-safe
+};
+
+}  // namespace dlcbf

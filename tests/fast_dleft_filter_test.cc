@@ -1,0 +1,513 @@
+// Tests for FastDLeftFilter, the cache-line-local dlCBF kernel: a
+// multiset oracle over both fast-path geometries (D = 2, D = 4), FPR against
+// the formula, saturation, overflow, exact erase, the spill path, batched
+// calls, keyless migration, sizing, and the serialized form (round trip,
+// golden bytes, every truncation and bit flip).
+#include "dlcbf/core/fast_dleft_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
+#include "test_scale.h"
+
+namespace dlcbf {
+namespace {
+
+std::unique_ptr<FastDLeftFilter> Make(const FastDLeftOptions& o) {
+  std::unique_ptr<FastDLeftFilter> f;
+  rocksdb::Status s = FastDLeftFilter::Create(o, &f);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return f;
+}
+
+FastDLeftOptions Geometry(uint32_t d, uint64_t blocks, uint64_t seed = 42) {
+  FastDLeftOptions o;
+  o.subtables = d;
+  o.blocks = blocks;
+  o.seed = seed;
+  return o;
+}
+
+std::string Bytes(const FastDLeftFilter& f) {
+  std::string s;
+  f.Serialize(&s);
+  return s;
+}
+
+uint64_t Packed(const FastDLeftFilter::TrueFingerprint& f) {
+  return (f.block << 16) | (static_cast<uint64_t>(f.bucket) << 13) | f.remainder;
+}
+
+class FastDLeftGeometryTest : public ::testing::TestWithParam<uint32_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Geometries, FastDLeftGeometryTest, ::testing::Values(2u, 4u),
+                         [](const ::testing::TestParamInfo<uint32_t>& i) {
+                           return "D" + std::to_string(i.param);
+                         });
+
+// Random insert/erase/query sequences against a std::multiset of true
+// fingerprints. The table is small and loaded past its block capacity so
+// relocation, the spare and saturation are all exercised.
+TEST_P(FastDLeftGeometryTest, MultisetOracle) {
+  const uint32_t d = GetParam();
+  for (uint64_t blocks : {1ull, 3ull, 16ull, 64ull}) {
+    auto f = Make(Geometry(d, blocks, 7 + blocks));
+    std::multiset<uint64_t> oracle;        // fingerprints of stored keys
+    std::set<uint64_t> saturated;          // fingerprints that reached 4
+    std::multiset<uint64_t> keys;          // key hashes stored
+    std::mt19937_64 rng(blocks * 31 + d);
+    // A pool of hashes with deliberate repeats (multiplicities up to ~6).
+    std::vector<uint64_t> pool(blocks * 40);
+    for (auto& h : pool) h = rng();
+    const int ops = static_cast<int>(testing_util::Scaled(20000, 2000));
+    for (int op = 0; op < ops; ++op) {
+      const uint64_t h = pool[rng() % pool.size()];
+      const uint64_t fp = Packed(f->FingerprintOfHash(h));
+      const int what = static_cast<int>(rng() % 10);
+      if (what < 5) {
+        const std::string before = what == 0 ? Bytes(*f) : std::string();
+        const OpResult r = f->InsertHash(h);
+        if (r == OpResult::kOk) {
+          oracle.insert(fp);
+          keys.insert(h);
+          if (oracle.count(fp) >= 4) saturated.insert(fp);
+        } else {
+          ASSERT_EQ(r, OpResult::kOverflow);
+          if (what == 0) {
+            ASSERT_EQ(before, Bytes(*f)) << "overflow changed the table";
+          }
+        }
+      } else if (what < 8) {
+        // Erase only keys we inserted, or fingerprints that are absent
+        // (erasing a colliding key that was never inserted is misuse).
+        if (keys.count(h) != 0) {
+          ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+          keys.erase(keys.find(h));
+          oracle.erase(oracle.find(fp));
+        } else if (oracle.count(fp) == 0 && saturated.count(fp) == 0) {
+          const std::string before = Bytes(*f);
+          ASSERT_EQ(f->EraseHash(h), OpResult::kNotFound);
+          ASSERT_EQ(before, Bytes(*f));
+        }
+      }
+      // Every stored key is present; Count equals the oracle (or 4 once
+      // saturated).
+      const uint32_t expect =
+          saturated.count(fp) ? 4u : static_cast<uint32_t>(std::min<size_t>(4, oracle.count(fp)));
+      ASSERT_EQ(f->CountHash(h), expect) << "op " << op;
+      ASSERT_EQ(f->ContainsHash(h), expect != 0);
+    }
+    for (uint64_t h : keys) ASSERT_TRUE(f->ContainsHash(h));
+    // The stored fingerprints are exactly the oracle's (one copy each).
+    std::map<uint64_t, uint32_t> stored;
+    f->ForEachFingerprint([&](const FastDLeftFilter::TrueFingerprint& t, uint32_t c) {
+      EXPECT_EQ(stored.count(Packed(t)), 0u) << "two copies of one fingerprint";
+      stored[Packed(t)] = c;
+    });
+    std::set<uint64_t> live(oracle.begin(), oracle.end());
+    for (uint64_t s : saturated) live.insert(s);
+    EXPECT_EQ(stored.size(), live.size());
+    for (uint64_t fp : live) {
+      ASSERT_EQ(stored.count(fp), 1u);
+      const uint32_t expect =
+          saturated.count(fp) ? 4u : static_cast<uint32_t>(std::min<size_t>(4, oracle.count(fp)));
+      EXPECT_EQ(stored[fp], expect);
+    }
+    EXPECT_EQ(f->Stats().fingerprints, stored.size());
+    if (blocks == 1) {
+      EXPECT_GT(f->Stats().spilled + f->Stats().overflows, 0u) << "spare never used";
+    }
+    // Round trip keeps everything.
+    std::unique_ptr<FastDLeftFilter> g;
+    ASSERT_TRUE(FastDLeftFilter::Deserialize(Bytes(*f), &g).ok());
+    EXPECT_EQ(Bytes(*g), Bytes(*f));
+  }
+}
+
+TEST_P(FastDLeftGeometryTest, FprMatchesFormula) {
+  const uint32_t d = GetParam();
+  const uint64_t n = testing_util::Scaled(200000, 20000);
+  auto f = Make(FastDLeftOptions::ForLoad(n, FastDLeftOptions::MaxLoad(d), d));
+  std::mt19937_64 rng(99 + d);
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
+  const double p = f->PredictedFpr();
+  // The formula at the planned load (design note): D=2 a*0.0977%, D=4 a*0.195%.
+  EXPECT_NEAR(p, (d == 2 ? 0.000977 : 0.00195) * FastDLeftOptions::MaxLoad(d), 0.00005);
+  const uint64_t q = testing_util::Scaled(4000000, 400000);
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < q; ++i) fp += f->ContainsHash(rng());
+  const double measured = static_cast<double>(fp) / static_cast<double>(q);
+  // 5 sigma of a binomial(q, p).
+  const double tol = 5 * std::sqrt(p * (1 - p) / static_cast<double>(q));
+  EXPECT_NEAR(measured, p, tol) << "measured " << measured << " predicted " << p;
+  // Lines per negative query = 1 + flagged fraction (counted two ways).
+  uint64_t lines = 0;
+  const uint64_t ql = 200000;
+  for (uint64_t i = 0; i < ql; ++i) lines += f->LinesForHash(rng());
+  const double avg = static_cast<double>(lines) / ql;
+  const double flagged = f->SpillFlaggedFraction();
+  EXPECT_NEAR(avg, 1 + flagged, 5 * std::sqrt(flagged * (1 - flagged) / ql) + 0.002);
+  EXPECT_LE(avg, 2.0);
+}
+
+// The inline probe (D = 2, default mode) and the library's own lookups
+// (batched, Count) must agree on every query, false positives included.
+TEST_P(FastDLeftGeometryTest, InlineProbeMatchesLibraryLookups) {
+  const uint32_t d = GetParam();
+  auto f = Make(FastDLeftOptions::ForLoad(50000, 0.9, d));  // heavy spilling
+  std::mt19937_64 rng(41 + d);
+  for (int i = 0; i < 50000; ++i) f->InsertHash(rng());
+  ASSERT_GT(f->Stats().spilled, 0u);
+  std::vector<uint64_t> q(400000);
+  for (auto& h : q) h = rng();
+  std::unique_ptr<bool[]> out(new bool[q.size()]);
+  f->ContainsHashBatch(q.data(), q.size(), out.get());
+  uint64_t positives = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    ASSERT_EQ(f->ContainsHash(q[i]), out[i]) << i;
+    ASSERT_EQ(f->ContainsHash(q[i]), f->CountHash(q[i]) != 0) << i;
+    positives += out[i];
+  }
+  EXPECT_GT(positives, 0u) << "some false positives expected at this size";
+}
+
+TEST_P(FastDLeftGeometryTest, SaturationIsSticky) {
+  auto f = Make(Geometry(GetParam(), 16));
+  const uint64_t h = 0x1234567890ABCDEFULL;
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  EXPECT_EQ(f->CountHash(h), 4u);
+  EXPECT_EQ(f->Stats().saturations, 6u);
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+  EXPECT_TRUE(f->ContainsHash(h)) << "a saturated counter must never be decremented";
+  EXPECT_EQ(f->CountHash(h), 4u);
+  EXPECT_EQ(f->Stats().sticky_erases, 12u);
+  // Below saturation the counter is exact.
+  const uint64_t g = 0x0FEDCBA987654321ULL;
+  for (int i = 0; i < 3; ++i) f->InsertHash(g);
+  EXPECT_EQ(f->CountHash(g), 3u);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(f->EraseHash(g), OpResult::kOk);
+  EXPECT_FALSE(f->ContainsHash(g));
+  EXPECT_EQ(f->EraseHash(g), OpResult::kNotFound);
+}
+
+TEST_P(FastDLeftGeometryTest, OverflowLeavesTableUnchanged) {
+  // One block (32 cells) and one spare line (24 cells).
+  auto f = Make(Geometry(GetParam(), 1));
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> stored;
+  int overflows = 0;
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t h = rng();
+    const std::string before = Bytes(*f);
+    const FastDLeftStats s0 = f->Stats();
+    const OpResult r = f->InsertHash(h);
+    if (r == OpResult::kOverflow) {
+      ++overflows;
+      EXPECT_EQ(before, Bytes(*f));
+      EXPECT_EQ(s0.items, f->Stats().items);
+      EXPECT_EQ(s0.fingerprints, f->Stats().fingerprints);
+    } else {
+      ASSERT_EQ(r, OpResult::kOk);
+      stored.push_back(h);
+    }
+  }
+  EXPECT_GT(overflows, 0);
+  EXPECT_GE(stored.size(), 32u + 20u) << "block + spare should hold about 56 fingerprints";
+  EXPECT_LE(f->Stats().fingerprints, 56u);
+  for (uint64_t h : stored) EXPECT_TRUE(f->ContainsHash(h));
+}
+
+TEST_P(FastDLeftGeometryTest, EraseIsExact) {
+  auto f = Make(FastDLeftOptions::ForLoad(20000, FastDLeftOptions::MaxLoad(GetParam()), GetParam()));
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> a(10000), b(10000);
+  for (auto& h : a) h = rng();
+  for (auto& h : b) h = rng();
+  for (uint64_t h : a) ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  for (uint64_t h : b) ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  for (uint64_t h : b) ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+  for (uint64_t h : a) ASSERT_TRUE(f->ContainsHash(h));
+  for (uint64_t h : a) ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+  EXPECT_EQ(f->Stats().fingerprints, 0u);
+  EXPECT_EQ(f->Stats().items, 0u);
+  EXPECT_EQ(f->SpillFlaggedFraction(), 0.0) << "spill counters must return to zero";
+  // Erasing an absent fingerprint changes nothing.
+  const std::string before = Bytes(*f);
+  EXPECT_EQ(f->EraseHash(rng()), OpResult::kNotFound);
+  EXPECT_EQ(before, Bytes(*f));
+}
+
+TEST_P(FastDLeftGeometryTest, SpillPathForced) {
+  // 1 block, 40 distinct fingerprints: at least 8 must be in the spare.
+  auto f = Make(Geometry(GetParam(), 1, 3));
+  std::mt19937_64 rng(17);
+  std::vector<uint64_t> hs;
+  std::set<uint64_t> fps;
+  while (hs.size() < 40) {
+    const uint64_t h = rng();
+    if (!fps.insert(Packed(f->FingerprintOfHash(h))).second) continue;
+    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+    hs.push_back(h);
+  }
+  EXPECT_GE(f->Stats().spilled, 8u);
+  EXPECT_GT(f->SpillFlaggedFraction(), 0.0);
+  uint32_t two_lines = 0;
+  for (uint64_t h : hs) {
+    ASSERT_TRUE(f->ContainsHash(h));
+    ASSERT_EQ(f->CountHash(h), 1u);
+  }
+  for (int i = 0; i < 1000; ++i) two_lines += f->LinesForHash(rng()) == 2;
+  EXPECT_GT(two_lines, 0u);
+  // Counters in the spare work too.
+  for (uint64_t h : hs) ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  for (uint64_t h : hs) ASSERT_EQ(f->CountHash(h), 2u);
+  for (uint64_t h : hs) ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+  for (uint64_t h : hs) ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+  EXPECT_EQ(f->Stats().fingerprints, 0u);
+  EXPECT_EQ(f->Stats().spilled, 0u);
+  EXPECT_EQ(f->SpillFlaggedFraction(), 0.0);
+}
+
+TEST_P(FastDLeftGeometryTest, BatchedCallsMatchSingleCalls) {
+  const uint32_t d = GetParam();
+  auto f = Make(FastDLeftOptions::ForLoad(5000, FastDLeftOptions::MaxLoad(d), d));
+  auto g = Make(FastDLeftOptions::ForLoad(5000, FastDLeftOptions::MaxLoad(d), d));
+  std::mt19937_64 rng(23);
+  std::vector<uint64_t> hs(5000);
+  for (auto& h : hs) h = rng() % 3000 == 0 ? hs[0] : rng();
+  std::vector<OpResult> r(hs.size());
+  f->InsertHashBatch(hs.data(), hs.size(), r.data());
+  for (size_t i = 0; i < hs.size(); ++i) ASSERT_EQ(g->InsertHash(hs[i]), r[i]);
+  ASSERT_EQ(Bytes(*f), Bytes(*g));
+  std::vector<uint64_t> q(hs.begin(), hs.end());
+  for (int i = 0; i < 5000; ++i) q.push_back(rng());
+  std::unique_ptr<bool[]> out(new bool[q.size()]);
+  f->ContainsHashBatch(q.data(), q.size(), out.get());
+  for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(out[i], f->ContainsHash(q[i]));
+  f->EraseHashBatch(hs.data(), 2000, r.data());
+  for (size_t i = 0; i < 2000; ++i) ASSERT_EQ(g->EraseHash(hs[i]), r[i]);
+  ASSERT_EQ(Bytes(*f), Bytes(*g));
+  // By key.
+  std::vector<std::string> ks = {"a", "bb", "ccc", "dddd"};
+  for (const auto& k : ks) f->Insert(k);
+  std::vector<rocksdb::Slice> sl(ks.begin(), ks.end());
+  sl.push_back("absent-key");
+  bool o2[5];
+  f->ContainsBatch(sl.data(), sl.size(), o2);
+  for (size_t i = 0; i < sl.size(); ++i) EXPECT_EQ(o2[i], f->Contains(sl[i]));
+  EXPECT_TRUE(o2[0] && o2[1] && o2[2] && o2[3]);
+}
+
+TEST_P(FastDLeftGeometryTest, KeylessMigration) {
+  const uint32_t d = GetParam();
+  const FastDLeftOptions o = FastDLeftOptions::ForLoad(20000, FastDLeftOptions::MaxLoad(d), d);
+  auto f = Make(o);
+  auto g = Make(o);
+  std::mt19937_64 rng(29);
+  std::vector<uint64_t> hs(20000);
+  for (auto& h : hs) {
+    h = rng();
+    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  }
+  for (int i = 0; i < 50; ++i) f->InsertHash(hs[i]);  // some multiplicity 2
+  ASSERT_GT(f->Stats().spilled, 0u) << "migration must cover spare entries too";
+  f->ForEachFingerprint([&](const FastDLeftFilter::TrueFingerprint& t, uint32_t c) {
+    ASSERT_EQ(g->InsertFingerprint(t, c), OpResult::kOk);
+  });
+  for (size_t i = 0; i < hs.size(); ++i) ASSERT_EQ(g->CountHash(hs[i]), f->CountHash(hs[i]));
+  EXPECT_EQ(g->Stats().fingerprints, f->Stats().fingerprints);
+  EXPECT_EQ(g->Stats().items, f->Stats().items);
+}
+
+TEST(FastDLeftOptionsTest, SizingAndValidation) {
+  for (uint32_t d : {2u, 4u}) {
+    const FastDLeftOptions a = FastDLeftOptions::ForFpr(1000000, 0.0005, d);
+    EXPECT_LE(a.PredictedFpr(1000000), 0.0005);
+    EXPECT_GE(a.blocks, static_cast<uint64_t>(std::ceil(1000000 / (32 * FastDLeftOptions::MaxLoad(d)))));
+    const FastDLeftOptions b = FastDLeftOptions::ForBitsPerKey(1000000, 24, d);
+    EXPECT_NEAR(8.0 * b.Bytes() / 1e6, 24, 0.1);
+    // Too few bits: capped at the maximum load.
+    const FastDLeftOptions c = FastDLeftOptions::ForBitsPerKey(1000000, 4, d);
+    EXPECT_EQ(c.blocks, FastDLeftOptions::ForLoad(1000000, FastDLeftOptions::MaxLoad(d), d).blocks);
+    EXPECT_TRUE(a.Validate().ok());
+  }
+  FastDLeftOptions bad;
+  bad.subtables = 3;
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  bad = FastDLeftOptions();
+  bad.blocks = 0;
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  bad = FastDLeftOptions();
+  bad.blocks = 1000;
+  bad.max_bytes = 1000;
+  EXPECT_TRUE(bad.Validate().IsMemoryLimit());
+  std::unique_ptr<FastDLeftFilter> f;
+  EXPECT_FALSE(FastDLeftFilter::Create(bad, &f).ok());
+  EXPECT_EQ(f, nullptr);
+}
+
+// Thread-safe mode: a writer churns keys through a small, nearly full table
+// (so fingerprints relocate and spill all the time) while readers check
+// keys that stay present throughout: never a miss.
+TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
+  // Two blocks (64 cells) and one spare line: every writer operation is
+  // near the stable keys, so a reader often probes while they move.
+  FastDLeftOptions o = Geometry(GetParam(), 2, 77);
+  o.thread_safe = true;
+  auto f = Make(o);
+  std::mt19937_64 rng(123);
+  std::vector<uint64_t> stable(40), churn(60);
+  for (auto& h : stable) {
+    h = rng();
+    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+  }
+  for (auto& h : churn) h = rng();
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> misses{0}, checks{0};
+  auto reader = [&](int id) {
+    std::vector<bool> dummy;
+    std::unique_ptr<bool[]> out(new bool[stable.size()]);
+    uint64_t local = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      for (size_t i = 0; i < stable.size(); ++i) {
+        if (!f->ContainsHash(stable[i])) misses.fetch_add(1);
+        if (f->CountHash(stable[i]) == 0) misses.fetch_add(1);
+      }
+      f->ContainsHashBatch(stable.data(), stable.size(), out.get());
+      for (size_t i = 0; i < stable.size(); ++i) {
+        if (!out[i]) misses.fetch_add(1);
+      }
+      local += 3 * stable.size();
+      if (id == 0) f->Stats();  // takes the writer lock
+    }
+    checks.fetch_add(local);
+  };
+  std::thread r0(reader, 0), r1(reader, 1);
+  std::vector<char> in(churn.size(), 0);
+  const uint64_t rounds = testing_util::Scaled(300000, 20000);
+  for (uint64_t i = 0; i < rounds; ++i) {
+    const size_t j = rng() % churn.size();
+    if (in[j]) {
+      ASSERT_EQ(f->EraseHash(churn[j]), OpResult::kOk);
+      in[j] = 0;
+    } else if (f->InsertHash(churn[j]) == OpResult::kOk) {
+      in[j] = 1;
+    }
+  }
+  stop = true;
+  r0.join();
+  r1.join();
+  EXPECT_EQ(misses.load(), 0u) << "a reader missed a stably present key";
+  EXPECT_GT(checks.load(), 0u);
+  const FastDLeftStats s = f->Stats();
+  EXPECT_GT(s.relocations, 0u) << "the test must exercise relocation";
+  EXPECT_GT(s.spilled + s.overflows, 0u) << "the test must exercise the spare";
+  for (uint64_t h : stable) EXPECT_TRUE(f->ContainsHash(h));
+  // The thread-safe mode round-trips like the default one.
+  std::string bytes;
+  f->Serialize(&bytes);
+  std::unique_ptr<FastDLeftFilter> g;
+  ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &g, /*thread_safe=*/true).ok());
+  for (uint64_t h : stable) EXPECT_TRUE(g->ContainsHash(h));
+}
+
+// ---------------------------------------------------------------------------
+// Serialized form
+// ---------------------------------------------------------------------------
+std::unique_ptr<FastDLeftFilter> SmallFilled(uint32_t d) {
+  auto f = Make(Geometry(d, 1, 0x5EED));
+  for (uint64_t i = 1; i <= 40; ++i) f->InsertHash(internal::Mix64(i));  // spills
+  f->InsertHash(internal::Mix64(1));
+  return f;
+}
+
+TEST_P(FastDLeftGeometryTest, SerializationRoundTripAndCorruption) {
+  auto f = SmallFilled(GetParam());
+  const std::string s = Bytes(*f);
+  ASSERT_EQ(s.size(), 64u + 64u + 64u + 8u);
+  std::unique_ptr<FastDLeftFilter> g;
+  ASSERT_TRUE(FastDLeftFilter::Deserialize(s, &g).ok());
+  EXPECT_EQ(Bytes(*g), s);
+  for (uint64_t i = 1; i <= 40; ++i) EXPECT_EQ(g->CountHash(internal::Mix64(i)), f->CountHash(internal::Mix64(i)));
+  // Every truncation.
+  for (size_t len = 0; len < s.size(); ++len) {
+    std::unique_ptr<FastDLeftFilter> h;
+    EXPECT_TRUE(FastDLeftFilter::Deserialize(rocksdb::Slice(s.data(), len), &h).IsCorruption()) << len;
+    EXPECT_EQ(h, nullptr);
+  }
+  // Every single-bit flip.
+  for (size_t bit = 0; bit < 8 * s.size(); ++bit) {
+    std::string t = s;
+    t[bit / 8] = static_cast<char>(t[bit / 8] ^ (1 << (bit % 8)));
+    std::unique_ptr<FastDLeftFilter> h;
+    EXPECT_FALSE(FastDLeftFilter::Deserialize(t, &h).ok()) << bit;
+  }
+  // Every bit flip with the checksum recomputed: rejected, or accepted only
+  // as a well-formed table (structural checks); never a crash.
+  int accepted = 0;
+  for (size_t bit = 0; bit < 8 * (s.size() - 8); ++bit) {
+    std::string t = s.substr(0, s.size() - 8);
+    t[bit / 8] = static_cast<char>(t[bit / 8] ^ (1 << (bit % 8)));
+    internal::PutFixed64(&t, internal::HashKey(t.data(), t.size(), 0));
+    std::unique_ptr<FastDLeftFilter> h;
+    rocksdb::Status st = FastDLeftFilter::Deserialize(t, &h);
+    if (st.ok()) {
+      ++accepted;
+      EXPECT_EQ(Bytes(*h), t);
+    } else {
+      EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    }
+  }
+  // Flipped cell bits that keep the table consistent exist (e.g. a stored
+  // remainder changed), but structure-breaking ones are rejected.
+  EXPECT_LT(accepted, static_cast<int>(8 * (s.size() - 8)));
+}
+
+// Pins the version-1 layout: header fields, cell encoding, spare encoding
+// and checksum. Changing any of them needs a new version.
+TEST(FastDLeftFormatTest, GoldenBytes) {
+  auto f = SmallFilled(2);
+  const std::string s = Bytes(*f);
+  std::string hex;
+  static const char* kHex = "0123456789abcdef";
+  for (unsigned char c : s.substr(0, 64)) {
+    hex.push_back(kHex[c >> 4]);
+    hex.push_back(kHex[c & 15]);
+  }
+  EXPECT_EQ(hex,
+            "644c464b0100020d02080000c0cf80e4000000000000000001000000000000"
+            "00ed5e000000000000290000000000000028000000000000000900000000000000");
+  EXPECT_EQ(internal::HashKey(s.data(), s.size(), 0), 0x7f17f344c0a1b7a5ULL) << std::hex << "got 0x"
+                                                            << internal::HashKey(s.data(), s.size(), 0);
+}
+
+// The cell encoding by hand: f = (block 0, b = 1, q = 0x123) twice lands in
+// subtable 0, bucket 1 = word 1, lane 0 as q | (count - 1) << 13 = 0x2123.
+TEST(FastDLeftFormatTest, CellEncodingByHand) {
+  auto f = Make(Geometry(2, 1, 0x5EED));
+  ASSERT_EQ(f->InsertFingerprint({0, 1, 0x123}, 2), OpResult::kOk);
+  const std::string s = Bytes(*f);
+  EXPECT_EQ(static_cast<unsigned char>(s[64 + 8]), 0x23);
+  EXPECT_EQ(static_cast<unsigned char>(s[64 + 9]), 0x21);
+  for (size_t i = 64; i < 64 + 128; ++i) {
+    if (i != 72 && i != 73) {
+      EXPECT_EQ(s[i], 0) << i;
+    }
+  }
+  EXPECT_EQ(f->InsertFingerprint({1, 0, 1}), OpResult::kNotFound) << "block out of range";
+  EXPECT_EQ(f->InsertFingerprint({0, 0, 0}), OpResult::kNotFound) << "remainder 0 is the empty cell";
+}
+
+}  // namespace
+}  // namespace dlcbf
