@@ -1040,26 +1040,32 @@ void FastDLeftFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* 
       [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
 }
 
-void FastDLeftFilter::InsertHashBatch(const uint64_t* h, size_t n, OpResult* out) {
-  Impl& m = *impl_;
-  for (size_t base = 0; base < n; base += Impl::kGroup) {
-    const size_t len = std::min(Impl::kGroup, n - base);
+namespace {
+// Batched mutations: prefetch a group's blocks for writing, then apply op to
+// each hash of the group (one loop for InsertHashBatch and EraseHashBatch).
+template <class Op>
+void MutateBatch(const uint64_t* blocks, uint64_t nblocks, size_t group, const uint64_t* h,
+                 size_t n, OpResult* out, Op&& op) {
+  for (size_t base = 0; base < n; base += group) {
+    const size_t len = std::min(group, n - base);
     for (size_t i = 0; i < len; ++i) {
-      __builtin_prefetch(m.blocks + Mul64Hi(h[base + i], m.nblocks) * kWordsPerBlock, 1, 3);
+      __builtin_prefetch(blocks + Mul64Hi(h[base + i], nblocks) * kWordsPerBlock, 1, 3);
     }
-    for (size_t i = 0; i < len; ++i) out[base + i] = InsertHash(h[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = op(h[base + i]);
   }
+}
+}  // namespace
+
+void FastDLeftFilter::InsertHashBatch(const uint64_t* h, size_t n, OpResult* out) {
+  const Impl& m = *impl_;
+  MutateBatch(m.blocks, m.nblocks, Impl::kGroup, h, n, out,
+              [this](uint64_t x) { return InsertHash(x); });
 }
 
 void FastDLeftFilter::EraseHashBatch(const uint64_t* h, size_t n, OpResult* out) {
-  Impl& m = *impl_;
-  for (size_t base = 0; base < n; base += Impl::kGroup) {
-    const size_t len = std::min(Impl::kGroup, n - base);
-    for (size_t i = 0; i < len; ++i) {
-      __builtin_prefetch(m.blocks + Mul64Hi(h[base + i], m.nblocks) * kWordsPerBlock, 1, 3);
-    }
-    for (size_t i = 0; i < len; ++i) out[base + i] = EraseHash(h[base + i]);
-  }
+  const Impl& m = *impl_;
+  MutateBatch(m.blocks, m.nblocks, Impl::kGroup, h, n, out,
+              [this](uint64_t x) { return EraseHash(x); });
 }
 
 void FastDLeftFilter::Clear() {
