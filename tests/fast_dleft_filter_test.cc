@@ -509,5 +509,34 @@ TEST(FastDLeftFormatTest, CellEncodingByHand) {
   EXPECT_EQ(f->InsertFingerprint({0, 0, 0}), OpResult::kNotFound) << "remainder 0 is the empty cell";
 }
 
+// Regression (fuzz_deserialize, CI run of this session): a table whose
+// checksum is valid but whose last spare group has a buddy choice while no
+// buddy line exists (an odd number of spare lines) used to load; the next
+// Insert then tagged a spare entry that Deserialize, ForEachFingerprint and
+// keyless migration decode to a block out of range. Deserialize now checks
+// every spill counter (buddy choice only with a buddy; count covers its
+// spare entries) and rejects this input.
+TEST(FastDLeftRegression, BuddyChoiceWithoutBuddyLineIsRejected) {
+  std::string s(
+      "\x64\x4c\x46\x4b\x01\x00\x02\x0d\x02\x08\x00\x00\x93\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x01\x00\x00\x00\x00\x00\x00\x00\xed\x5e\x00\x00\x00\x00\x00\x00\x28\x00\x00\x00\x00\x00\x00\x35"
+      "\x28\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00\xf3\x1b\xd3\x1b\x97\x16\xa8\x03"
+      "\x33\x86\x17\x98\x80\x0e\xca\x08\xb5\x10\xf9\x90\x9d\x16\x28\x01\x38\x1a\x5d\x1a\x0d\xd1\x01\xb8"
+      "\x76\xa0\x4c\x05\x80\xf6\x00\xd6\x4b\x60\x54\x13\x78\x1c\xb0\x0e\x71\x1e\xd4\x00\xa9\x06\x05\x1b"
+      "\xe5\x0e\x0a\x19\x45\x17\x00\x00\xc9\x74\x40\x3d\x0e\xd4\xd1\x01\xb8\x76\xa0\x4c\x05\x80\xf6\x00"
+      "\xd6\x4b\x60\x06\x07\xe8\x53\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x9f\x95\x67\xf0\x97\xf5\xf2\x64",
+      200);
+  ASSERT_GE(s.size(), 8u);
+  std::string sum;
+  internal::PutFixed64(&sum, internal::HashKey(s.data(), s.size() - 8, 0));
+  s.replace(s.size() - 8, 8, sum);
+  std::unique_ptr<FastDLeftFilter> f;
+  const rocksdb::Status st = FastDLeftFilter::Deserialize(s, &f, /*thread_safe=*/true);
+  EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+  EXPECT_NE(st.ToString().find("buddy"), std::string::npos) << st.ToString();
+}
+
 }  // namespace
 }  // namespace dlcbf

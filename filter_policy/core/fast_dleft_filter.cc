@@ -124,6 +124,7 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <unordered_map>
 
 #include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
@@ -882,6 +883,7 @@ class FastDLeftFilter::Impl {
   const char* Check() const {
     constexpr uint32_t kBb = 8 / D;
     uint64_t fps = 0, spl = 0;
+    std::unordered_map<uint64_t, uint32_t> spare_mult;  // (k * kBb + b) -> multiplicity
     for (uint64_t k = 0; k < nblocks; ++k) {
       const uint64_t* blk = blocks + k * kWordsPerBlock;
       for (int w = 0; w < kWordsPerBlock; ++w) {
@@ -933,6 +935,7 @@ class FastDLeftFilter::Impl {
           if ((spill & MaxSpill<D>()) == 0 || ((spill & kChoiceBit<D>) != 0) != buddy) {
             return "spare entry not covered by its spill counter";
           }
+          spare_mult[k * kBb + b] += static_cast<uint32_t>((c >> 19) & 3) + 1;
           // Duplicates within the spare line.
           uint64_t dup = 0;
           for (int w2 = 0; w2 < kSpareWords; ++w2) {
@@ -944,6 +947,31 @@ class FastDLeftFilter::Impl {
     }
     if (fps != fingerprints) return "fingerprint count does not match the table";
     if (spl != spilled) return "spilled count does not match the spare";
+    // Every spill counter as Insert/Erase keep it: zero, or at least the
+    // multiplicity held by its spare entries (it counts occurrences, also
+    // those a saturated cell no longer records; sticky once saturated, then
+    // with at least one entry), and a buddy choice only where a distinct
+    // buddy line exists. A smaller count would let Erase clear the counter
+    // while an entry is still in the spare (a false negative); a buddy
+    // choice without a buddy would make Insert tag an entry that no reader
+    // or ForEachFingerprint decodes to its block.
+    for (uint64_t k = 0; k < nblocks; ++k) {
+      const uint64_t* blk = blocks + k * kWordsPerBlock;
+      for (uint32_t b = 0; b < kBb; ++b) {
+        const uint32_t spill = SpillCount<D>(blk, b);
+        if (spill == 0) continue;
+        const uint32_t count = spill & MaxSpill<D>();
+        if (count == 0) return "spill choice bit set without a count";
+        if ((spill & kChoiceBit<D>) != 0 && BuddyLine(k) == OwnLine(k)) {
+          return "spill choice names a buddy line that does not exist";
+        }
+        const auto it = spare_mult.find(k * kBb + b);
+        const uint64_t mult = it == spare_mult.end() ? 0 : it->second;
+        if (mult == 0 || (count != MaxSpill<D>() && count < mult)) {
+          return "spill count does not cover its spare entries";
+        }
+      }
+    }
     return nullptr;
   }
 };
