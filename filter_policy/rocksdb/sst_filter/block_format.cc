@@ -36,7 +36,7 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
     *why = "bad magic (not a dlcbf filter block)";
     return false;
   }
-  if (version != kBlockVersion) {
+  if (version != kBlockVersion1 && version != kBlockVersion2) {
     *why = "unsupported format version " + std::to_string(version);
     return false;
   }
@@ -46,6 +46,12 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
   }
   if (reserved32 != 0) {
     *why = "reserved header bytes are not zero";
+    return false;
+  }
+  if ((kind == kKindDLeft && version != kBlockVersion1) ||
+      (kind == kKindBlocked && version != kBlockVersion2)) {
+    *why = "block kind " + std::to_string(kind) + " does not exist in format version " +
+           std::to_string(version);
     return false;
   }
   const size_t header = HeaderBytes(kind, d);
@@ -91,6 +97,49 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
       }
       break;
     }
+    case kKindBlocked: {
+      BlockedGeometry g;
+      g.d = d;
+      g.r = r;
+      g.K = BlockedBuckets(d, r);
+      g.home_blocks = size_field;
+      g.total_blocks = payload / kBlockBytes;
+      if (d < 2 || d > kBlockedMaxSubtables) {
+        *why = "blocked d must be in [2, 8]";
+        return false;
+      }
+      for (uint32_t i = 0; i < d; ++i) dec.Get32(&g.multipliers[i]);
+      for (size_t i = kFixedHeader + 4 * d; i < header; ++i) {
+        if (s[i] != 0) {
+          *why = "blocked header padding is not zero";
+          return false;
+        }
+      }
+      if (L != 1 || k != 0) {
+        *why = "inconsistent blocked d-left header (L must be 1, k 0)";
+        return false;
+      }
+      if (payload % kBlockBytes != 0) {
+        *why = "blocked payload is not a whole number of 64-byte blocks";
+        return false;
+      }
+      if (const char* bad = g.Invalid()) {
+        *why = std::string("bad blocked geometry: ") + bad;
+        return false;
+      }
+      if (entries > g.total_blocks * g.cells()) {
+        *why = "more entries than cells";
+        return false;
+      }
+      const uint64_t group_bits =
+          g.groups() == 64 ? ~uint64_t{0} : ~(~uint64_t{0} >> g.groups());
+      if ((BlockedFlags(s.data() + header + payload - kBlockBytes) & group_bits) != 0) {
+        *why = "overflow flag set on the last block";
+        return false;
+      }
+      out->blocked = g;
+      break;
+    }
     case kKindBloom:
       if (k < 1 || k > kMaxBloomProbes || size_field == 0 || d || L || r ||
           (size_field + 7) / 8 != payload) {
@@ -109,6 +158,7 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
     *why = "checksum mismatch";
     return false;
   }
+  out->version = version;
   out->kind = kind;
   out->hash_seed = seed;
   out->entries = entries;
@@ -118,10 +168,10 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
 }
 
 
-void PutHeader(std::string* out, uint8_t kind, uint8_t d, uint8_t L, uint8_t r, uint8_t k,
-               uint8_t retries, uint64_t size_field, uint64_t entries, uint64_t payload) {
+void PutHeader(std::string* out, uint8_t version, uint8_t kind, uint8_t d, uint8_t L, uint8_t r,
+               uint8_t k, uint8_t retries, uint64_t size_field, uint64_t entries, uint64_t payload) {
   internal::PutFixed32(out, kBlockMagic);
-  internal::PutFixed8(out, kBlockVersion);
+  internal::PutFixed8(out, version);
   internal::PutFixed8(out, kind);
   internal::PutFixed8(out, d);
   internal::PutFixed8(out, L);

@@ -1,6 +1,10 @@
 // SST filter builder: collects key hashes, plans the table, inserts with
 // relocation, retries and falls back, and encodes the block.
 //
+// Version 2 (blocked table) is built in place: the builder allocates the
+// final buffer once, placement writes the blocks into it, and the header
+// and checksum are written around them; nothing is copied afterwards.
+//
 // Never failing a flush: if an insert overflows (all candidate buckets
 // full and no relocation chain found), the table is rebuilt with fresh
 // permutation keys, then at 5% lower load each time (more space), up to
@@ -62,6 +66,21 @@ class DLeftBuilder final : public FilterBitsBuilder {
         *status = Status::Corruption("dlcbf filter: key hashes changed in memory before Finish");
       }
     }
+    if (plan_.format_version == 2 && !match_all_ && !hashes_.empty()) {
+      Slice result;
+      bool built = false;
+      try {
+        built = BuildBlocked(buf, &result);
+      } catch (const std::bad_alloc&) {
+        OutOfMemory("building the filter block");
+      }
+      if (built) {
+        shared_->filters_built.fetch_add(1, std::memory_order_relaxed);
+        shared_->entries_built.fetch_add(hashes_.size(), std::memory_order_relaxed);
+        ResetForNextFilter();
+        return result;
+      }
+    }
     std::string block;
     char* mem = nullptr;
     try {
@@ -81,7 +100,12 @@ class DLeftBuilder final : public FilterBitsBuilder {
     shared_->entries_built.fetch_add(hashes_.size(), std::memory_order_relaxed);
     std::memcpy(mem, block.data(), block.size());
     buf->reset(mem);
-    // Reset for the next partition. Keep the hashes for MaybePostVerify.
+    ResetForNextFilter();
+    return Slice(mem, block.size());
+  }
+
+  // Reset for the next partition. Keep the hashes for MaybePostVerify.
+  void ResetForNextFilter() {
     if (verify_) {
       pending_.swap(hashes_);
     }
@@ -89,7 +113,6 @@ class DLeftBuilder final : public FilterBitsBuilder {
     xor_ = 0;
     match_all_ = false;
     match_all_keys_ = 0;
-    return Slice(mem, block.size());
   }
 
   Status MaybePostVerify(const Slice& content) override {
@@ -111,6 +134,22 @@ class DLeftBuilder final : public FilterBitsBuilder {
   }
 
   size_t ApproximateNumEntries(size_t bytes) override {
+    if (plan_.format_version == 2) {
+      const size_t overhead = HeaderBytes(kKindBlocked, plan_.subtables) + kChecksumBytes;
+      if (bytes <= overhead + kBlockBytes) return 0;
+      const double blocks = static_cast<double>((bytes - overhead) / kBlockBytes);
+      const double cells = plan_.subtables * BlockedBuckets(plan_.subtables, plan_.remainder_bits);
+      double est = std::floor(blocks * cells * plan_.load);
+      if (est > 1e12) est = 1e12;
+      uint64_t n = static_cast<uint64_t>(est);
+      // Expected size: the home blocks and one tail block (the carry after
+      // the last home block rarely needs more).
+      auto expected = [&](uint64_t k) {
+        return overhead + (BlockedHome(k, plan_.load) + 1) * kBlockBytes;
+      };
+      while (n > 0 && expected(n) > bytes) n -= std::max<uint64_t>(1, n / 1024);
+      return static_cast<size_t>(n);
+    }
     const size_t overhead = HeaderBytes(kKindDLeft, plan_.subtables) + kChecksumBytes;
     if (bytes <= overhead) return 0;
     const double payload_bits = static_cast<double>(bytes - overhead) * 8.0;
@@ -133,11 +172,88 @@ class DLeftBuilder final : public FilterBitsBuilder {
     return HeaderBytes(kKindDLeft, g.subtables) + g.total_bytes() + kChecksumBytes;
   }
 
+  // Version 2: home blocks for n keys at `load`, the tail allowance, and
+  // the largest block the build may need (header, H + tail blocks, checksum).
+  uint64_t BlockedHome(uint64_t n, double load) const {
+    const double cells = plan_.subtables * BlockedBuckets(plan_.subtables, plan_.remainder_bits);
+    const double h = std::ceil(static_cast<double>(n) / (load * cells));
+    if (!(h >= 1.0)) return 1;
+    if (h > 1e13) return uint64_t{1} << 44;  // absurd; the size check rejects it
+    return static_cast<uint64_t>(h);
+  }
+  static uint64_t BlockedMaxTail(uint64_t home) { return 4 + home / 256; }
+  uint64_t BlockedBytesFor(uint64_t n, double load) const {
+    const uint64_t home = BlockedHome(n, load);
+    return HeaderBytes(kKindBlocked, plan_.subtables) +
+           (home + BlockedMaxTail(home)) * kBlockBytes + kChecksumBytes;
+  }
+
+  // Builds a version-2 block straight into its final buffer. False (after
+  // logging) if it would exceed max_filter_block_bytes or did not place
+  // within kMaxAttempts; the caller then writes a Bloom-format block.
+  bool BuildBlocked(std::unique_ptr<const char[]>* buf, Slice* result) {
+    const uint64_t n = hashes_.size();
+    BlockedGeometry g;
+    g.d = plan_.subtables;
+    g.r = plan_.remainder_bits;
+    g.K = BlockedBuckets(g.d, g.r);
+    DefaultBlockedMultipliers(&g);
+    const size_t header = HeaderBytes(kKindBlocked, g.d);
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      // Attempts after an undrained carry use 5% fewer keys per block each.
+      const double load = plan_.load * std::pow(0.95, attempt);
+      const uint64_t cap = BlockedBytesFor(n, load);
+      if (cap > max_block_bytes_) {
+        Warn("a blocked d-left filter for %llu keys needs up to %llu bytes, over the filter block "
+             "limit of %llu bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). "
+             "Writing a Bloom-format block capped at the limit instead (lossless, higher FP "
+             "rate). Use partitioned filters (BlockBasedTableOptions::partition_filters = true, "
+             "index_type = kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(cap),
+             static_cast<unsigned long long>(max_block_bytes_));
+        return false;
+      }
+      g.home_blocks = BlockedHome(n, load);
+      const uint64_t max_tail = BlockedMaxTail(g.home_blocks);
+      std::unique_ptr<char[]> mem(new char[cap]);
+      std::memset(mem.get(), 0, cap);
+      BlockedBuildStats st;
+      if (!BuildBlockedTable(hashes_, max_tail, &g, mem.get() + header, &st)) {
+        shared_->placement_retries.fetch_add(1, std::memory_order_relaxed);
+        Warn("blocked d-left placement did not drain within %llu tail blocks at load %.3f "
+             "(attempt %d, %llu keys); rebuilding with more blocks",
+             static_cast<unsigned long long>(max_tail), load, attempt + 1,
+             static_cast<unsigned long long>(n));
+        continue;
+      }
+      std::string head;
+      head.reserve(header);
+      PutHeader(&head, kBlockVersion2, kKindBlocked, static_cast<uint8_t>(g.d), 1,
+                static_cast<uint8_t>(g.r), 0, static_cast<uint8_t>(attempt), g.home_blocks,
+                st.stored, g.payload_bytes());
+      for (uint32_t i = 0; i < g.d; ++i) internal::PutFixed32(&head, g.multipliers[i]);
+      head.resize(header, '\0');                     // padding: blocks start at 64 or 128
+      std::memcpy(mem.get(), head.data(), header);  // the header only
+      const size_t body = header + static_cast<size_t>(g.payload_bytes());
+      internal::EncodeFixed64(mem.get() + body, internal::HashKey(mem.get(), body, 0));
+      *result = Slice(mem.get(), body + kChecksumBytes);
+      buf->reset(mem.release());
+      return true;
+    }
+    return false;
+  }
+
+  uint8_t version() const { return plan_.format_version == 2 ? kBlockVersion2 : kBlockVersion1; }
+
   void Build(std::string* out) {
     const uint64_t n = hashes_.size();
     if (n == 0) {
-      PutHeader(out, kKindEmpty, 0, 0, 0, 0, 0, 0, 0, 0);
+      PutHeader(out, version(), kKindEmpty, 0, 0, 0, 0, 0, 0, 0, 0);
       internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
+      return;
+    }
+    if (plan_.format_version == 2) {  // the in-place build failed
+      BuildBloom(out);
       return;
     }
     if (BlockBytesFor(n, plan_.load) > max_block_bytes_) {
@@ -187,7 +303,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
       const std::vector<uint64_t> pk = f->permutation_keys();
       const uint64_t payload = f->bytes();
       out->reserve(HeaderBytes(kKindDLeft, o.subtables) + payload + kChecksumBytes);
-      PutHeader(out, kKindDLeft, static_cast<uint8_t>(o.subtables),
+      PutHeader(out, kBlockVersion1, kKindDLeft, static_cast<uint8_t>(o.subtables),
                 static_cast<uint8_t>(o.cells_per_bucket), static_cast<uint8_t>(o.remainder_bits), 0,
                 static_cast<uint8_t>(attempt), o.buckets_per_subtable, n, payload);
       for (uint64_t key : pk) internal::PutFixed64(out, key);
@@ -211,7 +327,8 @@ class DLeftBuilder final : public FilterBitsBuilder {
     const uint32_t k = std::min<uint32_t>(
         kMaxBloomProbes, std::max<uint32_t>(1, static_cast<uint32_t>(std::lround(bpk * 0.6931))));
     const uint64_t payload = (m + 7) / 8;
-    PutHeader(out, kKindBloom, 0, 0, 0, static_cast<uint8_t>(k), kMaxAttempts, m, n, payload);
+    PutHeader(out, version(), kKindBloom, 0, 0, 0, static_cast<uint8_t>(k), kMaxAttempts, m, n,
+              payload);
     const size_t start = out->size();
     out->append(static_cast<size_t>(payload), '\0');
     char* bits = &(*out)[start];
@@ -231,7 +348,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
   // filtering). Used when memory ran out; needs ~72 bytes.
   void BuildMatchAll(std::string* out) {
     out->clear();
-    PutHeader(out, kKindBloom, 0, 0, 0, 1, kMaxAttempts, 64, match_all_keys_, 8);
+    PutHeader(out, version(), kKindBloom, 0, 0, 0, 1, kMaxAttempts, 64, match_all_keys_, 8);
     internal::PutFixed64(out, ~uint64_t{0});
     internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
   }

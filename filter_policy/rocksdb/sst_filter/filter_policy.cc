@@ -82,6 +82,7 @@ std::string DLeftFilterPolicyId(const DLeftFilterPolicyOptions& o) {
   if (o.max_relocation_nodes != DLeftFilterPolicyOptions().max_relocation_nodes) {
     id += ":nodes" + std::to_string(o.max_relocation_nodes);
   }
+  if (o.format_version) id += ":v" + std::to_string(o.format_version);
   return id;
 }
 
@@ -110,21 +111,21 @@ Status ParseDLeftFilterPolicyId(const std::string& id, DLeftFilterPolicyOptions*
                      "\" is not a positive decimal number (expected e.g. dlcbf:10 or dlcbf:fpr0.01)");
     }
   }
-  bool seen[5] = {false, false, false, false, false};
+  bool seen[6] = {false, false, false, false, false, false};
   for (size_t i = 2; i < tok.size(); ++i) {
     const std::string& t = tok[i];
     size_t n = 0;
     while (n < t.size() && std::isalpha(static_cast<unsigned char>(t[n]))) ++n;
     const std::string name = t.substr(0, n), value = t.substr(n);
-    static const char* const kNames[] = {"d", "L", "r", "load", "nodes"};
+    static const char* const kNames[] = {"d", "L", "r", "load", "nodes", "v"};
     int which = -1;
-    for (int j = 0; j < 5; ++j) {
+    for (int j = 0; j < 6; ++j) {
       if (name == kNames[j]) which = j;
     }
     if (which < 0) {
       return Invalid("unknown option \"" + t +
                      "\" (expected d<subtables>, L<cells_per_bucket>, r<remainder_bits>, "
-                     "load<fraction> or nodes<max_relocation_nodes>)");
+                     "load<fraction>, nodes<max_relocation_nodes> or v<format_version>)");
     }
     if (seen[which]) return Invalid("option \"" + name + "\" given twice");
     seen[which] = true;
@@ -136,7 +137,8 @@ Status ParseDLeftFilterPolicyId(const std::string& id, DLeftFilterPolicyOptions*
     }
     uint64_t v = 0;
     static const char* const kFields[] = {"subtables (d)", "cells_per_bucket (L)", "remainder_bits (r)",
-                                          "", "max_relocation_nodes (nodes)"};
+                                          "", "max_relocation_nodes (nodes)",
+                                          "format_version (v)"};
     if (!ParseUint(value, &v)) {
       return Invalid(std::string(kFields[which]) + ": \"" + value + "\" is not an unsigned integer");
     }
@@ -151,6 +153,7 @@ Status ParseDLeftFilterPolicyId(const std::string& id, DLeftFilterPolicyOptions*
       case 0: o.subtables = v32; break;
       case 1: o.cells_per_bucket = v32; break;
       case 2: o.remainder_bits = v32; break;
+      case 5: o.format_version = v32; break;
       default: o.max_relocation_nodes = v32; break;
     }
   }

@@ -3,6 +3,7 @@
 // blocks. Unknown or corrupt data means "may match"; an empty filter never
 // matches.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -117,6 +118,64 @@ class DLeftReader final : public FilterBitsReader {
   const uint32_t cell_bits_;
 };
 
+// Version 2: one 64-byte block per query (plus the overflow chain).
+class BlockedReader final : public FilterBitsReader {
+ public:
+  explicit BlockedReader(const ParsedBlock& p)
+      : g_(p.blocked), payload_(p.payload), seed_(p.hash_seed) {}
+
+  // Locate first, then touch the home block: the prefetch lets the load of
+  // a block that straddles two cache lines (RocksDB does not align filter
+  // blocks) issue both misses at once.
+  bool MayMatch(const Slice& key) override {
+    BlockedProbe p;
+    BlockedLocate(g_, Hash(key), &p);
+    Prefetch(p.block);
+    return Probe(p);
+  }
+
+  // Hash and locate the whole batch and prefetch every home block (the
+  // real addresses, both lines if a block straddles two), then probe.
+  void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
+    constexpr int kChunk = 32;  // MultiGet batches at most 32 keys
+    BlockedProbe probe[kChunk];
+    for (int base = 0; base < num_keys; base += kChunk) {
+      const int m = std::min(kChunk, num_keys - base);
+      for (int i = 0; i < m; ++i) {
+        BlockedLocate(g_, Hash(*keys[base + i]), &probe[i]);
+        Prefetch(probe[i].block);
+      }
+      for (int i = 0; i < m; ++i) may_match[base + i] = Probe(probe[i]);
+    }
+  }
+
+  bool HashMayMatch(uint64_t h) const { return BlockedHashMayMatch(g_, payload_, h); }
+
+ private:
+  uint64_t Hash(const Slice& key) const {
+    return internal::HashKey(key.data(), key.size(), seed_);
+  }
+  void Prefetch(uint64_t block) const {
+    const char* a = payload_ + block * kBlockBytes;
+    __builtin_prefetch(a);
+    if ((reinterpret_cast<uintptr_t>(a) & (kBlockBytes - 1)) != 0) {
+      __builtin_prefetch(a + kBlockBytes - 1);
+    }
+  }
+  bool Probe(const BlockedProbe& p) const {
+    switch (g_.d) {
+      case 4: return BlockedMayMatch<4>(g_, payload_, p);
+      case 3: return BlockedMayMatch<3>(g_, payload_, p);
+      case 2: return BlockedMayMatch<2>(g_, payload_, p);
+      default: return BlockedMayMatch<0>(g_, payload_, p);
+    }
+  }
+
+  const BlockedGeometry g_;
+  const char* const payload_;
+  const uint64_t seed_;
+};
+
 class BloomReader final : public FilterBitsReader {
  public:
   explicit BloomReader(const ParsedBlock& p)
@@ -165,6 +224,7 @@ FilterBitsReader* MakeReader(const Slice& contents, PolicyShared* shared, bool* 
   }
   switch (p.kind) {
     case kKindDLeft: return new DLeftReader(p);
+    case kKindBlocked: return new BlockedReader(p);
     case kKindBloom: return new BloomReader(p);
     default: return new ConstantReader(false);  // empty: no key was added
   }
@@ -176,6 +236,12 @@ bool AllHashesMayMatch(const ParsedBlock& p, const std::vector<uint64_t>& hashes
     DLeftReader reader(p);
     for (uint64_t h : hashes) {
       if (!reader.HashMayMatch(h)) return false;
+    }
+    return true;
+  }
+  if (p.kind == kKindBlocked) {
+    for (uint64_t h : hashes) {
+      if (!BlockedHashMayMatch(p.blocked, p.payload, h)) return false;
     }
     return true;
   }

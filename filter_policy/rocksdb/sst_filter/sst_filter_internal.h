@@ -42,6 +42,12 @@ rocksdb::Status Invalid(const std::string& msg);
 double MaxLoad(uint32_t d, uint32_t L);
 // Predicted FPR d L load / (2^r - 1) of a plan.
 double PlanFpr(uint32_t d, uint32_t L, uint32_t r, double load);
+// Version 2 (blocked table): the highest planned cell load for d, the
+// measured mean number of blocks a negative query probes at that load,
+// and the predicted FPR d load / (2^r - 1) * probes.
+double BlockedMaxLoad(uint32_t d);
+double BlockedProbesPerQuery(uint32_t d, uint32_t r, double load);
+double BlockedPlanFpr(uint32_t d, uint32_t r, double load);
 // Buckets per subtable for n keys at `load`.
 uint64_t BucketsFor(uint64_t n, double load, uint32_t d, uint32_t L);
 

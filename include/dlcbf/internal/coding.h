@@ -23,6 +23,10 @@ inline void PutFixed32(std::string* dst, uint32_t v) {
 inline void PutFixed64(std::string* dst, uint64_t v) {
   for (int i = 0; i < 8; ++i) dst->push_back(static_cast<char>(v >> (8 * i)));
 }
+// Writes v at dst (8 bytes, little-endian), for buffers built in place.
+inline void EncodeFixed64(char* dst, uint64_t v) {
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<char>(v >> (8 * i));
+}
 
 inline uint64_t DecodeFixedN(const char* p, int n) {
   uint64_t v = 0;

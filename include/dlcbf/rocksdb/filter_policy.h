@@ -23,7 +23,9 @@
 //     r<2..32>              remainder bits
 //     load<0.05..0.99>      target cell load (at most one of r and load
 //                           with a bits budget: the other follows from it)
-//     nodes<0..65536>       relocation search budget (buckets visited)
+//     nodes<0..65536>       relocation search budget (buckets visited;
+//                           format version 1 only)
+//     v<1|2>                block format version to write (see below)
 //   Numbers are plain decimals (an exponent is accepted, e.g. fpr1e-4);
 //   signs, "nan", "inf" and hex are rejected. Any error is
 //   Status::InvalidArgument naming the field. Values are canonicalized to
@@ -39,6 +41,16 @@
 //   per distinct key (or prefix) added, not counting a constant-size block
 //   header (48 + 16 d bytes plus an 8-byte checksum). So "dlcbf:10" and
 //   "bloomfilter:10" spend the same space.
+//
+// Block format versions (filter_policy/FORMATS.md)
+//   2 (default): the blocked table -- all d candidate cells of a key in one
+//     64-byte block, so a negative query reads one cache line unless its
+//     block overflowed into the next. r in [4, 16], L = 1.
+//   1: d subtables in separate arrays (d cache lines per query). Written
+//     when asked for (":v1"), when the geometry needs it (L >= 2 or r > 16)
+//     or when the target FP rate needs more than 16 remainder bits.
+//   Readers accept both versions, so SSTs of both kinds mix in one DB and a
+//   downgrade to a release that reads only version 1 needs ":v1" first.
 //
 // Thread safety: the policy and its readers are immutable and safe to share;
 // each builder is used by one thread at a time (as RocksDB does).
@@ -73,8 +85,13 @@ struct DLeftFilterPolicyOptions {
   uint32_t remainder_bits = 0;    // r, [2, 32]
   double load = 0.0;              // target fraction of cells used, [0.05, 0.99]
 
-  // Buckets visited by the breadth-first relocation search per insert.
+  // Buckets visited by the breadth-first relocation search per insert
+  // (version 1; the version-2 search is bounded by the 64-byte block).
   uint32_t max_relocation_nodes = 256;  // [0, 65536]
+
+  // Block format to write: 0 = automatic (2 unless the geometry needs 1),
+  // 1 or 2. Readers read both whatever this says.
+  uint32_t format_version = 0;
 
   // Largest filter block a builder writes, header included, [4096,
   // 0xffffffc0]. The default is RocksDB's own limit for filters (its
@@ -95,12 +112,15 @@ struct DLeftFilterPolicyOptions {
 
 // The geometry the policy uses; B follows from the number of keys.
 struct DLeftFilterPlan {
+  uint32_t format_version = 0;  // 1 or 2
   uint32_t subtables = 0;       // d
-  uint32_t cells_per_bucket = 0;  // L
+  uint32_t cells_per_bucket = 0;  // L (1 in version 2)
   uint32_t remainder_bits = 0;  // r (counter bits are always 0)
   double load = 0;              // target cell load alpha
-  double bits_per_key = 0;      // r / load (payload only)
-  double predicted_fpr = 0;     // d * L * load / (2^r - 1)
+  double bits_per_key = 0;      // payload bits per key: r / load (v1),
+                                // 512 / (load * cells per block) (v2)
+  double predicted_fpr = 0;     // d * L * load / (2^r - 1); version 2 adds
+                                // the measured overflow probes (planner.cc)
 };
 
 // Validates options and picks the geometry. InvalidArgument naming the field.

@@ -1,0 +1,196 @@
+// The blocked static d-left table: the payload of version-2 SST filter
+// blocks (kind 3). Geometry, the hash-to-cells mapping the reader and the
+// builder share, the one-block probe and the placement routine.
+// Internal to filter_policy/rocksdb/sst_filter/; byte layout in
+// block_format.h and filter_policy/FORMATS.md.
+//
+// Design note
+// -----------
+// Version 1 spread a key's d candidate buckets over d subtables in
+// different cache lines, so every negative query touched d = 4 lines. Here
+// all d candidates of a key live in ONE 64-byte block (the layout idea of
+// FastDLeftFilter, without counters), so a query reads one cache line
+// unless its block overflowed.
+//
+// Block (512 bits): C = d * K cells of r bits, where K = floor(floor(511 /
+// r) / d) buckets of one cell per subtable; the G = min(64, 512 - C r) bits
+// above the cells are overflow flags, one per group of remainders
+// (group(q) = floor((q - 1) G / 2^r)). Cell value 0 means empty, so
+// Rn = 2^r - 1 remainders exist.
+//
+// Two-phase hashing (dlCBF paper, Section 3): the key hash h gives the
+// home block j = floor(h * H / 2^64) and the true fingerprint (b, q) in
+// [K] x [1, Rn] from the low 32 bits. Subtable i stores it at bucket
+//     P_i(b, q) = ((b + F_i(q)) mod K, q),   F_0 = 0,
+//     F_i(q) = floor(((q * m_i) mod 2^32) * K / 2^32)   (m_i odd, stored),
+// an invertible permutation: a resident's b is recovered from its cell
+// and q, which lets the builder move residents without keys and detect an
+// exact duplicate fingerprint (same b and q), stored once.
+//
+// Build (static: all keys known): blocks are filled in order. Each block
+// first takes the keys carried over from the block before, then its own;
+// a key goes to its leftmost empty candidate, else a breadth-first search
+// over the block's cells moves residents to their other candidates. When
+// nothing moves, one fingerprint is carried to the next block -- a
+// candidate's resident whose group is already flagged if there is one
+// (so few groups get flagged), else the new one -- and the flag of its
+// group is set. So flag(j, g) = 1 iff some key of group g homed at or
+// before j is stored after j, and a query of group g probes j, j+1, ...
+// while the block it just probed has flag g set. After the H home blocks,
+// tail blocks (no home keys) take the last carry; the last block has no
+// flag set.
+//
+// FPR. A negative query compares q with d cells per probed block:
+//     FPR ~= d * alpha / (2^r - 1) * E[blocks probed]
+// for cell load alpha. At 10 bits/key the planner takes d = 4, r = 9,
+// K = 14 (56 cells, 504 bits): 51.2 keys per home block, alpha ~= 0.91,
+// so d * alpha / Rn = 0.71% before overflow probes. The block load is
+// Poisson with mean 51.2, so a fixed share of blocks overflow into the
+// next (adjacent) line; planner.cc holds the measured figures.
+// Space: 512 / (keys per block) bits per key plus one 64-byte tail block
+// and the header. Lines per negative query: 1 + P(flag) + ...; only the
+// home line is random, the next one is adjacent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "dlcbf/internal/hash.h"
+
+namespace dlcbf {
+namespace sst_filter {
+
+constexpr size_t kBlockBytes = 64;
+constexpr uint32_t kBlockedMaxSubtables = 8;
+constexpr uint32_t kBlockedMinRemainderBits = 4;
+constexpr uint32_t kBlockedMaxRemainderBits = 16;
+
+// Buckets per subtable in one block for (d, r); 0 if the pair is unusable.
+inline uint32_t BlockedBuckets(uint32_t d, uint32_t r) {
+  if (d < 2 || d > kBlockedMaxSubtables || r < kBlockedMinRemainderBits ||
+      r > kBlockedMaxRemainderBits) {
+    return 0;
+  }
+  return (511 / r) / d;
+}
+
+struct BlockedGeometry {
+  uint32_t d = 0;            // subtables per block
+  uint32_t r = 0;            // remainder bits
+  uint32_t K = 0;            // buckets (of one cell) per subtable per block
+  uint64_t home_blocks = 0;  // H: blocks keys hash to
+  uint64_t total_blocks = 0; // H + tail blocks
+  uint32_t multipliers[kBlockedMaxSubtables] = {};  // m_i; m_0 = 0, others odd
+
+  uint32_t cells() const { return d * K; }
+  // Overflow groups: every bit above the cells, at most 64.
+  uint32_t groups() const { return 512 - d * K * r > 64 ? 64 : 512 - d * K * r; }
+  uint64_t payload_bytes() const { return total_blocks * kBlockBytes; }
+  // nullptr if usable, else what is wrong.
+  const char* Invalid() const;
+};
+
+// Fixed multipliers of format version 2 (m_0 = 0: P_0 is the identity).
+void DefaultBlockedMultipliers(BlockedGeometry* g);
+
+// Where a key hash lives: home block, and the bit offset of each of its d
+// candidate cells inside a block.
+struct BlockedProbe {
+  uint64_t block;
+  uint32_t q;
+  uint64_t group_mask;  // the flag bit of the key's overflow group in word 7
+  uint16_t bit[kBlockedMaxSubtables];
+};
+
+// Overflow group of remainder q, in [0, G): a function of the fingerprint
+// alone, so relocation never changes it.
+inline uint32_t BlockedGroup(uint32_t q, uint32_t r, uint32_t groups) {
+  return static_cast<uint32_t>((uint64_t{q - 1} * groups) >> r);
+}
+
+inline uint32_t BlockedPermute(const BlockedGeometry& g, uint32_t i, uint32_t b, uint32_t q) {
+  const uint32_t f =
+      static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(q * g.multipliers[i])} * g.K) >> 32);
+  const uint32_t x = b + f;
+  return x >= g.K ? x - g.K : x;
+}
+
+inline void BlockedLocate(const BlockedGeometry& g, uint64_t h, BlockedProbe* p) {
+  p->block = internal::Mul64Hi(h, g.home_blocks);
+  const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * g.K;
+  const uint32_t b = static_cast<uint32_t>(t >> 32);
+  const uint32_t rn = (uint32_t{1} << g.r) - 1;
+  p->q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * rn) >> 32);
+  p->group_mask = uint64_t{1} << (63 - BlockedGroup(p->q, g.r, g.groups()));
+  for (uint32_t i = 0; i < g.d; ++i) {
+    p->bit[i] = static_cast<uint16_t>((i * g.K + BlockedPermute(g, i, b, p->q)) * g.r);
+  }
+}
+
+// Reads the r-bit cell at bit offset `bit` of a 64-byte block (cells never
+// cross the block; loads stay inside it).
+inline uint32_t BlockedCell(const char* block, uint32_t bit, uint32_t mask) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "blocked table assumes little-endian");
+  const uint32_t w = bit >> 6, off = bit & 63;
+  uint64_t lo, hi;
+  std::memcpy(&lo, block + 8 * w, 8);
+  std::memcpy(&hi, block + 8 * (w < 7 ? w + 1 : 7), 8);
+  // (hi << 1) << (63 - off) is hi << (64 - off) without the undefined shift
+  // by 64; for the last word the extra bits land above the cell and are masked.
+  return static_cast<uint32_t>(((lo >> off) | ((hi << 1) << (63 - off))) & mask);
+}
+
+// The overflow flags: word 7 of the block; group g is bit 63 - g.
+inline uint64_t BlockedFlags(const char* block) {
+  uint64_t w;
+  std::memcpy(&w, block + 56, 8);
+  return w;
+}
+
+// Probes the home block and the overflow chain after it. `payload` holds
+// g.total_blocks blocks and the last block's flag is 0 (ParseBlock checks).
+template <uint32_t kD>
+inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const BlockedProbe& p) {
+  const uint32_t mask = (uint32_t{1} << g.r) - 1;
+  const uint32_t d = kD ? kD : g.d;
+  const char* block = payload + p.block * kBlockBytes;
+  for (;;) {
+    bool hit = false;
+    for (uint32_t i = 0; i < d; ++i) hit |= BlockedCell(block, p.bit[i], mask) == p.q;
+    if (hit) return true;
+    if ((BlockedFlags(block) & p.group_mask) == 0) return false;
+    block += kBlockBytes;
+  }
+}
+
+inline bool BlockedHashMayMatch(const BlockedGeometry& g, const char* payload, uint64_t h) {
+  BlockedProbe p;
+  BlockedLocate(g, h, &p);
+  switch (g.d) {
+    case 4: return BlockedMayMatch<4>(g, payload, p);
+    case 3: return BlockedMayMatch<3>(g, payload, p);
+    case 2: return BlockedMayMatch<2>(g, payload, p);
+    default: return BlockedMayMatch<0>(g, payload, p);
+  }
+}
+
+// Statistics of one placement run.
+struct BlockedBuildStats {
+  uint64_t stored = 0;          // distinct fingerprints written
+  uint64_t duplicates = 0;      // keys whose fingerprint was already there
+  uint64_t carried = 0;         // keys stored after their home block
+  uint64_t flagged_blocks = 0;  // blocks with the overflow flag set
+  uint64_t tail_blocks = 0;     // blocks after the H home blocks
+};
+
+// Places every hash into `payload` (zero-filled, room for g.home_blocks +
+// max_tail blocks). Sets g->total_blocks. Returns false if the carry did
+// not drain within max_tail tail blocks (nothing is lost: the caller
+// rebuilds with more blocks). Never throws except std::bad_alloc.
+bool BuildBlockedTable(const std::vector<uint64_t>& hashes, uint64_t max_tail, BlockedGeometry* g,
+                       char* payload, BlockedBuildStats* stats);
+
+}  // namespace sst_filter
+}  // namespace dlcbf
