@@ -676,6 +676,31 @@ TEST(FilterBlockTest, GoldenVersion2BlockStillReadable) {
   EXPECT_GT(negatives, 950) << "the block is not being read as a blocked table";
 }
 
+// The constant-folded probe of the default geometry answers exactly like
+// the generic one, on hits, misses and overflow chains.
+TEST(FilterBlockTest, Version2DefaultGeometryFastPathMatchesGeneric) {
+  auto policy = Policy("dlcbf:10");
+  auto keys = Keys(50000);
+  Block b = BuildBlock(*policy, keys);
+  dlcbf::sst_filter::ParsedBlock p;
+  std::string why;
+  ASSERT_TRUE(dlcbf::sst_filter::ParseBlock(b.data, &p, &why)) << why;
+  ASSERT_EQ(p.blocked.d, 4u);
+  ASSERT_EQ(p.blocked.r, 9u);
+  std::mt19937_64 rng(3);
+  uint64_t positives = 0;
+  for (int i = 0; i < 400000; ++i) {
+    const uint64_t h = i % 4 ? rng() : internal::HashKey(keys[i % keys.size()].data(),
+                                                         keys[i % keys.size()].size(), p.hash_seed);
+    dlcbf::sst_filter::BlockedProbe pr;
+    dlcbf::sst_filter::BlockedLocate(p.blocked, h, &pr);
+    const bool generic = dlcbf::sst_filter::BlockedMayMatch<0>(p.blocked, p.payload, pr);
+    ASSERT_EQ(dlcbf::sst_filter::BlockedMayMatchD4R9(p.blocked, p.payload, h), generic) << i;
+    positives += generic;
+  }
+  EXPECT_GT(positives, 100000u);  // the stored keys, plus false positives
+}
+
 // The overflow chain under stress: loads up to 0.99 carry many keys into
 // later blocks; every key must still be found, through Get-style and
 // batched probes. Negative control: clearing the overflow flags of the

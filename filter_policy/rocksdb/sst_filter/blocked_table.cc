@@ -10,6 +10,10 @@ namespace sst_filter {
 
 namespace {
 constexpr uint32_t kMaxCells = 511 / kBlockedMinRemainderBits;  // 127
+// Cells the relocation search visits per insert. Measured at 10 bits/key
+// (d = 4, r = 9, n = 1M): 32 nodes give FPR 0.877% at about half the build
+// time of an unbounded search (0.871%); 16 nodes give 0.895%.
+constexpr uint32_t kSearchNodes = 32;
 
 // One block under construction: the remainder and the bucket b of the
 // fingerprint held by each cell (b is also recoverable with P_i^-1; keeping
@@ -18,8 +22,18 @@ struct BlockState {
   const BlockedGeometry& g;
   uint16_t q[kMaxCells];
   uint8_t b[kMaxCells];
+  uint8_t sub_of[kMaxCells];  // subtable of each cell (no division in the search)
+  uint32_t empty = 0;
 
-  explicit BlockState(const BlockedGeometry& geo) : g(geo) { std::fill(q, q + g.cells(), 0); }
+  explicit BlockState(const BlockedGeometry& geo) : g(geo) {
+    for (uint32_t c = 0; c < g.cells(); ++c) sub_of[c] = static_cast<uint8_t>(c / g.K);
+    Clear();
+  }
+
+  void Clear() {
+    std::fill(q, q + g.cells(), 0);
+    empty = g.cells();
+  }
 
   uint32_t Cell(uint32_t i, uint32_t b0, uint32_t q0) const {
     return i * g.K + BlockedPermute(g, i, b0, q0);
@@ -38,10 +52,14 @@ struct BlockState {
     for (uint32_t i = 0; i < g.d; ++i) {
       if (q[cand[i]] == 0) {
         Put(cand[i], b0, q0);
+        --empty;
         return kPlaced;
       }
     }
-    if (Relocate(cand, b0, q0)) return kPlaced;
+    if (empty > 0 && Relocate(cand, b0, q0)) {
+      --empty;
+      return kPlaced;
+    }
     *evicted = b0 << 16 | q0;
     if ((flagged >> Group(q0) & 1) == 0) {
       for (uint32_t i = 0; i < g.d; ++i) {
@@ -77,10 +95,10 @@ struct BlockState {
         parent[tail++] = -1;
       }
     }
-    while (head < tail) {
+    while (head < tail && head < kSearchNodes) {
       const uint32_t node = head++;
       const uint32_t c = node_cell[node];
-      const uint32_t sub = c / g.K;
+      const uint32_t sub = sub_of[c];
       for (uint32_t i = 0; i < g.d; ++i) {
         if (i == sub) continue;
         const uint32_t to = Cell(i, b[c], q[c]);
@@ -179,7 +197,7 @@ bool BuildBlockedTable(const std::vector<uint64_t>& hashes, uint64_t max_tail, B
       return true;
     }
     if (j >= H + max_tail) return false;
-    std::fill(s.q, s.q + g->cells(), 0);
+    s.Clear();
     next_carry.clear();
     uint64_t flagged = 0;  // bit g: group g has a fingerprint carried on
     auto place = [&](uint32_t item, bool carried) {

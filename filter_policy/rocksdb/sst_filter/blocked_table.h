@@ -165,6 +165,36 @@ inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const
   }
 }
 
+// The default geometry (d = 4, r = 9, K = 14) with its constants folded in:
+// the same answers as BlockedLocate + BlockedMayMatch.
+inline bool BlockedMayMatchD4R9(const BlockedGeometry& g, const char* payload, uint64_t h) {
+  constexpr uint32_t kK = 14, kR = 9, kMask = (1u << kR) - 1;
+  const char* block = payload + internal::Mul64Hi(h, g.home_blocks) * kBlockBytes;
+  // Start the block's load(s) first; the cell offsets are computed while
+  // the line is on its way.
+  __builtin_prefetch(block);
+  __builtin_prefetch(block + kBlockBytes - 1);
+  const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * kK;
+  const uint32_t b = static_cast<uint32_t>(t >> 32);
+  const uint32_t q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * kMask) >> 32);
+  const uint64_t group = uint64_t{1} << (63 - ((q - 1) >> (kR - 3)));  // G = 8
+  uint32_t bit[4];
+  bit[0] = b * kR;
+  for (uint32_t i = 1; i < 4; ++i) {
+    const uint32_t f =
+        static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(q * g.multipliers[i])} * kK) >> 32);
+    const uint32_t x = b + f;
+    bit[i] = (i * kK + (x >= kK ? x - kK : x)) * kR;
+  }
+  for (;;) {
+    const bool hit = (BlockedCell(block, bit[0], kMask) == q) | (BlockedCell(block, bit[1], kMask) == q) |
+                     (BlockedCell(block, bit[2], kMask) == q) | (BlockedCell(block, bit[3], kMask) == q);
+    if (hit) return true;
+    if ((BlockedFlags(block) & group) == 0) return false;
+    block += kBlockBytes;
+  }
+}
+
 inline bool BlockedHashMayMatch(const BlockedGeometry& g, const char* payload, uint64_t h) {
   BlockedProbe p;
   BlockedLocate(g, h, &p);

@@ -122,12 +122,14 @@ class DLeftReader final : public FilterBitsReader {
 class BlockedReader final : public FilterBitsReader {
  public:
   explicit BlockedReader(const ParsedBlock& p)
-      : g_(p.blocked), payload_(p.payload), seed_(p.hash_seed) {}
+      : g_(p.blocked), payload_(p.payload), seed_(p.hash_seed),
+        d4r9_(p.blocked.d == 4 && p.blocked.r == 9) {}
 
   // Locate first, then touch the home block: the prefetch lets the load of
   // a block that straddles two cache lines (RocksDB does not align filter
   // blocks) issue both misses at once.
   bool MayMatch(const Slice& key) override {
+    if (d4r9_) return BlockedMayMatchD4R9(g_, payload_, Hash(key));
     BlockedProbe p;
     BlockedLocate(g_, Hash(key), &p);
     Prefetch(p.block);
@@ -174,6 +176,7 @@ class BlockedReader final : public FilterBitsReader {
   const BlockedGeometry g_;
   const char* const payload_;
   const uint64_t seed_;
+  const bool d4r9_;  // the default geometry: the constant-folded probe
 };
 
 class BloomReader final : public FilterBitsReader {
