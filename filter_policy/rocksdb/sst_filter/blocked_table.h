@@ -117,15 +117,25 @@ inline uint32_t BlockedPermute(const BlockedGeometry& g, uint32_t i, uint32_t b,
   return x >= g.K ? x - g.K : x;
 }
 
+// kD, kK, kR: compile-time d, K and r (0 = take them from g); the default
+// geometry instantiates <4, 14, 9> so the multiplies by K and the shifts
+// by r fold into constants.
+template <uint32_t kD = 0, uint32_t kK = 0, uint32_t kR = 0>
 inline void BlockedLocate(const BlockedGeometry& g, uint64_t h, BlockedProbe* p) {
+  const uint32_t d = kD ? kD : g.d, K = kK ? kK : g.K, r = kR ? kR : g.r;
   p->block = internal::Mul64Hi(h, g.home_blocks);
-  const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * g.K;
+  const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * K;
   const uint32_t b = static_cast<uint32_t>(t >> 32);
-  const uint32_t rn = (uint32_t{1} << g.r) - 1;
+  const uint32_t rn = (uint32_t{1} << r) - 1;
   p->q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * rn) >> 32);
-  p->group_mask = uint64_t{1} << (63 - BlockedGroup(p->q, g.r, g.groups()));
-  for (uint32_t i = 0; i < g.d; ++i) {
-    p->bit[i] = static_cast<uint16_t>((i * g.K + BlockedPermute(g, i, b, p->q)) * g.r);
+  const uint32_t groups = kK && kR ? (512 - kD * kK * kR > 64 ? 64 : 512 - kD * kK * kR) : g.groups();
+  p->group_mask = uint64_t{1} << (63 - BlockedGroup(p->q, r, groups));
+  p->bit[0] = static_cast<uint16_t>(b * r);
+  for (uint32_t i = 1; i < d; ++i) {
+    const uint32_t f =
+        static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(p->q * g.multipliers[i])} * K) >> 32);
+    const uint32_t x = b + f;
+    p->bit[i] = static_cast<uint16_t>((i * K + (x >= K ? x - K : x)) * r);
   }
 }
 
@@ -151,9 +161,9 @@ inline uint64_t BlockedFlags(const char* block) {
 
 // Probes the home block and the overflow chain after it. `payload` holds
 // g.total_blocks blocks and the last block's flag is 0 (ParseBlock checks).
-template <uint32_t kD>
+template <uint32_t kD, uint32_t kR = 0>
 inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const BlockedProbe& p) {
-  const uint32_t mask = (uint32_t{1} << g.r) - 1;
+  const uint32_t mask = (uint32_t{1} << (kR ? kR : g.r)) - 1;
   const uint32_t d = kD ? kD : g.d;
   const char* block = payload + p.block * kBlockBytes;
   for (;;) {
@@ -166,33 +176,15 @@ inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const
 }
 
 // The default geometry (d = 4, r = 9, K = 14) with its constants folded in:
-// the same answers as BlockedLocate + BlockedMayMatch.
+// the same answers as BlockedLocate + BlockedMayMatch. The home block's
+// load starts before the cell offsets are computed.
 inline bool BlockedMayMatchD4R9(const BlockedGeometry& g, const char* payload, uint64_t h) {
-  constexpr uint32_t kK = 14, kR = 9, kMask = (1u << kR) - 1;
   const char* block = payload + internal::Mul64Hi(h, g.home_blocks) * kBlockBytes;
-  // Start the block's load(s) first; the cell offsets are computed while
-  // the line is on its way.
   __builtin_prefetch(block);
   __builtin_prefetch(block + kBlockBytes - 1);
-  const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * kK;
-  const uint32_t b = static_cast<uint32_t>(t >> 32);
-  const uint32_t q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * kMask) >> 32);
-  const uint64_t group = uint64_t{1} << (63 - ((q - 1) >> (kR - 3)));  // G = 8
-  uint32_t bit[4];
-  bit[0] = b * kR;
-  for (uint32_t i = 1; i < 4; ++i) {
-    const uint32_t f =
-        static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(q * g.multipliers[i])} * kK) >> 32);
-    const uint32_t x = b + f;
-    bit[i] = (i * kK + (x >= kK ? x - kK : x)) * kR;
-  }
-  for (;;) {
-    const bool hit = (BlockedCell(block, bit[0], kMask) == q) | (BlockedCell(block, bit[1], kMask) == q) |
-                     (BlockedCell(block, bit[2], kMask) == q) | (BlockedCell(block, bit[3], kMask) == q);
-    if (hit) return true;
-    if ((BlockedFlags(block) & group) == 0) return false;
-    block += kBlockBytes;
-  }
+  BlockedProbe p;
+  BlockedLocate<4, 14, 9>(g, h, &p);
+  return BlockedMayMatch<4, 9>(g, payload, p);
 }
 
 inline bool BlockedHashMayMatch(const BlockedGeometry& g, const char* payload, uint64_t h) {

@@ -144,7 +144,11 @@ class BlockedReader final : public FilterBitsReader {
     for (int base = 0; base < num_keys; base += kChunk) {
       const int m = std::min(kChunk, num_keys - base);
       for (int i = 0; i < m; ++i) {
-        BlockedLocate(g_, Hash(*keys[base + i]), &probe[i]);
+        if (d4r9_) {
+          BlockedLocate<4, 14, 9>(g_, Hash(*keys[base + i]), &probe[i]);
+        } else {
+          BlockedLocate(g_, Hash(*keys[base + i]), &probe[i]);
+        }
         Prefetch(probe[i].block);
       }
       for (int i = 0; i < m; ++i) may_match[base + i] = Probe(probe[i]);
@@ -165,6 +169,7 @@ class BlockedReader final : public FilterBitsReader {
     }
   }
   bool Probe(const BlockedProbe& p) const {
+    if (d4r9_) return BlockedMayMatch<4, 9>(g_, payload_, p);
     switch (g_.d) {
       case 4: return BlockedMayMatch<4>(g_, payload_, p);
       case 3: return BlockedMayMatch<3>(g_, payload_, p);

@@ -39,8 +39,9 @@
 // Space budget
 //   bits_per_key means what it means for NewBloomFilterPolicy: filter bits
 //   per distinct key (or prefix) added, not counting a constant-size block
-//   header (48 + 16 d bytes plus an 8-byte checksum). So "dlcbf:10" and
-//   "bloomfilter:10" spend the same space.
+//   header and checksum (version 2: 64 bytes, one tail block of 64 bytes
+//   at most in practice, and 8; version 1: 48 + 16 d and 8). So "dlcbf:10"
+//   and "bloomfilter:10" spend the same space.
 //
 // Block format versions (filter_policy/FORMATS.md)
 //   2 (default): the blocked table -- all d candidate cells of a key in one
