@@ -23,6 +23,9 @@ struct BlockState {
   uint16_t q[kMaxCells];
   uint8_t b[kMaxCells];
   uint8_t sub_of[kMaxCells];  // subtable of each cell (no division in the search)
+  // The candidate cells of each cell's fingerprint, kept with it so the
+  // search reads them instead of recomputing the permutations.
+  uint8_t alt[kMaxCells][kBlockedMaxSubtables];
   uint32_t empty = 0;
 
   explicit BlockState(const BlockedGeometry& geo) : g(geo) {
@@ -51,7 +54,7 @@ struct BlockState {
     }
     for (uint32_t i = 0; i < g.d; ++i) {
       if (q[cand[i]] == 0) {
-        Put(cand[i], b0, q0);
+        Put(cand[i], b0, q0, cand);
         --empty;
         return kPlaced;
       }
@@ -66,7 +69,7 @@ struct BlockState {
         const uint32_t c = cand[i];
         if (flagged >> Group(q[c]) & 1) {
           *evicted = uint32_t{b[c]} << 16 | q[c];
-          Put(c, b0, q0);
+          Put(c, b0, q0, cand);
           break;
         }
       }
@@ -76,9 +79,15 @@ struct BlockState {
 
   uint32_t Group(uint32_t q0) const { return BlockedGroup(q0, g.r, g.groups()); }
 
-  void Put(uint32_t c, uint32_t b0, uint32_t q0) {
+  void Put(uint32_t c, uint32_t b0, uint32_t q0, const uint32_t* cand) {
     q[c] = static_cast<uint16_t>(q0);
     b[c] = static_cast<uint8_t>(b0);
+    for (uint32_t i = 0; i < g.d; ++i) alt[c][i] = static_cast<uint8_t>(cand[i]);
+  }
+  void Move(uint32_t dst, uint32_t src) {
+    q[dst] = q[src];
+    b[dst] = b[src];
+    std::copy(alt[src], alt[src] + g.d, alt[dst]);
   }
 
   // Breadth-first search from the full candidates for a chain of moves
@@ -101,16 +110,16 @@ struct BlockState {
       const uint32_t sub = sub_of[c];
       for (uint32_t i = 0; i < g.d; ++i) {
         if (i == sub) continue;
-        const uint32_t to = Cell(i, b[c], q[c]);
+        const uint32_t to = alt[c][i];
         if (q[to] == 0) {
           // Move along the chain, from the end back to the start.
           uint32_t dst = to;
           for (int32_t n = static_cast<int32_t>(node); n >= 0; n = parent[n]) {
             const uint32_t src = node_cell[n];
-            Put(dst, b[src], q[src]);
+            Move(dst, src);
             dst = src;
           }
-          Put(dst, b0, q0);
+          Put(dst, b0, q0, cand);
           return true;
         }
         if (!seen[to]) {
