@@ -110,7 +110,8 @@ double ExactBlockedFpr(const Slice& block) {
         pr.q = q;
         pr.group_mask = uint64_t{1} << (63 - dlcbf::sst_filter::BlockedGroup(q, g.r, g.groups()));
         for (uint32_t i = 0; i < g.d; ++i) {
-          pr.bit[i] = static_cast<uint16_t>((i * g.K + dlcbf::sst_filter::BlockedPermute(g, i, b, q)) * g.r);
+          dlcbf::sst_filter::BlockedCellPosition(i * g.K + dlcbf::sst_filter::BlockedPermute(g, i, b, q),
+                                                 g.r, &pr.byte[i], &pr.shift[i]);
         }
         hits += dlcbf::sst_filter::BlockedMayMatch<0>(g, p.payload, pr);
       }
@@ -687,13 +688,22 @@ TEST(FilterBlockTest, Version2DefaultGeometryFastPathMatchesGeneric) {
   ASSERT_TRUE(dlcbf::sst_filter::ParseBlock(b.data, &p, &why)) << why;
   ASSERT_EQ(p.blocked.d, 4u);
   ASSERT_EQ(p.blocked.r, 9u);
+  ASSERT_TRUE(dlcbf::sst_filter::BlockedD4R9::Matches(p.blocked));
   std::mt19937_64 rng(3);
   uint64_t positives = 0;
   for (int i = 0; i < 400000; ++i) {
     const uint64_t h = i % 4 ? rng() : internal::HashKey(keys[i % keys.size()].data(),
                                                          keys[i % keys.size()].size(), p.hash_seed);
-    dlcbf::sst_filter::BlockedProbe pr;
+    dlcbf::sst_filter::BlockedProbe pr, fast;
     dlcbf::sst_filter::BlockedLocate(p.blocked, h, &pr);
+    dlcbf::sst_filter::BlockedD4R9::Get().Locate(p.blocked, h, &fast);
+    ASSERT_EQ(fast.block, pr.block);
+    ASSERT_EQ(fast.q, pr.q);
+    ASSERT_EQ(fast.group_mask, pr.group_mask);
+    for (int c = 0; c < 4; ++c) {
+      ASSERT_EQ(fast.byte[c], pr.byte[c]) << i;
+      ASSERT_EQ(fast.shift[c], pr.shift[c]) << i;
+    }
     const bool generic = dlcbf::sst_filter::BlockedMayMatch<0>(p.blocked, p.payload, pr);
     ASSERT_EQ(dlcbf::sst_filter::BlockedMayMatchD4R9(p.blocked, p.payload, h), generic) << i;
     positives += generic;

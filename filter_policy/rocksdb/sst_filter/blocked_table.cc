@@ -160,6 +160,32 @@ inline uint32_t Packed(const BlockedGeometry& g, uint64_t h) {
 }
 }  // namespace
 
+bool BlockedD4R9::Matches(const BlockedGeometry& g) {
+  if (g.d != 4 || g.r != kR || g.K != kK) return false;
+  BlockedGeometry def;
+  def.d = 4;
+  DefaultBlockedMultipliers(&def);
+  return std::equal(def.multipliers, def.multipliers + 4, g.multipliers);
+}
+
+const BlockedD4R9& BlockedD4R9::Get() {
+  static const BlockedD4R9 tables = [] {
+    BlockedD4R9 t;
+    BlockedGeometry g;
+    g.d = 4;
+    g.r = kR;
+    g.K = kK;
+    DefaultBlockedMultipliers(&g);
+    for (uint32_t i = 0; i < 4; ++i) {
+      t.f[i][0] = 0;
+      for (uint32_t q = 1; q <= kMask; ++q) t.f[i][q] = static_cast<uint8_t>(BlockedPermute(g, i, 0, q));
+      for (uint32_t b = 0; b < kK; ++b) BlockedCellPosition(i * kK + b, kR, &t.byte[i][b], &t.shift[i][b]);
+    }
+    return t;
+  }();
+  return tables;
+}
+
 const char* BlockedGeometry::Invalid() const {
   if (d < 2 || d > kBlockedMaxSubtables) return "d must be in [2, 8]";
   if (r < kBlockedMinRemainderBits || r > kBlockedMaxRemainderBits) return "r must be in [4, 16]";

@@ -101,8 +101,21 @@ struct BlockedProbe {
   uint64_t block;
   uint32_t q;
   uint64_t group_mask;  // the flag bit of the key's overflow group in word 7
-  uint16_t bit[kBlockedMaxSubtables];
+  // Candidate i's cell is bits [shift, shift + r) of the 8 bytes at byte
+  // offset `byte` of the block (BlockedCellPosition).
+  uint8_t byte[kBlockedMaxSubtables];
+  uint8_t shift[kBlockedMaxSubtables];
 };
+
+// Where cell c lives: the 8-byte window starting at min(c r / 8, 56) holds
+// it whole (cells end below bit 512), so one load and one shift read it and
+// the load never leaves the 64-byte block.
+inline void BlockedCellPosition(uint32_t cell, uint32_t r, uint8_t* byte, uint8_t* shift) {
+  const uint32_t bit = cell * r;
+  const uint32_t start = (bit >> 3) < 56 ? (bit >> 3) : 56;
+  *byte = static_cast<uint8_t>(start);
+  *shift = static_cast<uint8_t>(bit - 8 * start);
+}
 
 // Overflow group of remainder q, in [0, G): a function of the fingerprint
 // alone, so relocation never changes it.
@@ -130,26 +143,21 @@ inline void BlockedLocate(const BlockedGeometry& g, uint64_t h, BlockedProbe* p)
   p->q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * rn) >> 32);
   const uint32_t groups = kK && kR ? (512 - kD * kK * kR > 64 ? 64 : 512 - kD * kK * kR) : g.groups();
   p->group_mask = uint64_t{1} << (63 - BlockedGroup(p->q, r, groups));
-  p->bit[0] = static_cast<uint16_t>(b * r);
+  BlockedCellPosition(b, r, &p->byte[0], &p->shift[0]);
   for (uint32_t i = 1; i < d; ++i) {
     const uint32_t f =
         static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(p->q * g.multipliers[i])} * K) >> 32);
     const uint32_t x = b + f;
-    p->bit[i] = static_cast<uint16_t>((i * K + (x >= K ? x - K : x)) * r);
+    BlockedCellPosition(i * K + (x >= K ? x - K : x), r, &p->byte[i], &p->shift[i]);
   }
 }
 
-// Reads the r-bit cell at bit offset `bit` of a 64-byte block (cells never
-// cross the block; loads stay inside it).
-inline uint32_t BlockedCell(const char* block, uint32_t bit, uint32_t mask) {
+// Reads a cell of a 64-byte block at its BlockedCellPosition.
+inline uint32_t BlockedCell(const char* block, uint32_t byte, uint32_t shift, uint32_t mask) {
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "blocked table assumes little-endian");
-  const uint32_t w = bit >> 6, off = bit & 63;
-  uint64_t lo, hi;
-  std::memcpy(&lo, block + 8 * w, 8);
-  std::memcpy(&hi, block + 8 * (w < 7 ? w + 1 : 7), 8);
-  // (hi << 1) << (63 - off) is hi << (64 - off) without the undefined shift
-  // by 64; for the last word the extra bits land above the cell and are masked.
-  return static_cast<uint32_t>(((lo >> off) | ((hi << 1) << (63 - off))) & mask);
+  uint64_t w;
+  std::memcpy(&w, block + byte, 8);
+  return static_cast<uint32_t>(w >> shift) & mask;
 }
 
 // The overflow flags: word 7 of the block; group g is bit 63 - g.
@@ -168,23 +176,60 @@ inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const
   const char* block = payload + p.block * kBlockBytes;
   for (;;) {
     bool hit = false;
-    for (uint32_t i = 0; i < d; ++i) hit |= BlockedCell(block, p.bit[i], mask) == p.q;
+    for (uint32_t i = 0; i < d; ++i) hit |= BlockedCell(block, p.byte[i], p.shift[i], mask) == p.q;
     if (hit) return true;
     if ((BlockedFlags(block) & p.group_mask) == 0) return false;
     block += kBlockBytes;
   }
 }
 
-// The default geometry (d = 4, r = 9, K = 14) with its constants folded in:
-// the same answers as BlockedLocate + BlockedMayMatch. The home block's
-// load starts before the cell offsets are computed.
+// The default geometry (d = 4, r = 9, K = 14, default multipliers) with
+// its arithmetic replaced by two small tables: F_i(q) for every q (1.5 KiB)
+// and the (byte, shift) position of every (subtable, bucket) cell. The same
+// answers as BlockedLocate + BlockedMayMatch (a test checks it).
+struct BlockedD4R9 {
+  static constexpr uint32_t kK = 14, kR = 9, kMask = (1u << kR) - 1;
+  uint8_t f[4][1u << kR];   // F_i(q), f[0] = 0
+  uint8_t byte[4][kK];
+  uint8_t shift[4][kK];
+
+  // True if g is the geometry these tables describe.
+  static bool Matches(const BlockedGeometry& g);
+  // The tables, built on first use.
+  static const BlockedD4R9& Get();
+
+  void Locate(const BlockedGeometry& g, uint64_t h, BlockedProbe* p) const {
+    p->block = internal::Mul64Hi(h, g.home_blocks);
+    const uint64_t t = uint64_t{static_cast<uint32_t>(h)} * kK;
+    const uint32_t b = static_cast<uint32_t>(t >> 32);
+    const uint32_t q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * kMask) >> 32);
+    p->q = q;
+    p->group_mask = uint64_t{1} << (63 - ((q - 1) >> (kR - 3)));  // G = 8
+    p->byte[0] = byte[0][b];
+    p->shift[0] = shift[0][b];
+    for (uint32_t i = 1; i < 4; ++i) {
+      uint32_t x = b + f[i][q];
+      x = x >= kK ? x - kK : x;
+      p->byte[i] = byte[i][x];
+      p->shift[i] = shift[i][x];
+    }
+  }
+
+  bool MayMatch(const BlockedGeometry& g, const char* payload, uint64_t h) const {
+    const char* block = payload + internal::Mul64Hi(h, g.home_blocks) * kBlockBytes;
+    // Start the block's load(s) first; the cell positions are looked up
+    // while the line is on its way.
+    __builtin_prefetch(block);
+    __builtin_prefetch(block + kBlockBytes - 1);
+    BlockedProbe p;
+    Locate(g, h, &p);
+    return BlockedMayMatch<4, kR>(g, payload, p);
+  }
+};
+
+// Compatibility name used by tests.
 inline bool BlockedMayMatchD4R9(const BlockedGeometry& g, const char* payload, uint64_t h) {
-  const char* block = payload + internal::Mul64Hi(h, g.home_blocks) * kBlockBytes;
-  __builtin_prefetch(block);
-  __builtin_prefetch(block + kBlockBytes - 1);
-  BlockedProbe p;
-  BlockedLocate<4, 14, 9>(g, h, &p);
-  return BlockedMayMatch<4, 9>(g, payload, p);
+  return BlockedD4R9::Get().MayMatch(g, payload, h);
 }
 
 inline bool BlockedHashMayMatch(const BlockedGeometry& g, const char* payload, uint64_t h) {

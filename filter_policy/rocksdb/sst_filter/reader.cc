@@ -123,13 +123,13 @@ class BlockedReader final : public FilterBitsReader {
  public:
   explicit BlockedReader(const ParsedBlock& p)
       : g_(p.blocked), payload_(p.payload), seed_(p.hash_seed),
-        d4r9_(p.blocked.d == 4 && p.blocked.r == 9) {}
+        d4r9_(BlockedD4R9::Matches(p.blocked) ? &BlockedD4R9::Get() : nullptr) {}
 
   // Locate first, then touch the home block: the prefetch lets the load of
   // a block that straddles two cache lines (RocksDB does not align filter
   // blocks) issue both misses at once.
   bool MayMatch(const Slice& key) override {
-    if (d4r9_) return BlockedMayMatchD4R9(g_, payload_, Hash(key));
+    if (d4r9_) return d4r9_->MayMatch(g_, payload_, Hash(key));
     BlockedProbe p;
     BlockedLocate(g_, Hash(key), &p);
     Prefetch(p.block);
@@ -145,7 +145,7 @@ class BlockedReader final : public FilterBitsReader {
       const int m = std::min(kChunk, num_keys - base);
       for (int i = 0; i < m; ++i) {
         if (d4r9_) {
-          BlockedLocate<4, 14, 9>(g_, Hash(*keys[base + i]), &probe[i]);
+          d4r9_->Locate(g_, Hash(*keys[base + i]), &probe[i]);
         } else {
           BlockedLocate(g_, Hash(*keys[base + i]), &probe[i]);
         }
@@ -181,7 +181,7 @@ class BlockedReader final : public FilterBitsReader {
   const BlockedGeometry g_;
   const char* const payload_;
   const uint64_t seed_;
-  const bool d4r9_;  // the default geometry: the constant-folded probe
+  const BlockedD4R9* const d4r9_;  // the default geometry's tables, or null
 };
 
 class BloomReader final : public FilterBitsReader {
