@@ -47,17 +47,21 @@ struct BlockState {
   // On kFull, *evicted is the fingerprint (b << 16 | q) to carry: either the
   // new one or a candidate's resident whose group is set in `flagged`.
   Result Insert(uint32_t b0, uint32_t q0, uint64_t flagged, uint32_t* evicted) {
+    // Branch-free scan of the candidates: a bit mask of exact duplicates and
+    // one of empty cells; the leftmost empty one wins (d-left's tie rule).
     uint32_t cand[kBlockedMaxSubtables];
+    uint32_t dup = 0, free = 0;
     for (uint32_t i = 0; i < g.d; ++i) {
       cand[i] = Cell(i, b0, q0);
-      if (q[cand[i]] == q0 && b[cand[i]] == b0) return kDuplicate;
+      const uint32_t c = cand[i];
+      dup |= static_cast<uint32_t>(q[c] == q0 && b[c] == b0) << i;
+      free |= static_cast<uint32_t>(q[c] == 0) << i;
     }
-    for (uint32_t i = 0; i < g.d; ++i) {
-      if (q[cand[i]] == 0) {
-        Put(cand[i], b0, q0, cand);
-        --empty;
-        return kPlaced;
-      }
+    if (dup != 0) return kDuplicate;
+    if (free != 0) {
+      Put(cand[__builtin_ctz(free)], b0, q0, cand);
+      --empty;
+      return kPlaced;
     }
     if (empty > 0 && Relocate(cand, b0, q0)) {
       --empty;
