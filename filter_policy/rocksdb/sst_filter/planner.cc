@@ -42,34 +42,27 @@
 // and alpha = r / b, for the (d, L) that minimizes d L alpha / (2^r - 1).
 // alpha_max is the highest load at which the table still fills reliably
 // with DLeftCountingBloomFilter's bounded breadth-first relocation (256
-// buckets per insert). Measured (200 trials at n = 30..3000, 1..20 trials at
-// n = 30k..8M):
-//     d L   alpha_max  min r   (cuckoo threshold)
-//     4 1   0.91       8       (0.977)  0.93 fails at n = 4M (r = 9)
-//     3 1   0.85       10      (0.918)  0.88 fails at n = 1M; r = 8 fails
-//                                        at load 0.43 (n = 840k)
-//     3 2   0.96       7       (0.988)
-//     4 2   0.97       7       (0.997)
-//     2 L   not used: d = 2 stops filling early at n = 4M (L = 2, r = 12:
-//           load 0.70; L = 3, r = 9: 0.91; L = 4, r = 8: 0.94)
-// "min r": this table was measured under an earlier permutation round
-// function, a Weyl sequence in q (F(i, q) = fastrange((q ^ k) * 0x9E37...,
-// B)), for which F_1(q) - F_0(q) took few distinct values at small r, so the
-// candidate buckets of different keys were correlated and large tables
-// stopped filling early. Today's round function (internal/dleft_layout.h)
-// is a keyed full-avalanche Mix64 with P_0 = identity, which removes that
-// correlation (a one-off check: d = 3, L = 1, r = 8 filled to 0.88 instead
-// of 0.61 at n = 1M). The table has NOT been re-measured since, so the
-// planner keeps these older, conservative limits: a plan may be slightly
-// worse than the best one, never unreliable. Re-measuring it would allow
-// d = 3, L = 1 at load ~0.9 (0.53% FPR at 10 bits/key with 3 probes).
-// Resulting plans (payload only; standard Bloom bound in parentheses):
+// buckets per insert), under today's round function (internal/
+// dleft_layout.h: keyed Mix64, P_0 = identity). Re-measured: 2 seeds each
+// at n = 30k, 1M and 4M, loads in steps of 0.01, the highest load at which
+// every run filled:
+//     d L  r    n=30k  n=1M  n=4M   planned alpha_max (margin >= 0.02)
+//     4 1  9    0.96   0.94  0.95   0.92
+//     4 1  8    0.96   0.95  0.95   0.92   (min r 8)
+//     3 1  10   0.88   0.86  0.87   0.84
+//     3 1  8    0.89   0.88  0.87   0.84   (min r 8; was 10 under the
+//                                           older Weyl round function)
+//     3 2  7    0.99+  0.99+ 0.99+  0.97
+//     4 2  7    0.99+  0.99+ 0.99+  0.97
+//     2 L  not planned (d = 2 fills least; kept for expert overrides)
+// Resulting version-1 plans (payload only; standard Bloom bound in
+// parentheses):
 //     b = 8    d3 L2 r7  alpha .875  FPR 4.13%   (2.16%)
 //     b = 9    d4 L1 r8  alpha .889  FPR 1.39%   (1.33%)
 //     b = 10   d4 L1 r9  alpha .900  FPR 0.705%  (0.82%; RocksDB's
 //                                                  FastLocalBloom: ~0.97%)
 //     b = 11   d4 L1 r10 alpha .909  FPR 0.355%  (0.51%)
-//     b = 12   d3 L1 r10 alpha .833  FPR 0.244%  (0.31%)
+//     b = 12   d4 L1 r11 alpha .917  FPR 0.179%  (0.31%)
 //     b = 14   d3 L2 r13 alpha .929  FPR 0.068%  (0.12%)
 //     b = 16   d3 L2 r15 alpha .938  FPR 0.017%  (0.046%)
 // The FPR is a sawtooth in b (r is an integer); below ~9.5 bits/key a Bloom
@@ -95,8 +88,8 @@ Status Invalid(const std::string& msg) {
 }
 
 double MaxLoad(uint32_t d, uint32_t L) {
-  if (L == 1) return d <= 2 ? 0.45 : d == 3 ? 0.85 : d == 4 ? 0.91 : 0.93;
-  if (L == 2) return d <= 2 ? 0.75 : d == 3 ? 0.96 : 0.97;
+  if (L == 1) return d <= 2 ? 0.45 : d == 3 ? 0.84 : d == 4 ? 0.92 : 0.93;
+  if (L == 2) return d <= 2 ? 0.75 : 0.97;
   if (L == 3) return d <= 2 ? 0.88 : 0.97;
   return d <= 2 ? 0.92 : 0.97;
 }
@@ -111,7 +104,7 @@ struct Candidate {
   uint32_t min_r;
 };
 constexpr Candidate kCandidates[] = {
-    {4, 1, 0.91, 8}, {3, 1, 0.85, 10}, {3, 2, 0.96, 7}, {4, 2, 0.97, 7}};
+    {4, 1, 0.92, 8}, {3, 1, 0.84, 8}, {3, 2, 0.97, 7}, {4, 2, 0.97, 7}};
 
 double PlanFpr(uint32_t d, uint32_t L, uint32_t r, double load) {
   return d * L * load / (std::ldexp(1.0, static_cast<int>(r)) - 1.0);
