@@ -724,6 +724,15 @@ TEST(FilterBlockTest, Version2OverflowChainsLoseNoKey) {
     ASSERT_EQ(b.data[5], 3) << id << ": not a blocked table";
     std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(b.data));
     for (const auto& k : keys) ASSERT_TRUE(r->MayMatch(k)) << id;
+    // The batched path follows the same chains, round by round.
+    for (size_t base = 0; base + 50 <= keys.size(); base += 50) {
+      std::vector<Slice> qs(keys.begin() + base, keys.begin() + base + 50);
+      std::vector<Slice*> ptrs;
+      for (auto& q : qs) ptrs.push_back(&q);
+      bool out[50];
+      r->MayMatch(50, ptrs.data(), out);
+      for (int j = 0; j < 50; ++j) ASSERT_TRUE(out[j]) << id << " batched key " << base + j;
+    }
     // Negative control: the same bytes without flags (checksum fixed).
     dlcbf::sst_filter::ParsedBlock p;
     std::string why;
@@ -746,9 +755,18 @@ TEST(FilterBlockTest, Version2OverflowChainsLoseNoKey) {
     internal::PutFixed64(&sum, internal::HashKey(x.data(), body, 0));
     x.replace(body, 8, sum);
     std::unique_ptr<FilterBitsReader> broken(policy->GetFilterBitsReader(Slice(x)));
-    uint64_t lost = 0;
+    uint64_t lost = 0, lost_batched = 0;
     for (const auto& k : keys) lost += !broken->MayMatch(k);
+    for (size_t base = 0; base + 50 <= keys.size(); base += 50) {
+      std::vector<Slice> qs(keys.begin() + base, keys.begin() + base + 50);
+      std::vector<Slice*> ptrs;
+      for (auto& q : qs) ptrs.push_back(&q);
+      bool out[50];
+      broken->MayMatch(50, ptrs.data(), out);
+      for (int j = 0; j < 50; ++j) lost_batched += !out[j];
+    }
     EXPECT_GT(lost, 0u) << id << ": without flags keys must be lost (negative control)";
+    EXPECT_EQ(lost_batched, lost) << id;
   }
 }
 
