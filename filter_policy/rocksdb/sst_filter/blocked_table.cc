@@ -183,7 +183,9 @@ const BlockedD4R9& BlockedD4R9::Get() {
     for (uint32_t i = 0; i < 4; ++i) {
       t.f[i][0] = 0;
       for (uint32_t q = 1; q <= kMask; ++q) t.f[i][q] = static_cast<uint8_t>(BlockedPermute(g, i, 0, q));
-      for (uint32_t b = 0; b < kK; ++b) BlockedCellPosition(i * kK + b, kR, &t.byte[i][b], &t.shift[i][b]);
+      for (uint32_t x = 0; x < 2 * kK; ++x) {
+        BlockedCellPosition(i * kK + x % kK, kR, &t.byte[i][x], &t.shift[i][x]);
+      }
     }
     return t;
   }();

@@ -199,8 +199,10 @@ inline bool BlockedMayMatch(const BlockedGeometry& g, const char* payload, const
 struct BlockedD4R9 {
   static constexpr uint32_t kK = 14, kR = 9, kMask = (1u << kR) - 1;
   uint8_t f[4][1u << kR];   // F_i(q), f[0] = 0
-  uint8_t byte[4][kK];
-  uint8_t shift[4][kK];
+  // Cell position of bucket x mod K of subtable i, for x < 2K (so b + F_i(q)
+  // needs no wrap-around test).
+  uint8_t byte[4][2 * kK];
+  uint8_t shift[4][2 * kK];
 
   // True if g is the geometry these tables describe.
   static bool Matches(const BlockedGeometry& g);
@@ -214,11 +216,8 @@ struct BlockedD4R9 {
     const uint32_t q = 1 + static_cast<uint32_t>((uint64_t{static_cast<uint32_t>(t)} * kMask) >> 32);
     p->q = q;
     p->group_mask = uint64_t{1} << (63 - ((q - 1) >> (kR - 3)));  // G = 8
-    p->byte[0] = byte[0][b];
-    p->shift[0] = shift[0][b];
-    for (uint32_t i = 1; i < 4; ++i) {
-      uint32_t x = b + f[i][q];
-      x = x >= kK ? x - kK : x;
+    for (uint32_t i = 0; i < 4; ++i) {
+      const uint32_t x = b + f[i][q];
       p->byte[i] = byte[i][x];
       p->shift[i] = shift[i][x];
     }
