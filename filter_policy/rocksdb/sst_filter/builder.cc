@@ -49,6 +49,29 @@ class DLeftBuilder final : public FilterBitsBuilder {
     if (verify_) xor_ ^= h;
   }
 
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+  // RocksDB >= 9.6: a whole key and its prefix. The prefix is added once per
+  // run of equal prefixes (consecutive keys share it), like AddKey's
+  // adjacent-repeat check.
+  void AddKeyAndAlt(const Slice& key, const Slice& alt) override {
+    AddKey(key);
+    if (has_last_alt_ && alt == Slice(last_alt_)) return;
+    last_alt_.assign(alt.data(), alt.size());
+    has_last_alt_ = true;
+    AddKey(alt);
+  }
+#endif
+#if DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE
+  // RocksDB >= 10.9: these moved from BuiltinFilterBitsBuilder into
+  // FilterBitsBuilder as pure virtuals.
+  size_t CalculateSpace(size_t num_entries) override {
+    return static_cast<size_t>(BlockBytesFor(num_entries));
+  }
+  double EstimatedFpRate(size_t /*num_entries*/, size_t /*bytes*/) override {
+    return PlanFpr(plan_.subtables, plan_.cells_per_bucket, plan_.remainder_bits, plan_.load);
+  }
+#endif
+
   size_t EstimateEntriesAdded() override { return match_all_ ? match_all_keys_ : hashes_.size(); }
 
   Slice Finish(std::unique_ptr<const char[]>* buf) override { return Finish(buf, nullptr); }
@@ -89,6 +112,9 @@ class DLeftBuilder final : public FilterBitsBuilder {
     xor_ = 0;
     match_all_ = false;
     match_all_keys_ = 0;
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+    has_last_alt_ = false;
+#endif
     return Slice(mem, block.size());
   }
 
@@ -268,6 +294,10 @@ class DLeftBuilder final : public FilterBitsBuilder {
   uint64_t xor_ = 0;
   bool match_all_ = false;      // out of memory: write a match-all block
   uint64_t match_all_keys_ = 0;
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+  std::string last_alt_;  // the prefix last added by AddKeyAndAlt
+  bool has_last_alt_ = false;
+#endif
 };
 
 
