@@ -21,6 +21,7 @@
 
 #include <unistd.h>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/rocksdb/abi/filter_abi.h"
@@ -639,7 +640,7 @@ TEST_P(FilterPolicyDbTest, ZeroFalseNegativesAcrossLevelsAndReopen) {
   const uint64_t per_round = 6000, rounds = 4, n = per_round * rounds;
   {
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
     std::unique_ptr<DB> db(raw);
     FillSeveralLevels(db.get(), per_round, rounds);
     int nonempty = 0;
@@ -650,7 +651,7 @@ TEST_P(FilterPolicyDbTest, ZeroFalseNegativesAcrossLevelsAndReopen) {
   // Reopen: filters are read back from the files.
   o.statistics = rocksdb::CreateDBStatistics();
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
   std::unique_ptr<DB> db(raw);
   CheckAllPresent(db.get(), n);
   EXPECT_EQ(CountAbsentFound(db.get(), 5000), 0u);
@@ -743,7 +744,7 @@ TEST(FilterPolicyDbTest2, VtableMatchesAtRuntime) {
   auto policy = Policy("dlcbf:10");
   Options o = DbOptions(policy);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
   std::unique_ptr<DB> db(raw);
   const uint64_t n = 5000;
   for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), Value(PresentKey(i))).ok());
@@ -768,7 +769,7 @@ TEST(FilterPolicyDbTest2, EndToEndFprFromStatistics) {
   auto policy = Policy("dlcbf:10");
   Options o = DbOptions(policy);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
   std::unique_ptr<DB> db(raw);
   const uint64_t n = 40000, q = 200000;
   for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), "v").ok());
@@ -792,7 +793,7 @@ TEST(FilterPolicyDbTest2, DetectFilterConstructCorruption) {
   t.detect_filter_construct_corruption = true;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
   std::unique_ptr<DB> db(raw);
   FillSeveralLevels(db.get(), 3000, 2);
   CheckAllPresent(db.get(), 6000);
@@ -813,7 +814,7 @@ TEST(FilterPolicyDbTest2, SstFileWriterAndIngest) {
     ASSERT_TRUE(w.Finish().ok());
   }
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o, dir.path + "/db", &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path + "/db", &raw).ok());
   std::unique_ptr<DB> db(raw);
   ASSERT_TRUE(db->IngestExternalFile({file}, rocksdb::IngestExternalFileOptions()).ok());
   CheckAllPresent(db.get(), n);
@@ -827,7 +828,7 @@ TEST(FilterPolicyDbTest2, OptionsFileRoundTrip) {
   Options o = DbOptions(policy);
   {
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
     std::unique_ptr<DB> db(raw);
     for (uint64_t i = 0; i < 3000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), Value(PresentKey(i))).ok());
     ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
@@ -847,7 +848,7 @@ TEST(FilterPolicyDbTest2, OptionsFileRoundTrip) {
   Options o2(dbo, cfs[0].options);
   o2.statistics = rocksdb::CreateDBStatistics();
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(o2, dir.path, &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o2, dir.path, &raw).ok());
   std::unique_ptr<DB> db(raw);
   CheckAllPresent(db.get(), 3000);
   EXPECT_EQ(CountAbsentFound(db.get(), 3000), 0u);
@@ -868,7 +869,7 @@ TEST(FilterPolicyDbTest2, SwitchBloomAndDLeft) {
   for (int step = 0; step < 4; ++step) {
     Options o = DbOptions(seq[step]);
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok()) << step;
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok()) << step;
     std::unique_ptr<DB> db(raw);
     if (step > 0) CheckAllPresent(db.get(), per * step);
     write(db.get(), per * step);
@@ -894,7 +895,7 @@ TEST(FilterPolicyDbTest2, SstDumpShowsPolicyName) {
   Options o = DbOptions(Policy("dlcbf:10"));
   {
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
     std::unique_ptr<DB> db(raw);
     for (uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), PresentKey(i), "v").ok());
     ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
