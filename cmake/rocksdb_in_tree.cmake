@@ -47,3 +47,8 @@ if(DLCBF_ROCKSDB_NO_RTTI)
 endif()
 add_library(RocksDB::rocksdb INTERFACE IMPORTED)
 set_property(TARGET RocksDB::rocksdb PROPERTY INTERFACE_LINK_LIBRARIES RocksDB::rocksdb-shared)
+
+# tools/ link gflags::gflags_shared; with Debian's RocksDB package that target
+# comes from RocksDBConfig.cmake's find_dependency(gflags CONFIG).
+set(GFLAGS_USE_TARGET_NAMESPACE TRUE)
+find_package(gflags CONFIG REQUIRED)
