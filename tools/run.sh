@@ -218,7 +218,10 @@ rocksdb_source() {
   current_step="1/7 plugin directory"
   step "$current_step: $src/plugin/dlcbf (dlcbf.mk, CMakeLists.txt, dlcbf_repo -> $here)"
   mkdir -p "$src/plugin/dlcbf"
-  cp tools/rocksdb_plugin/dlcbf.mk tools/rocksdb_plugin/CMakeLists.txt "$src/plugin/dlcbf/"
+  local f
+  for f in dlcbf.mk CMakeLists.txt; do  # copy only on change: no needless reconfigure
+    cmp -s "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f" || cp "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f"
+  done
   ln -sfn "$here" "$src/plugin/dlcbf/dlcbf_repo"
 
   current_step="2/7 RocksDB build (librocksdb.so + db_bench, ROCKSDB_PLUGINS=dlcbf)"
