@@ -236,7 +236,8 @@ rocksdb_source() {
     { grep -E "error|Error" "$rbuild/dlcbf-build.log" | head -n 30 >&2; false; }
   t=$(( $(date -u +%s) - t0 ))
   echo "built $(ls "$rbuild"/librocksdb.so.* | head -n 1) and $rbuild/db_bench in ${t}s"
-  nm -D --defined-only "$rbuild/librocksdb.so" | grep -q ' dlcbf_register_all$' ||
+  # (no `nm | grep -q`: with pipefail, grep's early exit fails nm by SIGPIPE)
+  [ "$(nm -D --defined-only "$rbuild/librocksdb.so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
     { echo "librocksdb.so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
 
   current_step="3/7 our tests, in-tree mode (C++20, RocksDB $ver headers, DLCBF_ROCKSDB_IN_TREE)"
