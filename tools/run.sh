@@ -294,11 +294,11 @@ OPT
   local opts_written; opts_written="$(ls -t "$work"/db/OPTIONS-* | head -n 1)"
   echo "the DB's own $(basename "$opts_written"): $(grep -E '^ *(filter_policy|memtable_factory)=' "$opts_written" | tr -s ' \n' ' ')"
   [ "${useful:-0}" -gt 0 ] || { echo "rocksdb.bloom.filter.useful is 0: the dlcbf filter was not used" >&2; false; }
-  grep -q "( $NUM of $NUM found)" "$work/db_bench.log" ||
+  grep -Eq "\( ?$NUM of $NUM found\)" "$work/db_bench.log" ||
     { echo "readrandom did not find $NUM of $NUM keys" >&2; false; }
   grep -Eq '^ *filter_policy=dlcbf' "$opts_written" && grep -Eq '^ *memtable_factory=dlcbf_index' "$opts_written" ||
     { echo "the DB did not run with dlcbf:10 + dlcbf_index (see $opts_written)" >&2; false; }
-  summary+=("db_bench: $(grep -o '( [0-9]* of [0-9]* found)' "$work/db_bench.log"), filter useful=$useful")
+  summary+=("db_bench: $(grep -Eo '\( ?[0-9]+ of [0-9]+ found\)' "$work/db_bench.log"), filter useful=$useful")
 
   current_step="6/7 cross-version SST format (Debian 7.8.3 build <-> RocksDB $ver build)"
   step "$current_step"
