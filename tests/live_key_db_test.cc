@@ -1,6 +1,7 @@
 // Tests of dlcbf::LiveKeyDB: exact maintenance against a
 // std::map oracle under concurrency, failure injection on the WAL,
 // crash/reopen and persistence checks, drift and automatic rebuilds.
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <gtest/gtest.h>
@@ -631,7 +632,7 @@ TEST(LiveKeyDBTest, IngestBehindOurBackIsDetected) {
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(w.Put(Key("z", i), "ing").ok());
   ASSERT_TRUE(w.Finish().ok());
   rocksdb::DB* plain = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(o, dir, &plain).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir, &plain).ok());
   const auto seq = plain->GetLatestSequenceNumber();
   ASSERT_TRUE(plain->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions()).ok());
   EXPECT_EQ(plain->GetLatestSequenceNumber(), seq) << "ingested at seqno 0";
@@ -672,7 +673,7 @@ TEST(LiveKeyDBTest, IngestAtSeqnoZeroThenCompactedIsDetected) {
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(w.Put(Key("z", i), "ing").ok());  // after every "c" key
   ASSERT_TRUE(w.Finish().ok());
   rocksdb::DB* plain = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(o, dir, &plain).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir, &plain).ok());
   const auto seq = plain->GetLatestSequenceNumber();
   ASSERT_TRUE(plain->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions()).ok());
   ASSERT_EQ(plain->GetLatestSequenceNumber(), seq) << "ingested at global seqno 0";

@@ -13,6 +13,7 @@
 //     to full fences);
 //   - drift: sized for 10k entries, fed 1M: correct, one migration, FPR
 //     within a derived tolerance of the model at 1x, 2x, 10x, 100x.
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "filter_policy/rocksdb/common/reader_sections.h"
 
@@ -234,8 +235,15 @@ TEST(MemTableIndexId, ForwardsFactoryCapabilities) {
   EXPECT_TRUE(skip->IsInsertConcurrentlySupported());
   EXPECT_TRUE(skip->CanHandleDuplicatedKey());
   auto vec = Factory(o, std::make_shared<rocksdb::VectorRepFactory>());
-  EXPECT_FALSE(vec->IsInsertConcurrentlySupported());
+  // The wrapped factory's own answers (VectorRep: no concurrent inserts in
+  // 7.x, yes in 11.x; never duplicated keys), unlike the skip list's above.
+  rocksdb::VectorRepFactory plain_vec;
+  EXPECT_EQ(vec->IsInsertConcurrentlySupported(), plain_vec.IsInsertConcurrentlySupported());
+  EXPECT_FALSE(plain_vec.CanHandleDuplicatedKey());
   EXPECT_FALSE(vec->CanHandleDuplicatedKey());
+#if ROCKSDB_MAJOR == 7
+  EXPECT_FALSE(vec->IsInsertConcurrentlySupported());
+#endif
 }
 
 TEST(MemTableIndexId, OptionsFileRoundTrip) {
@@ -252,7 +260,7 @@ TEST(MemTableIndexId, OptionsFileRoundTrip) {
   const std::string id = opts.memtable_factory->GetId();
   {
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
     std::unique_ptr<DB> db(raw);
     ASSERT_TRUE(db->Put(WriteOptions(), "key", "value").ok());
   }
@@ -278,7 +286,7 @@ TEST(MemTableIndexId, OptionsFileRoundTrip) {
   EXPECT_TRUE(rocksdb::CheckOptionsCompatibility(load_cfg, dir.path(), db_opts, cfs).ok());
   Options reopened(db_opts, cfs[0].options);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(reopened, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(reopened, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   std::string v;
   ASSERT_TRUE(db->Get(ReadOptions(), "key", &v).ok());
@@ -450,7 +458,7 @@ class OracleRun {
 
   void Open() {
     DB* raw = nullptr;
-    Status s = DB::Open(opts_, dir_.path(), &raw);
+    Status s = dlcbf::compat::OpenDB(opts_, dir_.path(), &raw);
     ASSERT_TRUE(s.ok()) << s.ToString();
     db_.reset(raw);
   }
@@ -755,7 +763,7 @@ TEST(MemTableIndexTimestamps, U64TsComparatorStripsTimestamp) {
   opts.comparator = ucmp;
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   for (int i = 0; i < 1000; ++i) {
     ASSERT_TRUE(db->Put(WriteOptions(), db->DefaultColumnFamily(), Key('t', i), Ts(10 + i),
@@ -822,7 +830,7 @@ TEST(MemTableIndexTimestamps, ComparatorWithNonByteEqualityIsBypassed) {
     opts.comparator = &cmp;
     opts.memtable_factory = Factory(o);
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
     std::unique_ptr<DB> db(raw);
     ASSERT_TRUE(db->Put(WriteOptions(), "abc", "1").ok());
     MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
@@ -851,11 +859,11 @@ TEST(MemTableIndexAccounting, MemoryAndLog) {
   opts.write_buffer_size = 64 << 20;
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   Options plain_opts = opts;
   plain_opts.memtable_factory = std::make_shared<rocksdb::SkipListFactory>();
-  ASSERT_TRUE(DB::Open(plain_opts, plain_dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(plain_opts, plain_dir.path(), &raw).ok());
   std::unique_ptr<DB> plain(raw);
   uint64_t with_index = 0, without = 0;
   ASSERT_TRUE(db->GetIntProperty("rocksdb.cur-size-active-mem-table", &with_index));
@@ -898,7 +906,7 @@ TEST(MemTableIndexAccounting, ByteBudget) {
     opts.write_buffer_size = 64 << 20;
     opts.memtable_factory = Factory(o);
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
     std::unique_ptr<DB> db(raw);
     MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
     ASSERT_EQ(st.live.size(), 1u);
@@ -918,7 +926,7 @@ TEST(MemTableIndexAccounting, SmallWriteBufferCapsTheIndex) {
   opts.write_buffer_size = 256 << 10;
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
   ASSERT_EQ(st.live.size(), 1u);
@@ -943,7 +951,7 @@ TEST(MemTableIndexConcurrency, ConcurrentWritersReadersNoFalseNegatives) {
   opts.write_buffer_size = 512 << 10;
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
 
   constexpr int kWriters = 3, kReaders = 2, kPerWriter = 15000, kBatch = 4;
@@ -1037,7 +1045,7 @@ TEST(MemTableIndexReclaim, ConcurrentReadersThenFrozenDLeftFreedWithin256Inserts
   opts.write_buffer_size = 64 << 20;  // one memtable throughout
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   WriteOptions wo;
   wo.disableWAL = true;
@@ -1109,7 +1117,7 @@ TEST(MemTableIndexDrift, SizedFor10kReceives1M) {
   opts.write_buffer_size = 512 << 20;  // everything stays in one memtable
   opts.memtable_factory = Factory(o);
   DB* raw = nullptr;
-  ASSERT_TRUE(DB::Open(opts, dir.path(), &raw).ok());
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
   WriteOptions wo;
   wo.disableWAL = true;

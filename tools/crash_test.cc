@@ -57,6 +57,7 @@
 
 #include <gflags/gflags.h>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/filter_policy.h"
 #include "dlcbf/rocksdb/registration.h"
 #include "rocksdb/convenience.h"
@@ -194,7 +195,7 @@ int RunChild() {
   rocksdb::Status s = MakeOptions(&o, nullptr);
   if (!s.ok()) Die("options: " + s.ToString());
   rocksdb::DB* raw = nullptr;
-  s = rocksdb::DB::Open(o, FLAGS_db, &raw);
+  s = dlcbf::compat::OpenDB(o, FLAGS_db, &raw);
   if (!s.ok()) Die("child open: " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
   std::mt19937_64 rng(FLAGS_child_seed);
@@ -405,7 +406,7 @@ int Verify(int cycle, const std::vector<LogOp>& log, Model* model, Totals* t) {
   rocksdb::Status s = MakeOptions(&o, &stats);
   if (!s.ok()) Die(s.ToString());
   rocksdb::DB* raw = nullptr;
-  s = rocksdb::DB::Open(o, FLAGS_db, &raw);
+  s = dlcbf::compat::OpenDB(o, FLAGS_db, &raw);
   if (!s.ok()) Die("cycle " + std::to_string(cycle) + ": reopen failed: " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
   Model got;

@@ -10,6 +10,13 @@
 #   tools/run.sh fuzz    clang/libFuzzer build (FUZZ_BUILD_DIR), each target
 #                        FUZZ_SECONDS (default 600) from its seed corpus
 #   tools/run.sh crash   SIGKILL crash-recovery test, CRASH_CYCLES (default 60)
+#   tools/run.sh rocksdb-source <rocksdb-source-dir>
+#                        build that RocksDB (11.x) with this project as its
+#                        in-tree plugin (tools/rocksdb_plugin/), run our
+#                        RocksDB-facing tests against it, its own db_bench
+#                        with dlcbf:10 + dlcbf_index, and the cross-version
+#                        SST check against the Debian build (never part of
+#                        `test`/CI: the RocksDB build alone takes ~20 min)
 #
 # `test` (= CI) = Release suite, then the ASan/UBSan suite, then the TSan
 # suite, then every fuzz target for FUZZ_SECONDS=30. Each stage can be
@@ -162,6 +169,160 @@ fuzz_run() {
   return $rc
 }
 
+# ---- rocksdb-source: the in-tree plugin on a RocksDB source tree ----
+# Supported RocksDB majors for the in-tree build. 11 is verified end to end
+# (README, "Verified RocksDB versions"); the version guards also cover 9.x
+# and 10.x, but no such build has been run, so they are refused here.
+ROCKSDB_SOURCE_MAJORS="11"
+
+# "<passed> passed of <total>, <skipped> skipped" from a gtest log.
+gtest_counts() {
+  awk '/^\[==========\] [0-9]+ tests? from .* ran/ {t=$2}
+       /^\[  PASSED  \] [0-9]+ test/ {p=$4}
+       /^\[  SKIPPED \] [0-9]+ test/ {k=$4}
+       END {printf "%d passed of %d, %d skipped\n", p, t, k}' "$1"
+}
+
+rocksdb_source() {
+  local src="${1:-}" t0 t
+  [ -n "$src" ] || { echo "usage: tools/run.sh rocksdb-source <rocksdb-source-dir>" >&2; return 2; }
+  src="$(cd "$src" 2>/dev/null && pwd)" || { echo "error: $1: no such directory" >&2; return 2; }
+  if [ ! -f "$src/include/rocksdb/version.h" ]; then
+    echo "error: $src is not a RocksDB source tree (no include/rocksdb/version.h)" >&2
+    return 2
+  fi
+  local major minor patch ver
+  major="$(sed -n 's/^#define ROCKSDB_MAJOR \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
+  minor="$(sed -n 's/^#define ROCKSDB_MINOR \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
+  patch="$(sed -n 's/^#define ROCKSDB_PATCH \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
+  ver="$major.$minor.$patch"
+  if ! printf ' %s ' $ROCKSDB_SOURCE_MAJORS | grep -q " $major "; then
+    echo "error: RocksDB $ver in $src is not supported by rocksdb-source; supported major version(s): $ROCKSDB_SOURCE_MAJORS" >&2
+    echo "       (Debian's packaged 7.8.3 is the other supported build: tools/run.sh test)" >&2
+    return 2
+  fi
+  local gccmaj; gccmaj="$(g++ -dumpversion | cut -d. -f1)"
+  if [ "$gccmaj" -lt 11 ]; then
+    echo "error: RocksDB $major.x needs C++20 (g++ >= 11); g++ is $gccmaj" >&2; return 2
+  fi
+  local rbuild="${ROCKSDB_BUILD_DIR:-$src/build}"
+  local ourbuild="${INTREE_BUILD_DIR:-build-rocksdb-$ver}"
+  local work="${ROCKSDB_SOURCE_WORK:-$here/$ourbuild/rocksdb-source-run}"
+  local NUM="${DB_BENCH_NUM:-100000}"
+  local started; started="$(date -u +%s)"
+  step() { log "[rocksdb-source $ver] $*"; }
+  # Each failing step stops the run with its name.
+  trap 'echo "rocksdb-source: FAILED at: $current_step" >&2' ERR
+  local current_step
+
+  current_step="1/7 plugin directory"
+  step "$current_step: $src/plugin/dlcbf (dlcbf.mk, CMakeLists.txt, dlcbf_repo -> $here)"
+  mkdir -p "$src/plugin/dlcbf"
+  local f
+  for f in dlcbf.mk CMakeLists.txt; do  # copy only on change: no needless reconfigure
+    cmp -s "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f" || cp "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f"
+  done
+  ln -sfn "$here" "$src/plugin/dlcbf/dlcbf_repo"
+
+  current_step="2/7 RocksDB build (librocksdb.so + db_bench, ROCKSDB_PLUGINS=dlcbf)"
+  step "$current_step into $rbuild, $JOBS jobs (log: $rbuild/dlcbf-build.log)"
+  mkdir -p "$rbuild"
+  t0="$(date -u +%s)"
+  cmake -S "$src" -B "$rbuild" -DCMAKE_BUILD_TYPE=Release -DPORTABLE=1 -DROCKSDB_PLUGINS=dlcbf \
+        -DWITH_TESTS=OFF -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DWITH_BENCHMARK_TOOLS=ON \
+        -DWITH_GFLAGS=ON -DWITH_SNAPPY=ON -DFAIL_ON_WARNINGS=OFF >"$rbuild/dlcbf-configure.log" 2>&1 ||
+    { tail -n 30 "$rbuild/dlcbf-configure.log" >&2; false; }
+  cmake --build "$rbuild" -j "$JOBS" --target rocksdb-shared db_bench >"$rbuild/dlcbf-build.log" 2>&1 ||
+    { grep -E "error|Error" "$rbuild/dlcbf-build.log" | head -n 30 >&2; false; }
+  t=$(( $(date -u +%s) - t0 ))
+  echo "built $(ls "$rbuild"/librocksdb.so.* | head -n 1) and $rbuild/db_bench in ${t}s"
+  # (no `nm | grep -q`: with pipefail, grep's early exit fails nm by SIGPIPE)
+  [ "$(nm -D --defined-only "$rbuild/librocksdb.so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
+    { echo "librocksdb.so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
+
+  current_step="3/7 our tests, in-tree mode (C++20, RocksDB $ver headers, DLCBF_ROCKSDB_IN_TREE)"
+  step "$current_step into $ourbuild"
+  cmake -S . -B "$ourbuild" -DCMAKE_BUILD_TYPE=Release -DDLCBF_ROCKSDB_SOURCE_DIR="$src" \
+        -DDLCBF_ROCKSDB_BUILD_DIR="$rbuild" -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
+  local suites=(filter_policy_test memtable_index_test live_key_db_test live_key_db_oracle_test
+                hostile_config_test)
+  cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat
+
+  current_step="4/7 RocksDB-facing suites against librocksdb $ver"
+  step "$current_step"
+  local s summary=()
+  for s in "${suites[@]}"; do
+    if ! "$ourbuild/tests/$s" --gtest_brief=1 >"$ourbuild/$s.log" 2>&1; then
+      tail -n 40 "$ourbuild/$s.log" >&2; false
+    fi
+    summary+=("$s: $(gtest_counts "$ourbuild/$s.log")")
+    echo "${summary[-1]}"
+  done
+  (cd "$ourbuild" && ctest --output-on-failure -R '^crash_test_(short|negative_control)$|^sst_fixture_') |
+    tee "$ourbuild/ctest-crash-fixtures.log" | tail -n 8
+  summary+=("ctest crash_test_short + crash_test_negative_control + sst fixtures: $(grep -o '[0-9]*% tests passed.*' "$ourbuild/ctest-crash-fixtures.log")")
+
+  current_step="5/7 RocksDB $ver db_bench with filter_policy=dlcbf:10, memtable_factory=dlcbf_index"
+  step "$current_step"
+  rm -rf "$work"; mkdir -p "$work"
+  cat >"$work/OPTIONS-dlcbf" <<OPT
+[Version]
+  rocksdb_version=$ver
+  options_file_version=1.1
+[DBOptions]
+  create_if_missing=true
+[CFOptions "default"]
+  write_buffer_size=1048576
+  target_file_size_base=1048576
+  max_bytes_for_level_base=4194304
+  memtable_factory=dlcbf_index
+[TableOptions/BlockBasedTable "default"]
+  filter_policy=dlcbf:10
+OPT
+  local bench=("$rbuild/db_bench" --db="$work/db" --options_file="$work/OPTIONS-dlcbf"
+               --benchmarks=filluniquerandom,readrandom --num="$NUM" --reads="$NUM"
+               --value_size=100 --statistics --threads=1 --seed=1)
+  echo "\$ ${bench[*]}"
+  "${bench[@]}" >"$work/db_bench.log" 2>&1 || { tail -n 30 "$work/db_bench.log" >&2; false; }
+  grep -E '^(filluniquerandom|readrandom) ' "$work/db_bench.log"
+  local useful pos tpos
+  useful="$(awk '/^rocksdb.bloom.filter.useful COUNT/ {print $4}' "$work/db_bench.log")"
+  pos="$(awk '/^rocksdb.bloom.filter.full.positive COUNT/ {print $4}' "$work/db_bench.log")"
+  tpos="$(awk '/^rocksdb.bloom.filter.full.true.positive COUNT/ {print $4}' "$work/db_bench.log")"
+  grep -E '^rocksdb.bloom.filter.(useful|full.positive|full.true.positive) COUNT' "$work/db_bench.log"
+  echo "SST filter end-to-end FPR = (full.positive - true.positive) / (that + useful) = $(awk -v p="$pos" -v t="$tpos" -v u="$useful" 'BEGIN{fp=p-t; if (fp+u>0) printf "%.4f", fp/(fp+u); else print "n/a"}')"
+  local opts_written; opts_written="$(ls -t "$work"/db/OPTIONS-* | head -n 1)"
+  echo "the DB's own $(basename "$opts_written"): $(grep -E '^ *(filter_policy|memtable_factory)=' "$opts_written" | tr -s ' \n' ' ')"
+  [ "${useful:-0}" -gt 0 ] || { echo "rocksdb.bloom.filter.useful is 0: the dlcbf filter was not used" >&2; false; }
+  grep -Eq "\( ?$NUM of $NUM found\)" "$work/db_bench.log" ||
+    { echo "readrandom did not find $NUM of $NUM keys" >&2; false; }
+  grep -Eq '^ *filter_policy=dlcbf' "$opts_written" && grep -Eq '^ *memtable_factory=dlcbf_index' "$opts_written" ||
+    { echo "the DB did not run with dlcbf:10 + dlcbf_index (see $opts_written)" >&2; false; }
+  summary+=("db_bench: $(grep -Eo '\( ?[0-9]+ of [0-9]+ found\)' "$work/db_bench.log"), filter useful=$useful")
+
+  current_step="6/7 cross-version SST format (Debian 7.8.3 build <-> RocksDB $ver build)"
+  step "$current_step"
+  install_packages
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target sst_compat >/dev/null
+  local deb="$here/$BUILD_DIR/tools/sst_compat" cur="$here/$ourbuild/tools/sst_compat"
+  "$deb" write "$work/by-debian-7.8.3.sst" 4000
+  "$cur" verify "$work/by-debian-7.8.3.sst" 4000
+  "$cur" verify "$here/tests/data/dlcbf_v1_rocksdb_7.8.3_debian.sst" 4000
+  "$cur" write "$work/by-rocksdb-$ver.sst" 4000
+  "$deb" verify "$work/by-rocksdb-$ver.sst" 4000
+  summary+=("cross-version: 7.8.3 -> $ver and $ver -> 7.8.3 verified (zero false negatives, filter used)")
+  if [ "${SAVE_FIXTURE:-0}" = 1 ]; then
+    cp "$work/by-rocksdb-$ver.sst" "$here/tests/data/dlcbf_v1_rocksdb_$ver.sst"
+    echo "saved tests/data/dlcbf_v1_rocksdb_$ver.sst (SAVE_FIXTURE=1)"
+  fi
+
+  current_step="7/7 summary"
+  step "summary (RocksDB $ver, $src, $(( $(date -u +%s) - started ))s in all)"
+  printf '  %s\n' "${summary[@]}"
+  trap - ERR
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -206,8 +367,11 @@ case "$cmd" in
     DLCBF_PLUGIN="$BUILD_DIR/libdlcbf_plugin.so" \
       python3 db_bench_ext/compare --out="$BUILD_DIR/compare-demo" "$@"
     ;;
+  rocksdb-source)
+    rocksdb_source "$@"
+    ;;
   *)
-    echo "usage: tools/run.sh {demo|test|build|asan|tsan|fuzz|crash} [args...]" >&2
+    echo "usage: tools/run.sh {demo|test|build|asan|tsan|fuzz|crash|rocksdb-source <dir>} [args...]" >&2
     exit 2
     ;;
 esac

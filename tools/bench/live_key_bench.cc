@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "dlcbf/rocksdb/registration.h"
@@ -214,7 +215,7 @@ int main(int argc, char** argv) {
       Check(dlcbf::LiveKeyDB::Open(o, io, c.dir, &c.live), "LiveKeyDB::Open");
       c.db = c.live;
     } else {
-      Check(rocksdb::DB::Open(o, c.dir, &c.db), "DB::Open");
+      Check(dlcbf::compat::OpenDB(o, c.dir, &c.db), "DB::Open");
     }
     configs.push_back(c);
   }

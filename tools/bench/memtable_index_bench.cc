@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -162,7 +163,7 @@ void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equ
   }
   rocksdb::DestroyDB(run->path, opts).PermitUncheckedError();
   DB* raw = nullptr;
-  Status s = DB::Open(opts, run->path, &raw);
+  Status s = dlcbf::compat::OpenDB(opts, run->path, &raw);
   if (!s.ok()) {
     std::fprintf(stderr, "open %s: %s\n", run->path.c_str(), s.ToString().c_str());
     std::exit(1);
@@ -274,7 +275,7 @@ uint64_t IndexBytesFor(uint64_t entries) {
   opts.write_buffer_size = FLAGS_write_buffer_size;
   opts.memtable_factory = f;
   DB* raw = nullptr;
-  if (!DB::Open(opts, path, &raw).ok()) return 0;
+  if (!dlcbf::compat::OpenDB(opts, path, &raw).ok()) return 0;
   dlcbf::MemTableIndexFactoryStats st;
   dlcbf::GetMemTableIndexStats(f.get(), &st).PermitUncheckedError();
   delete raw;

@@ -1,5 +1,6 @@
 // Declarations of rocksdb::FilterBitsBuilder and rocksdb::FilterBitsReader
-// that match the virtual tables of RocksDB 7.x.
+// that match the virtual tables of RocksDB 7.x; in an in-tree build
+// (DLCBF_ROCKSDB_IN_TREE) the real RocksDB header instead.
 //
 // INTERNAL: for filter_policy/, tests/ and bench/ only.
 //
@@ -57,6 +58,33 @@
 #include "rocksdb/status.h"
 #include "rocksdb/version.h"
 
+// Feature macros of the FilterBitsBuilder interface, for the code that
+// implements it (sst_filter/builder.cc, tests, benchmarks):
+//   DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT      pure virtual AddKeyAndAlt
+//                                                 (RocksDB >= 9.6)
+//   DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE    pure virtuals CalculateSpace
+//                                                 and EstimatedFpRate (>= 10.9)
+// Both are 0 for the 7.x mirror below.
+#if defined(DLCBF_ROCKSDB_IN_TREE)
+
+// In-tree build (tools/rocksdb_plugin/: the plugin compiled inside RocksDB's
+// own tree, or our CMake with -DDLCBF_ROCKSDB_SOURCE_DIR): RocksDB's real
+// internal header is available, so it is used instead of the mirror.
+#include "table/block_based/filter_policy_internal.h"
+
+#if ROCKSDB_MAJOR < 7
+#error "dlcbf supports RocksDB 7.x and later"
+#endif
+#define DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT \
+  (ROCKSDB_MAJOR > 9 || (ROCKSDB_MAJOR == 9 && ROCKSDB_MINOR >= 6))
+#define DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE \
+  (ROCKSDB_MAJOR > 10 || (ROCKSDB_MAJOR == 10 && ROCKSDB_MINOR >= 9))
+
+#else  // !DLCBF_ROCKSDB_IN_TREE: the installed (Debian 7.8.3) library
+
+#define DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT 0
+#define DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE 0
+
 #if !defined(ROCKSDB_MAJOR) || ROCKSDB_MAJOR != 7
 #error "filter_policy/rocksdb/abi/filter_abi.h declares the RocksDB 7.x FilterBitsBuilder/FilterBitsReader vtables; this RocksDB is not 7.x. Port the declarations (see the comment at the top of this header) before building against it."
 #endif
@@ -103,3 +131,5 @@ class FilterBitsReader {
 };
 
 }  // namespace ROCKSDB_NAMESPACE
+
+#endif  // DLCBF_ROCKSDB_IN_TREE

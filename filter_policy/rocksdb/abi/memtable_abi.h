@@ -1,5 +1,7 @@
 // The few RocksDB-internal memtable facts that a MemTableRep decorator
-// needs and that the public headers of RocksDB 7.8 do not provide.
+// needs and that the public headers of RocksDB 7.8 do not provide (mirrored
+// for 7.x; taken from RocksDB's own headers in an in-tree build,
+// DLCBF_ROCKSDB_IN_TREE).
 //
 // INTERNAL: for filter_policy/memtable_index.cc and tests/ only.
 //
@@ -40,6 +42,22 @@
 #include "rocksdb/slice.h"
 #include "rocksdb/version.h"
 
+#if defined(DLCBF_ROCKSDB_IN_TREE)
+
+// In-tree build (tools/rocksdb_plugin/, or our CMake with
+// -DDLCBF_ROCKSDB_SOURCE_DIR): RocksDB's own declarations of Allocator,
+// Arena, LookupKey and MemTable::KeyComparator are used; nothing is mirrored.
+#include "db/lookup_key.h"
+#include "db/memtable.h"
+#include "memory/allocator.h"
+#include "memory/arena.h"
+
+#if ROCKSDB_MAJOR < 7
+#error "dlcbf supports RocksDB 7.x and later"
+#endif
+
+#else  // !DLCBF_ROCKSDB_IN_TREE: the installed (Debian 7.8.3) library
+
 #if !defined(ROCKSDB_MAJOR) || ROCKSDB_MAJOR != 7
 #error "filter_policy/rocksdb/abi/memtable_abi.h is written for RocksDB 7.x; re-check memory/allocator.h, db/lookup_key.h and db/memtable.h of the target version."
 #endif
@@ -59,6 +77,8 @@ class Allocator {
 };
 
 }  // namespace ROCKSDB_NAMESPACE
+
+#endif  // DLCBF_ROCKSDB_IN_TREE
 
 namespace dlcbf {
 namespace internal {
@@ -91,9 +111,13 @@ inline bool UserKeyOfMemTableKey(const char* entry, rocksdb::Slice* user_key) {
 // LookupKey (db/lookup_key.h, 7.8.3): `const char* start_` is its first
 // data member and the class is not polymorphic, so it sits at offset 0.
 inline const char* MemTableKeyOfLookupKey(const rocksdb::LookupKey& k) {
+#if defined(DLCBF_ROCKSDB_IN_TREE)
+  return k.memtable_key().data();  // the real class
+#else
   const char* start = nullptr;
   std::memcpy(&start, reinterpret_cast<const void*>(&k), sizeof(start));
   return start;
+#endif
 }
 
 // The user comparator behind the KeyComparator that MemTable passes to

@@ -78,6 +78,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 namespace dlcbf {
@@ -163,7 +164,7 @@ Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const LiveKeyIndexO
   Status s = index_options.Validate();
   if (!s.ok()) return s;
   DB* base = nullptr;
-  s = DB::Open(db_options, path, column_families, handles, &base);
+  s = compat::OpenDB(db_options, path, column_families, handles, &base);
   if (!s.ok()) return s;
   std::unique_ptr<LiveKeyDB> db(new LiveKeyDB(base, index_options));
   s = db->rep_->Init(*handles);
@@ -298,6 +299,21 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
 
 // ---- reads -----------------------------------------------------------------------
 
+#if DLCBF_ROCKSDB_DB_READS_FINAL
+// RocksDB >= 9.0: every Get overload ends here; no timestamp = indexed read.
+Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
+                      const Slice& key, PinnableSlice* value, std::string* timestamp) {
+  if (timestamp == nullptr) {
+    if (!rep_->MayBeLive(options, column_family, key)) {
+      if (value != nullptr) value->Reset();
+      return Status::NotFound();
+    }
+    return db_->Get(options, column_family, key, value, nullptr);
+  }
+  rep_->epochs.Bump(kBypassed);
+  return db_->Get(options, column_family, key, value, timestamp);
+}
+#else
 Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, PinnableSlice* value) {
   if (!rep_->MayBeLive(options, column_family, key)) {
@@ -312,6 +328,7 @@ Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_fam
   rep_->epochs.Bump(kBypassed);
   return db_->Get(options, column_family, key, value, timestamp);
 }
+#endif
 
 Status LiveKeyDB::GetEntity(const ReadOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, rocksdb::PinnableWideColumns* columns) {
@@ -353,6 +370,20 @@ void ProbeKeys(EpochDomain* epochs, const std::atomic<const CfTable*>& table, ui
 
 }  // namespace
 
+#if DLCBF_ROCKSDB_DB_READS_FINAL
+void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
+                         ColumnFamilyHandle** column_families, const Slice* keys,
+                         PinnableSlice* values, std::string* timestamps, Status* statuses,
+                         const bool sorted_input) {
+  if (timestamps == nullptr) {
+    MultiGetIndexed(options, num_keys, column_families, keys, values, statuses, sorted_input);
+    return;
+  }
+  rep_->epochs.Bump(kBypassed, num_keys);
+  db_->MultiGet(options, num_keys, column_families, keys, values, timestamps, statuses,
+                sorted_input);
+}
+#else
 std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
                                         const std::vector<ColumnFamilyHandle*>& column_family,
                                         const std::vector<Slice>& keys,
@@ -403,6 +434,20 @@ std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
 void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
                          ColumnFamilyHandle** column_families, const Slice* keys,
                          PinnableSlice* values, Status* statuses, const bool sorted_input) {
+  MultiGetIndexed(options, num_keys, column_families, keys, values, statuses, sorted_input);
+}
+
+void LiveKeyDB::MultiGet(const ReadOptions& options, ColumnFamilyHandle* column_family,
+                         const size_t num_keys, const Slice* keys, PinnableSlice* values,
+                         Status* statuses, const bool sorted_input) {
+  std::vector<ColumnFamilyHandle*> cfs(num_keys, column_family);
+  MultiGet(options, num_keys, cfs.data(), keys, values, statuses, sorted_input);
+}
+#endif  // DLCBF_ROCKSDB_DB_READS_FINAL
+
+void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_keys,
+                                ColumnFamilyHandle** column_families, const Slice* keys,
+                                PinnableSlice* values, Status* statuses, const bool sorted_input) {
   Rep& r = *rep_;
   if (Rep::BypassRead(options) || num_keys == 0) {
     r.epochs.Bump(kBypassed, num_keys);
@@ -446,13 +491,6 @@ void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
     values[where[j]].Reset();
     if (sub_st[j].ok()) values[where[j]].PinSelf(sub_vals[j]);
   }
-}
-
-void LiveKeyDB::MultiGet(const ReadOptions& options, ColumnFamilyHandle* column_family,
-                         const size_t num_keys, const Slice* keys, PinnableSlice* values,
-                         Status* statuses, const bool sorted_input) {
-  std::vector<ColumnFamilyHandle*> cfs(num_keys, column_family);
-  MultiGet(options, num_keys, cfs.data(), keys, values, statuses, sorted_input);
 }
 
 bool LiveKeyDB::KeyMayExist(const ReadOptions& options, ColumnFamilyHandle* column_family,

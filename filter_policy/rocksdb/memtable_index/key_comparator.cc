@@ -1,6 +1,7 @@
 // Recovers the user comparator behind a MemTableRep::KeyComparator by
 // checking the exported vtables of RocksDB 7.x's MemTable::KeyComparator and
-// InternalKeyComparator (the layouts are in ../abi/memtable_abi.h).
+// InternalKeyComparator (the layouts are in ../abi/memtable_abi.h; an
+// in-tree build reads the member through RocksDB's real declaration).
 #include "filter_policy/rocksdb/abi/memtable_abi.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/memtablerep.h"
@@ -28,7 +29,19 @@ namespace internal {
 #define DLCBF_MI_XSTR(x) DLCBF_MI_XSTR2(x)
 
 const rocksdb::Comparator* UserComparatorOfMemTable(const MemTableRep::KeyComparator& key_cmp) {
-#if ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8
+#if defined(DLCBF_ROCKSDB_IN_TREE)
+  // The real MemTable::KeyComparator is declared (db/memtable.h). RocksDB's
+  // Release builds have no RTTI, so the dynamic type is checked by its
+  // vtable, as below, before the static_cast.
+  if (std::strcmp(DLCBF_MI_XSTR(ROCKSDB_NAMESPACE), "rocksdb") != 0) return nullptr;
+  const void* const* mt_vtable = dlcbf_rocksdb_memtable_keycmp_vtable;
+  if (mt_vtable == nullptr) return nullptr;
+  const void* vptr = nullptr;
+  std::memcpy(&vptr, reinterpret_cast<const unsigned char*>(&key_cmp), sizeof(vptr));
+  if (vptr != static_cast<const void*>(mt_vtable + 2)) return nullptr;
+  return static_cast<const rocksdb::MemTable::KeyComparator&>(key_cmp)
+      .comparator.user_comparator();
+#elif ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8
   // The symbol names above are mangled for namespace "rocksdb".
   if (std::strcmp(DLCBF_MI_XSTR(ROCKSDB_NAMESPACE), "rocksdb") != 0) return nullptr;
   const void* const* mt_vtable = dlcbf_rocksdb_memtable_keycmp_vtable;

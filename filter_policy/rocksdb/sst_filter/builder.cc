@@ -53,6 +53,29 @@ class DLeftBuilder final : public FilterBitsBuilder {
     if (verify_) xor_ ^= h;
   }
 
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+  // RocksDB >= 9.6: a whole key and its prefix. The prefix is added once per
+  // run of equal prefixes (consecutive keys share it), like AddKey's
+  // adjacent-repeat check.
+  void AddKeyAndAlt(const Slice& key, const Slice& alt) override {
+    AddKey(key);
+    if (has_last_alt_ && alt == Slice(last_alt_)) return;
+    last_alt_.assign(alt.data(), alt.size());
+    has_last_alt_ = true;
+    AddKey(alt);
+  }
+#endif
+#if DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE
+  // RocksDB >= 10.9: these moved from BuiltinFilterBitsBuilder into
+  // FilterBitsBuilder as pure virtuals.
+  size_t CalculateSpace(size_t num_entries) override {
+    return static_cast<size_t>(ExpectedBytes(num_entries));
+  }
+  double EstimatedFpRate(size_t /*num_entries*/, size_t /*bytes*/) override {
+    return plan_.predicted_fpr;
+  }
+#endif
+
   size_t EstimateEntriesAdded() override { return match_all_ ? match_all_keys_ : hashes_.size(); }
 
   Slice Finish(std::unique_ptr<const char[]>* buf) override { return Finish(buf, nullptr); }
@@ -113,6 +136,9 @@ class DLeftBuilder final : public FilterBitsBuilder {
     xor_ = 0;
     match_all_ = false;
     match_all_keys_ = 0;
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+    has_last_alt_ = false;
+#endif
   }
 
   Status MaybePostVerify(const Slice& content) override {
@@ -142,12 +168,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
       double est = std::floor(blocks * cells * plan_.load);
       if (est > 1e12) est = 1e12;
       uint64_t n = static_cast<uint64_t>(est);
-      // Expected size: the home blocks and one tail block (the carry after
-      // the last home block rarely needs more).
-      auto expected = [&](uint64_t k) {
-        return overhead + (BlockedHome(k, plan_.load) + 1) * kBlockBytes;
-      };
-      while (n > 0 && expected(n) > bytes) n -= std::max<uint64_t>(1, n / 1024);
+      while (n > 0 && ExpectedBytes(n) > bytes) n -= std::max<uint64_t>(1, n / 1024);
       return static_cast<size_t>(n);
     }
     const size_t overhead = HeaderBytes(kKindDLeft, plan_.subtables) + kChecksumBytes;
@@ -162,6 +183,14 @@ class DLeftBuilder final : public FilterBitsBuilder {
   }
 
  private:
+  // The block size for n keys: exact for version 1; for version 2 the home
+  // blocks and one tail block (the carry after the last home block rarely
+  // needs more).
+  uint64_t ExpectedBytes(uint64_t n) const {
+    if (plan_.format_version != 2) return BlockBytesFor(n);
+    return HeaderBytes(kKindBlocked, plan_.subtables) +
+           (BlockedHome(n, plan_.load) + 1) * kBlockBytes + kChecksumBytes;
+  }
   uint64_t BlockBytesFor(uint64_t n) const { return BlockBytesFor(n, plan_.load); }
   uint64_t BlockBytesFor(uint64_t n, double load) const {
     internal::Geometry g;
@@ -385,6 +414,10 @@ class DLeftBuilder final : public FilterBitsBuilder {
   uint64_t xor_ = 0;
   bool match_all_ = false;      // out of memory: write a match-all block
   uint64_t match_all_keys_ = 0;
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+  std::string last_alt_;  // the prefix last added by AddKeyAndAlt
+  bool has_last_alt_ = false;
+#endif
 };
 
 

@@ -170,6 +170,12 @@
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
 #include "rocksdb/utilities/stackable_db.h"
+#include "rocksdb/version.h"
+
+// RocksDB 9.0 made every DB::Get/MultiGet overload final except the two
+// that take timestamps, which became pure virtual: LiveKeyDB then serves its
+// reads through those two (a null timestamp pointer is an ordinary read).
+#define DLCBF_ROCKSDB_DB_READS_FINAL (ROCKSDB_MAJOR >= 9)
 
 namespace dlcbf {
 
@@ -336,9 +342,11 @@ class LiveKeyDB : public rocksdb::StackableDB {
   rocksdb::Status Resume() override;
 
   using rocksdb::StackableDB::Get;
+#if !DLCBF_ROCKSDB_DB_READS_FINAL
   rocksdb::Status Get(const rocksdb::ReadOptions& options,
                       rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
                       rocksdb::PinnableSlice* value) override;
+#endif
   rocksdb::Status Get(const rocksdb::ReadOptions& options,
                       rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& key,
                       rocksdb::PinnableSlice* value, std::string* timestamp) override;
@@ -349,6 +357,13 @@ class LiveKeyDB : public rocksdb::StackableDB {
                             rocksdb::PinnableWideColumns* columns) override;
 
   using rocksdb::StackableDB::MultiGet;
+#if DLCBF_ROCKSDB_DB_READS_FINAL
+  // Every other MultiGet overload of RocksDB >= 9.0 ends here.
+  void MultiGet(const rocksdb::ReadOptions& options, const size_t num_keys,
+                rocksdb::ColumnFamilyHandle** column_families, const rocksdb::Slice* keys,
+                rocksdb::PinnableSlice* values, std::string* timestamps,
+                rocksdb::Status* statuses, const bool sorted_input = false) override;
+#else
   std::vector<rocksdb::Status> MultiGet(
       const rocksdb::ReadOptions& options,
       const std::vector<rocksdb::ColumnFamilyHandle*>& column_family,
@@ -366,6 +381,7 @@ class LiveKeyDB : public rocksdb::StackableDB {
                 rocksdb::ColumnFamilyHandle** column_families, const rocksdb::Slice* keys,
                 rocksdb::PinnableSlice* values, rocksdb::Status* statuses,
                 const bool sorted_input = false) override;
+#endif
 
   using rocksdb::StackableDB::KeyMayExist;
   bool KeyMayExist(const rocksdb::ReadOptions& options,
@@ -452,6 +468,11 @@ class LiveKeyDB : public rocksdb::StackableDB {
   struct Rep;  // internal (filter_policy/live_key_db.cc)
 
  private:
+  // The array MultiGet with the index in front (no timestamps).
+  void MultiGetIndexed(const rocksdb::ReadOptions& options, size_t num_keys,
+                       rocksdb::ColumnFamilyHandle** column_families, const rocksdb::Slice* keys,
+                       rocksdb::PinnableSlice* values, rocksdb::Status* statuses,
+                       bool sorted_input);
   LiveKeyDB(rocksdb::DB* base, const LiveKeyIndexOptions& index_options);
   std::unique_ptr<Rep> rep_;
 };
