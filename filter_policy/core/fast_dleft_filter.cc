@@ -128,6 +128,7 @@
 
 #include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/fast_dleft_testing.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
 
@@ -188,6 +189,17 @@ inline void CpuRelax() {
 #else
   std::this_thread::yield();
 #endif
+}
+
+// Test-only hooks (internal/fast_dleft_testing.h); both 0 outside tests.
+std::atomic<int> g_fault{0};
+std::atomic<uint32_t> g_reader_pause{0};
+
+// Thread-safe readers call this between candidate loads: a no-op unless a
+// test asked for a pause.
+inline void TestReaderPause() {
+  const uint32_t n = g_reader_pause.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) CpuRelax();
 }
 
 struct FreeDeleter {
@@ -460,12 +472,18 @@ class FastDLeftFilter::Impl {
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
     uint64_t any = 0;
-    for (int i = 0; i < D; ++i) any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+    for (int i = 0; i < D; ++i) {
+      if constexpr (TS) {
+        if (i > 0) TestReaderPause();
+      }
+      any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+    }
     if (any != 0) return true;
     if (__builtin_expect(!Flagged<D, TS>(blk, f.b), 1)) return false;
     int w, l;
     uint64_t key;
     const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
+    if constexpr (TS) TestReaderPause();
     return SpareFind<TS>(line, key, &w, &l);
   }
 
@@ -484,6 +502,8 @@ class FastDLeftFilter::Impl {
       const auto r = probe();
       if (r) return r;
       if (s.load(std::memory_order_acquire) == v1) return r;
+      // Test-only negative control: trust the negative without the re-check.
+      if (__builtin_expect(g_fault.load(std::memory_order_relaxed) != 0, 0)) return r;
     }
   }
 
@@ -975,6 +995,21 @@ class FastDLeftFilter::Impl {
     return nullptr;
   }
 };
+
+// ---------------------------------------------------------------------------
+// Test-only hooks.
+// ---------------------------------------------------------------------------
+namespace internal {
+void SetFastDLeftFaultForTesting(FastDLeftFault fault) {
+  g_fault.store(static_cast<int>(fault), std::memory_order_relaxed);
+}
+FastDLeftFault GetFastDLeftFaultForTesting() {
+  return static_cast<FastDLeftFault>(g_fault.load(std::memory_order_relaxed));
+}
+void SetFastDLeftReaderPauseForTesting(uint32_t spins) {
+  g_reader_pause.store(spins, std::memory_order_relaxed);
+}
+}  // namespace internal
 
 // ---------------------------------------------------------------------------
 // Public wrappers: dispatch on D (2 or 4) once per call.

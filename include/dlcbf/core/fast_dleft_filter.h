@@ -47,7 +47,9 @@
 //     block meanwhile, so a reader never sees a transient false negative
 //     (a relocation moving a fingerprint between two buckets included).
 //     Stats, SpillFlaggedFraction, ForEachFingerprint and Serialize take
-//     the writer lock (a consistent snapshot).
+//     the writer lock (a consistent snapshot). tests/fast_dleft_filter_test.cc
+//     checks this with an oracle race and a negative control that disables
+//     the re-check (internal/fast_dleft_testing.h) and must see misses.
 //
 // Ownership
 //   The filter owns its table (64-byte aligned). Nothing returned refers
