@@ -337,6 +337,30 @@ TEST_P(FastDLeftGeometryTest, KeylessMigration) {
   EXPECT_EQ(g->Stats().items, f->Stats().items);
 }
 
+// HashOfFingerprint inverts phase 1 for every fingerprint, at the edges of
+// the block, bucket and remainder ranges too.
+TEST_P(FastDLeftGeometryTest, HashOfFingerprintInvertsPhaseOne) {
+  for (uint64_t blocks : {uint64_t{1}, uint64_t{3}, uint64_t{1000}, uint64_t{123457}}) {
+    auto f = Make(Geometry(GetParam(), blocks));
+    ASSERT_TRUE(f);
+    const uint32_t bb = 8 / GetParam();
+    std::mt19937_64 rng(blocks);
+    for (int i = 0; i < 5000; ++i) {
+      FastDLeftFilter::TrueFingerprint t{rng() % blocks, static_cast<uint32_t>(rng() % bb),
+                                         static_cast<uint32_t>(1 + rng() % 8191)};
+      if (i < 4) {
+        t.block = (i & 1) ? blocks - 1 : 0;
+        t.bucket = (i & 2) ? bb - 1 : 0;
+        t.remainder = (i & 1) ? 8191 : 1;
+      }
+      const FastDLeftFilter::TrueFingerprint g = f->FingerprintOfHash(f->HashOfFingerprint(t));
+      ASSERT_EQ(g.block, t.block) << blocks;
+      ASSERT_EQ(g.bucket, t.bucket) << blocks;
+      ASSERT_EQ(g.remainder, t.remainder) << blocks;
+    }
+  }
+}
+
 TEST(FastDLeftOptionsTest, SizingAndValidation) {
   for (uint32_t d : {2u, 4u}) {
     const FastDLeftOptions a = FastDLeftOptions::ForFpr(1000000, 0.0005, d);

@@ -1177,6 +1177,25 @@ FastDLeftFilter::TrueFingerprint FastDLeftFilter::FingerprintOfHash(uint64_t h) 
   return TrueFingerprint{f.k, f.b, f.q};
 }
 
+uint64_t FastDLeftFilter::HashOfFingerprint(const TrueFingerprint& f) const {
+  // Inverts phase 1 (design note): the low 32 bits are the smallest lo with
+  // floor(lo * 8191 / 2^32) = q - 1, bits 32..33 carry b (Bb <= 4), and
+  // the hash is the smallest value >= ceil(k * 2^64 / N) with those low 34
+  // bits. Block k's range of hashes is 2^64 / N wide, >= 2^34 while
+  // N <= 2^30 (tables up to 64 GiB), so it holds such a value. Callers
+  // that need certainty check FingerprintOfHash of the result.
+  const uint64_t n = impl_->nblocks;
+  const uint64_t lo = ((static_cast<uint64_t>(f.remainder - 1) << 32) + (kRn - 1)) / kRn;
+  const uint64_t low34 = lo | (static_cast<uint64_t>(f.bucket & 3) << 32);
+  __extension__ typedef unsigned __int128 u128;  // as in internal::Mul64Hi
+  const u128 num = (static_cast<u128>(f.block) << 64) + (n - 1);
+  const uint64_t start = static_cast<uint64_t>(num / n);
+  constexpr uint64_t kLow34 = (uint64_t{1} << 34) - 1;
+  uint64_t h = (start & ~kLow34) | low34;
+  if (h < start) h += uint64_t{1} << 34;
+  return h;
+}
+
 void FastDLeftFilter::ForEachFingerprint(
     const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
   std::unique_lock<std::mutex> g(impl_->mu, std::defer_lock);

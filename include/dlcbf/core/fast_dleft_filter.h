@@ -200,6 +200,12 @@ class FastDLeftFilter {
     uint32_t remainder;
   };
   TrueFingerprint FingerprintOfHash(uint64_t hash) const;
+  // A key hash whose true fingerprint is f (the smallest one with that
+  // block and bucket bits): FingerprintOfHash(HashOfFingerprint(f)) == f
+  // for every f in range. Lets a fingerprint read by ForEachFingerprint be
+  // re-inserted through any *Hash call of a filter with the same blocks,
+  // subtables and seed (a lossless keyless handover).
+  uint64_t HashOfFingerprint(const TrueFingerprint& f) const;
   // Calls fn(f, count) for every stored fingerprint (block cells recovered
   // through P_i^-1, spare cells decoded), count in 1..4. Keyless migration.
   void ForEachFingerprint(
