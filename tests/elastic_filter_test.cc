@@ -2,7 +2,8 @@
 // fed 10x its sizing it never fails an insert, never returns a false
 // negative, its FPR after migration matches the model, erase keeps
 // working, saturated fingerprints stay pinned, and concurrent readers
-// never miss a published key across the migration.
+// never miss a published key across the migration. Every scenario runs on
+// both d-left kernels (ElasticKernel::kGeneral and kFast).
 #include "dlcbf/core/elastic_filter.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,27 @@ ElasticOptions Opts(bool thread_safe = false) {
   o.expected_items = kSizing;
   o.thread_safe = thread_safe;
   return o;
+}
+
+// The kernel's fingerprint space B * Rn and table bytes, from the options
+// as sized by the filter.
+uint64_t FpSpace(const ElasticFilter& f) {
+  const ElasticOptions& o = f.options();
+  if (o.kernel == ElasticKernel::kFast) return o.fast.blocks * (8 / o.fast.subtables) * 8191;
+  return o.dleft.buckets_per_subtable * ((uint64_t{1} << o.dleft.remainder_bits) - 1);
+}
+// Cells counted by migrate_at_load.
+uint64_t Cells(const ElasticFilter& f) {
+  const ElasticOptions& o = f.options();
+  if (o.kernel == ElasticKernel::kFast) return 32 * o.fast.blocks;
+  return uint64_t{o.dleft.subtables} * o.dleft.buckets_per_subtable * o.dleft.cells_per_bucket;
+}
+uint64_t KernelBytes(const ElasticFilter& f) {
+  const ElasticOptions& o = f.options();
+  if (o.kernel == ElasticKernel::kFast) return o.fast.Bytes();
+  std::unique_ptr<DLeftCountingBloomFilter> ref;
+  EXPECT_TRUE(DLeftCountingBloomFilter::Create(o.dleft, &ref).ok());
+  return ref ? ref->bytes() : 0;
 }
 
 std::unique_ptr<ElasticFilter> Make(const ElasticOptions& o) {
@@ -62,6 +84,21 @@ double MeasureFpr(const ElasticFilter& f, uint64_t base, uint64_t q) {
   return static_cast<double>(fp) / static_cast<double>(q);
 }
 
+class ElasticKernelTest : public ::testing::TestWithParam<ElasticKernel> {
+ protected:
+  ElasticOptions Opts(bool thread_safe = false) const {
+    ElasticOptions o = ::dlcbf::Opts(thread_safe);
+    o.kernel = GetParam();
+    return o;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ElasticKernelTest,
+                         ::testing::Values(ElasticKernel::kGeneral, ElasticKernel::kFast),
+                         [](const ::testing::TestParamInfo<ElasticKernel>& i) {
+                           return i.param == ElasticKernel::kFast ? "Fast" : "General";
+                         });
+
 TEST(ElasticOptionsTest, ValidateNamesTheField) {
   auto invalid = [](const ElasticOptions& o, const char* field) {
     rocksdb::Status s = o.Validate();
@@ -87,10 +124,32 @@ TEST(ElasticOptionsTest, ValidateNamesTheField) {
   o = Opts();
   o.abf_growth = 0.5;
   invalid(o, "abf_growth");
+  o = Opts();
+  o.kernel = ElasticKernel::kFast;
+  EXPECT_TRUE(o.Validate().ok());
+  o.dleft.counter_bits = 0;  // not used by the fast kernel
+  EXPECT_TRUE(o.Validate().ok());
+  o.fast.subtables = 3;
+  invalid(o, "fast.");
+}
+
+// The fast kernel is sized by ForLoad at min(sizing_load, MaxLoad).
+TEST(ElasticOptionsTest, FastKernelSizing) {
+  ElasticOptions o = Opts();
+  o.kernel = ElasticKernel::kFast;
+  auto f = Make(o);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->options().fast.blocks, FastDLeftOptions::ForLoad(kSizing, 0.75).blocks);
+  EXPECT_EQ(f->MemoryUsage().bytes, f->options().fast.Bytes());
+  o.sizing_load = 0.95;  // above MaxLoad: capped
+  f = Make(o);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->options().fast.blocks,
+            FastDLeftOptions::ForLoad(kSizing, FastDLeftOptions::MaxLoad(2)).blocks);
 }
 
 // The main scenario: 10x the sizing, then erase half, lossless mode.
-TEST(ElasticFilterTest, TenTimesSizingLosslessThenErase) {
+TEST_P(ElasticKernelTest, TenTimesSizingLosslessThenErase) {
   auto f = Make(Opts());
   const uint64_t n = 10 * kSizing;
   uint64_t migrated_at = 0;
@@ -111,14 +170,10 @@ TEST(ElasticFilterTest, TenTimesSizingLosslessThenErase) {
   EXPECT_EQ(st.retained_bytes, 0u);  // not thread-safe: the dlCBF was freed
   EXPECT_TRUE(st.abf.lossless);
   // Same byte budget as the dlCBF it replaced.
-  DLeftOptions sized;
-  sized.SizeFor(kSizing);
-  std::unique_ptr<DLeftCountingBloomFilter> ref;
-  ASSERT_TRUE(DLeftCountingBloomFilter::Create(sized, &ref).ok());
-  EXPECT_LE(st.bytes, ref->bytes());
-  EXPECT_GT(st.bytes + 8, ref->bytes());
-  const uint64_t fp_space =
-      sized.buckets_per_subtable * ((uint64_t{1} << sized.remainder_bits) - 1);
+  const uint64_t kernel_bytes = KernelBytes(*f);
+  EXPECT_LE(st.bytes, kernel_bytes);
+  EXPECT_GT(st.bytes + 8, kernel_bytes);
+  const uint64_t fp_space = FpSpace(*f);
 
   for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;  // zero FN
 
@@ -151,7 +206,7 @@ TEST(ElasticFilterTest, TenTimesSizingLosslessThenErase) {
 }
 
 // Explicit k > 1 at 3x: the model with more than one probe.
-TEST(ElasticFilterTest, ThreeTimesSizingWithThreeProbes) {
+TEST_P(ElasticKernelTest, ThreeTimesSizingWithThreeProbes) {
   ElasticOptions o = Opts();
   o.abf_probes = 3;
   o.abf_counter_bits = 2;  // twice the counters; some saturate (sticky)
@@ -163,10 +218,7 @@ TEST(ElasticFilterTest, ThreeTimesSizingWithThreeProbes) {
   ASSERT_EQ(st.mode, ElasticMode::kAutoscaling);
   EXPECT_EQ(st.abf.counting.num_probes, 3u);
   EXPECT_EQ(st.abf.counting.counter_bits, 2u);
-  DLeftOptions sized;
-  sized.SizeFor(kSizing);
-  const uint64_t fp_space =
-      sized.buckets_per_subtable * ((uint64_t{1} << sized.remainder_bits) - 1);
+  const uint64_t fp_space = FpSpace(*f);
   const uint64_t q = 20000;
   EXPECT_NEAR(MeasureFpr(*f, 0, q), st.predicted_fpr, Tolerance(st, q, fp_space));
 }
@@ -174,7 +226,7 @@ TEST(ElasticFilterTest, ThreeTimesSizingWithThreeProbes) {
 // Keys inserted more often than the dlCBF counter can count: their
 // fingerprints are pinned at migration, so no number of erases removes
 // them (the dlCBF's sticky rule carried over).
-TEST(ElasticFilterTest, SaturatedFingerprintsArePinnedAcrossMigration) {
+TEST_P(ElasticKernelTest, SaturatedFingerprintsArePinnedAcrossMigration) {
   auto f = Make(Opts());
   for (int i = 0; i < 10; ++i) f->Insert("hot");  // dlCBF counter saturates
   for (uint64_t i = 0; f->mode() == ElasticMode::kDLeft; ++i) f->Insert(Key(i));
@@ -185,7 +237,7 @@ TEST(ElasticFilterTest, SaturatedFingerprintsArePinnedAcrossMigration) {
   EXPECT_GE(f->Stats().pinned_erases, 20u);
 }
 
-TEST(ElasticFilterTest, LoadThresholdMigration) {
+TEST_P(ElasticKernelTest, LoadThresholdMigration) {
   ElasticOptions o = Opts();
   o.migrate_at_load = 0.5;
   auto f = Make(o);
@@ -193,21 +245,23 @@ TEST(ElasticFilterTest, LoadThresholdMigration) {
   while (f->mode() == ElasticMode::kDLeft) ASSERT_EQ(f->Insert(Key(i++)), OpResult::kOk);
   const ElasticStats st = f->Stats();
   EXPECT_EQ(st.migration_cause, MigrationCause::kLoadThreshold);
-  DLeftOptions sized;
-  sized.SizeFor(kSizing);
-  const uint64_t cells = 4 * sized.buckets_per_subtable * 8;
-  EXPECT_EQ(st.migrated_at_insert, cells / 2 + 1);
+  EXPECT_EQ(st.migrated_at_insert, Cells(*f) / 2 + 1);
   for (uint64_t j = 0; j < i; ++j) ASSERT_TRUE(f->Contains(Key(j)));
 }
 
-TEST(ElasticFilterTest, DLeftModeBeforeMigration) {
+TEST_P(ElasticKernelTest, DLeftModeBeforeMigration) {
   auto f = Make(Opts());
   for (uint64_t i = 0; i < kSizing; ++i) f->Insert(Key(i));
   ElasticStats st = f->Stats();
   EXPECT_EQ(st.mode, ElasticMode::kDLeft);
   EXPECT_EQ(st.migration_cause, MigrationCause::kNone);
   EXPECT_EQ(st.migrated_at_insert, 0u);
-  EXPECT_NEAR(st.predicted_fpr, st.dleft.predicted_fpr, 0);
+  EXPECT_NEAR(st.predicted_fpr,
+              GetParam() == ElasticKernel::kFast ? st.fast.predicted_fpr : st.dleft.predicted_fpr,
+              0);
+  if (GetParam() == ElasticKernel::kFast) {
+    EXPECT_EQ(st.fast.items, kSizing);
+  }
   EXPECT_EQ(f->Erase(Key(0)), OpResult::kOk);
   EXPECT_EQ(f->Stats().items, kSizing - 1);
   std::vector<std::string> keys;
@@ -220,7 +274,7 @@ TEST(ElasticFilterTest, DLeftModeBeforeMigration) {
 
 // MemoryUsage() is the O(1) view of Stats().bytes / retained_bytes, in both
 // modes and after the frozen dlCBF is released.
-TEST(ElasticFilterTest, MemoryUsageMatchesStats) {
+TEST_P(ElasticKernelTest, MemoryUsageMatchesStats) {
   auto f = Make(Opts(/*thread_safe=*/true));
   auto same = [&](const char* when) {
     const ElasticStats st = f->Stats();
@@ -243,7 +297,7 @@ TEST(ElasticFilterTest, MemoryUsageMatchesStats) {
 
 // Opt-in lossy mode: the ABF is auto-tuned; measured TPR stays near the
 // requested floor (it is approximate membership: misses are expected).
-TEST(ElasticFilterTest, OptInLossyModeTunesTheAbf) {
+TEST_P(ElasticKernelTest, OptInLossyModeTunesTheAbf) {
   ElasticOptions o = Opts();
   o.min_tpr = 0.9;
   o.allow_false_negatives = true;
@@ -268,7 +322,7 @@ TEST(ElasticFilterTest, OptInLossyModeTunesTheAbf) {
 // Thread-safe mode: one writer inserts 10x the sizing (crossing the
 // migration) and publishes a watermark; a reader checks random published
 // keys (single and batch lookups) and must never get a false negative.
-TEST(ElasticFilterConcurrencyTest, ReadersNeverMissAcrossMigration) {
+TEST_P(ElasticKernelTest, ConcurrencyReadersNeverMissAcrossMigration) {
   auto f = Make(Opts(/*thread_safe=*/true));
   const uint64_t n = 10 * kSizing;
   std::atomic<uint64_t> published{0};

@@ -2,12 +2,15 @@
 // multiset oracle over both fast-path geometries (D = 2, D = 4), FPR against
 // the formula, saturation, overflow, exact erase, the spill path, batched
 // calls, keyless migration, sizing, and the serialized form (round trip,
-// golden bytes, every truncation and bit flip).
+// golden bytes, every truncation and bit flip), and the thread-safe mode
+// (an oracle race of readers against relocating writers, with a negative
+// control that disables the readers' re-check and must see misses).
 #include "dlcbf/core/fast_dleft_filter.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/fast_dleft_testing.h"
 #include "dlcbf/internal/hash.h"
 #include "test_scale.h"
 
@@ -48,6 +52,9 @@ std::string Bytes(const FastDLeftFilter& f) {
 uint64_t Packed(const FastDLeftFilter::TrueFingerprint& f) {
   return (f.block << 16) | (static_cast<uint64_t>(f.bucket) << 13) | f.remainder;
 }
+
+// Reader pause (CPU relax instructions) of the widened-window runs.
+constexpr uint32_t kControlPause = 64;
 
 class FastDLeftGeometryTest : public ::testing::TestWithParam<uint32_t> {};
 
@@ -330,6 +337,30 @@ TEST_P(FastDLeftGeometryTest, KeylessMigration) {
   EXPECT_EQ(g->Stats().items, f->Stats().items);
 }
 
+// HashOfFingerprint inverts phase 1 for every fingerprint, at the edges of
+// the block, bucket and remainder ranges too.
+TEST_P(FastDLeftGeometryTest, HashOfFingerprintInvertsPhaseOne) {
+  for (uint64_t blocks : {uint64_t{1}, uint64_t{3}, uint64_t{1000}, uint64_t{123457}}) {
+    auto f = Make(Geometry(GetParam(), blocks));
+    ASSERT_TRUE(f);
+    const uint32_t bb = 8 / GetParam();
+    std::mt19937_64 rng(blocks);
+    for (int i = 0; i < 5000; ++i) {
+      FastDLeftFilter::TrueFingerprint t{rng() % blocks, static_cast<uint32_t>(rng() % bb),
+                                         static_cast<uint32_t>(1 + rng() % 8191)};
+      if (i < 4) {
+        t.block = (i & 1) ? blocks - 1 : 0;
+        t.bucket = (i & 2) ? bb - 1 : 0;
+        t.remainder = (i & 1) ? 8191 : 1;
+      }
+      const FastDLeftFilter::TrueFingerprint g = f->FingerprintOfHash(f->HashOfFingerprint(t));
+      ASSERT_EQ(g.block, t.block) << blocks;
+      ASSERT_EQ(g.bucket, t.bucket) << blocks;
+      ASSERT_EQ(g.remainder, t.remainder) << blocks;
+    }
+  }
+}
+
 TEST(FastDLeftOptionsTest, SizingAndValidation) {
   for (uint32_t d : {2u, 4u}) {
     const FastDLeftOptions a = FastDLeftOptions::ForFpr(1000000, 0.0005, d);
@@ -359,24 +390,52 @@ TEST(FastDLeftOptionsTest, SizingAndValidation) {
 
 // Thread-safe mode: a writer churns keys through a small, nearly full table
 // (so fingerprints relocate and spill all the time) while readers check
-// keys that stay present throughout: never a miss.
-TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
-  // Two blocks (64 cells) and one spare line: every writer operation is
-  // near the stable keys, so a reader often probes while they move.
-  FastDLeftOptions o = Geometry(GetParam(), 2, 77);
+// keys that stay present throughout (the oracle: inserted before the
+// readers start, never erased): never a miss. The negative control below
+// runs the same race with the readers' sequence-number re-check disabled
+// and must see misses, which proves this test can fail.
+
+// Sets a test hook for one scope and always restores the default.
+struct HookScope {
+  HookScope(internal::FastDLeftFault fault, uint32_t pause) {
+    internal::SetFastDLeftFaultForTesting(fault);
+    internal::SetFastDLeftReaderPauseForTesting(pause);
+  }
+  ~HookScope() {
+    internal::SetFastDLeftFaultForTesting(internal::FastDLeftFault::kNone);
+    internal::SetFastDLeftReaderPauseForTesting(0);
+  }
+};
+
+struct RaceResult {
+  uint64_t misses = 0;       // negatives for a stable key
+  uint64_t checks = 0;       // stable-key probes made
+  uint64_t relocations = 0;  // kernel counters after the run
+  uint64_t spare_events = 0; // spilled + overflows
+};
+
+// Two blocks (64 cells) and one spare line: every writer operation is near
+// the stable keys, so a reader often probes while they move. Runs the
+// writer for `rounds` operations, or until `stop_at_misses` misses (0 =
+// never stop early).
+RaceResult RunStableKeyRace(uint32_t d, uint64_t rounds, uint64_t stop_at_misses,
+                            std::unique_ptr<FastDLeftFilter>* keep = nullptr,
+                            std::vector<uint64_t>* stable_out = nullptr) {
+  FastDLeftOptions o = Geometry(d, 2, 77);
   o.thread_safe = true;
   auto f = Make(o);
+  RaceResult res;
+  if (!f) return res;
   std::mt19937_64 rng(123);
   std::vector<uint64_t> stable(40), churn(60);
   for (auto& h : stable) {
     h = rng();
-    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+    EXPECT_EQ(f->InsertHash(h), OpResult::kOk);
   }
   for (auto& h : churn) h = rng();
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> misses{0}, checks{0};
   auto reader = [&](int id) {
-    std::vector<bool> dummy;
     std::unique_ptr<bool[]> out(new bool[stable.size()]);
     uint64_t local = 0;
     while (!stop.load(std::memory_order_relaxed)) {
@@ -395,11 +454,11 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
   };
   std::thread r0(reader, 0), r1(reader, 1);
   std::vector<char> in(churn.size(), 0);
-  const uint64_t rounds = testing_util::Scaled(300000, 20000);
   for (uint64_t i = 0; i < rounds; ++i) {
+    if (stop_at_misses != 0 && (i & 1023) == 0 && misses.load() >= stop_at_misses) break;
     const size_t j = rng() % churn.size();
     if (in[j]) {
-      ASSERT_EQ(f->EraseHash(churn[j]), OpResult::kOk);
+      EXPECT_EQ(f->EraseHash(churn[j]), OpResult::kOk);
       in[j] = 0;
     } else if (f->InsertHash(churn[j]) == OpResult::kOk) {
       in[j] = 1;
@@ -408,11 +467,26 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
   stop = true;
   r0.join();
   r1.join();
-  EXPECT_EQ(misses.load(), 0u) << "a reader missed a stably present key";
-  EXPECT_GT(checks.load(), 0u);
   const FastDLeftStats s = f->Stats();
-  EXPECT_GT(s.relocations, 0u) << "the test must exercise relocation";
-  EXPECT_GT(s.spilled + s.overflows, 0u) << "the test must exercise the spare";
+  res.misses = misses.load();
+  res.checks = checks.load();
+  res.relocations = s.relocations;
+  res.spare_events = s.spilled + s.overflows;
+  if (keep != nullptr) *keep = std::move(f);
+  if (stable_out != nullptr) *stable_out = stable;
+  return res;
+}
+
+TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
+  std::unique_ptr<FastDLeftFilter> f;
+  std::vector<uint64_t> stable;
+  const RaceResult r =
+      RunStableKeyRace(GetParam(), testing_util::Scaled(300000, 20000), 0, &f, &stable);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(r.misses, 0u) << "a reader missed a stably present key";
+  EXPECT_GT(r.checks, 0u);
+  EXPECT_GT(r.relocations, 0u) << "the test must exercise relocation";
+  EXPECT_GT(r.spare_events, 0u) << "the test must exercise the spare";
   for (uint64_t h : stable) EXPECT_TRUE(f->ContainsHash(h));
   // The thread-safe mode round-trips like the default one.
   std::string bytes;
@@ -420,6 +494,33 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
   std::unique_ptr<FastDLeftFilter> g;
   ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &g, /*thread_safe=*/true).ok());
   for (uint64_t h : stable) EXPECT_TRUE(g->ContainsHash(h));
+}
+
+// The same race with the readers slowed between their candidate loads (the
+// widened window the negative control uses): the re-check still hides
+// every half-done move.
+TEST_P(FastDLeftGeometryTest, ConcurrencyWidenedWindowStillNoMiss) {
+  HookScope hooks(internal::FastDLeftFault::kNone, kControlPause);
+  const RaceResult r = RunStableKeyRace(GetParam(), testing_util::Scaled(300000, 20000), 0);
+  EXPECT_EQ(r.misses, 0u) << "a reader missed a stably present key";
+  EXPECT_GT(r.checks, 0u);
+  EXPECT_GT(r.relocations, 0u);
+}
+
+// Negative control: without the re-check of a negative answer, readers
+// must observe false negatives (a fingerprint between its old and new
+// bucket, or a spare group between its two lines). If this ever passes
+// with zero misses, the race above no longer exercises what it claims.
+TEST_P(FastDLeftGeometryTest, NegativeControlWithoutRecheckMisses) {
+  HookScope hooks(internal::FastDLeftFault::kSkipNegativeRecheck, kControlPause);
+  const RaceResult r = RunStableKeyRace(GetParam(), 2000000, /*stop_at_misses=*/10);
+  std::printf("[ control  ] D=%u: %llu false negatives in %llu stable-key probes, "
+              "%llu relocations\n",
+              GetParam(), static_cast<unsigned long long>(r.misses),
+              static_cast<unsigned long long>(r.checks),
+              static_cast<unsigned long long>(r.relocations));
+  EXPECT_GT(r.misses, 0u) << "the negative control found no false negative: the race "
+                             "test cannot detect a missing re-check";
 }
 
 // ---------------------------------------------------------------------------

@@ -1019,7 +1019,7 @@ TEST(FilterPolicyDbTest2, MixedVersion1And2Sst) {
     auto policy = Policy(round % 2 ? "dlcbf:10" : "dlcbf:10:v1");
     Options o = DbOptions(policy);
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
     std::unique_ptr<DB> db(raw);
     for (uint64_t i = 0; i < per_round; ++i) {
       std::string k = PresentKey(round * per_round + i);
@@ -1035,7 +1035,7 @@ TEST(FilterPolicyDbTest2, MixedVersion1And2Sst) {
     auto policy = Policy(reader_id);
     Options o = DbOptions(policy);
     DB* raw = nullptr;
-    ASSERT_TRUE(DB::Open(o, dir.path, &raw).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(o, dir.path, &raw).ok());
     std::unique_ptr<DB> db(raw);
     rocksdb::ColumnFamilyMetaData meta;
     db->GetColumnFamilyMetaData(&meta);

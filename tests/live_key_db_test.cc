@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
@@ -610,6 +612,52 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   }
   fs::copy_file(other + "/LIVEKEY_INDEX", file, fs::copy_options::overwrite_existing);
   reopen_expect_rejected("identity");
+  // 5. Older and newer format versions with a valid checksum: version 2
+  // (the DLeftCountingBloomFilter layout) and an unknown version 4 are
+  // rejected and rebuilt, never trusted. First a current file at the
+  // current sequence number (so only the version differs).
+  {
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
+    std::unique_ptr<LiveKeyDB> d(r);
+    ASSERT_TRUE(d->Close().ok());
+  }
+  const std::string current = ReadFile(file);
+  ASSERT_GT(current.size(), 100u);
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 3u) << "the current version is 3";
+  auto with_version = [&](uint32_t v) {
+    std::string f = current.substr(0, current.size() - 8);
+    std::string enc;
+    dlcbf::internal::PutFixed32(&enc, v);
+    f.replace(8, 4, enc);
+    dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
+    return f;
+  };
+  WriteFile(file, with_version(2));
+  reopen_expect_rejected("format version 2");
+  // The rebuilt index was saved again at Close: as version 3, and it loads.
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 3u);
+  {
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
+    std::unique_ptr<LiveKeyDB> d(r);
+    LiveKeyStats st = d->GetLiveKeyStats();
+    EXPECT_EQ(st.index_file_loads, 1u) << st.last_rejection;
+    EXPECT_EQ(st.rebuilds, 0u);
+    CheckAgainst(d.get(), oracle, Probes(1100, "c"));
+    ASSERT_TRUE(d->Close().ok());
+  }
+  const std::string saved = ReadFile(file);
+  {
+    // Same checks on the unknown future version, against the file just saved.
+    std::string f = saved.substr(0, saved.size() - 8);
+    std::string enc;
+    dlcbf::internal::PutFixed32(&enc, 4);
+    f.replace(8, 4, enc);
+    dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
+    WriteFile(file, f);
+  }
+  reopen_expect_rejected("unsupported version 4");
   fs::remove_all(dir);
   fs::remove_all(other);
 }

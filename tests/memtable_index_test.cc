@@ -12,9 +12,14 @@
 //     (with or without membarrier(2): common/reader_sections.h falls back
 //     to full fences);
 //   - drift: sized for 10k entries, fed 1M: correct, one migration, FPR
-//     within a derived tolerance of the model at 1x, 2x, 10x, 100x.
+//     within a derived tolerance of the model at 1x, 2x, 10x, 100x;
+//   - the fast kernel (option fast_kernel): id, byte accounting; and ctest
+//     runs the oracle, timestamp, concurrency and reclaim tests again with
+//     DLCBF_TEST_MEMTABLE_FAST_KERNEL=1 (memtable_index_fast_kernel), which
+//     makes Factory() below switch every index to the fast kernel.
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/memtable_index.h"
+#include "dlcbf/core/fast_dleft_filter.h"
 #include "filter_policy/rocksdb/common/reader_sections.h"
 
 #include <gtest/gtest.h>
@@ -86,8 +91,17 @@ void RegisterOnce() {
 }
 
 
-std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& o,
+// DLCBF_TEST_MEMTABLE_FAST_KERNEL=1: every factory of this file uses the
+// fast kernel (see the file comment).
+bool ForceFastKernel() {
+  const char* v = std::getenv("DLCBF_TEST_MEMTABLE_FAST_KERNEL");
+  return v != nullptr && v[0] == '1';
+}
+
+std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& options,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
+  MemTableIndexOptions o = options;
+  if (ForceFastKernel()) o.fast_kernel = true;
   std::shared_ptr<MemTableRepFactory> f;
   Status s = NewDLeftIndexedMemTableRepFactory(std::move(base), o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -136,6 +150,8 @@ TEST(MemTableIndexId, CanonicalRoundTrip) {
       {"dlcbf_index:5000:L8:d4", "dlcbf_index:5000:d4:L8"},
       {"dlcbf_index:5000:d2:L3:r14", "dlcbf_index:5000"},
       {"dlcbf_index:5000:L4", "dlcbf_index:5000:L4"},
+      {"dlcbf_index:fast:5000", "dlcbf_index:5000:fast"},
+      {"dlcbf_index:5000:r12:fast:prefix", "dlcbf_index:5000:r12:fast:prefix"},
       {"dlcbf_index:5000:trust_comparator:ts8:cap0.5",
        "dlcbf_index:5000:trust_comparator:ts8:cap0.5"},
       {"dlcbf_index:5000:base:skip_list:16", "dlcbf_index:5000:base:SkipListFactory:16"},
@@ -914,6 +930,44 @@ TEST(MemTableIndexAccounting, ByteBudget) {
     EXPECT_GE(filter_bytes, budget * 97 / 100) << budget;
     EXPECT_LE(filter_bytes, budget * 103 / 100 + 64) << budget;
     EXPECT_EQ(st.live[0].sized_for, budget * 8 * 3 / 4 / 15) << budget;  // 20 bits per key
+  }
+}
+
+// The fast kernel: the bytes are FastDLeftOptions::ForLoad(n, 0.75) (24
+// bits per entry: 16-bit cells, 1/8 spare) plus the 8 KiB dedupe cache,
+// known at creation without a table scan; a byte budget is honoured.
+TEST(MemTableIndexAccounting, FastKernelBytes) {
+  for (uint64_t budget : {uint64_t{0}, uint64_t{65536}}) {
+    TempDir dir;
+    MemTableIndexOptions o;
+    o.expected_entries = 100000;
+    o.budget_bytes = budget;
+    o.fast_kernel = true;
+    Options opts;
+    opts.create_if_missing = true;
+    opts.write_buffer_size = 64 << 20;
+    opts.memtable_factory = Factory(o);
+    DB* raw = nullptr;
+    ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
+    std::unique_ptr<DB> db(raw);
+    MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
+    ASSERT_EQ(st.live.size(), 1u);
+    const uint64_t filter_bytes = st.live[0].index_bytes - 8192;
+    if (budget == 0) {
+      EXPECT_EQ(filter_bytes, FastDLeftOptions::ForLoad(100000, 0.75).Bytes());
+      EXPECT_EQ(st.live[0].sized_for, 100000u);
+    } else {
+      EXPECT_EQ(st.live[0].sized_for, budget * 8 / 24) << budget;  // 24 bits per key
+      EXPECT_GE(filter_bytes, budget * 97 / 100) << budget;
+      EXPECT_LE(filter_bytes, budget * 103 / 100 + 128) << budget;
+    }
+    EXPECT_NEAR(st.live[0].predicted_fpr, 0.0, 1e-12);  // empty
+    for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key('f', i), "v").ok());
+    std::string v;
+    for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key('f', i), &v).ok()) << i;
+    for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
+    st = StatsOf(opts.memtable_factory);
+    EXPECT_GE(st.total.skipped_searches, 4900u);
   }
 }
 

@@ -31,6 +31,24 @@
 //     TPR = 1 - e^{-1.875} = 0.85, so at L_TPR = 0.9 AutoTune stays at the
 //     lossless pair; lossy pays off when k is large for the load (set
 //     abf_probes, like the paper's k = 100 at n = 5000: FPR 0.59 vs 1.0).
+//   - Fast kernel (ElasticOptions::kernel = kFast): the dlCBF is a
+//     FastDLeftFilter (one 64-byte line per query; D = 2: N blocks, Bb = 4
+//     buckets, Rn = 8191, so B Rn = 4 N 8191 fingerprints; 16-bit cells with
+//     2-bit counters). Sized by ForLoad at min(sizing_load, MaxLoad = 0.80).
+//     Migration reads FastDLeftFilter::ForEachFingerprint (block cells
+//     through P_i^-1, spare cells decoded); the packed fingerprint is
+//     block << 16 | bucket << 13 | remainder, and later keys are mapped by
+//     the same phase 1 (fastrange block, bucket, remainder; FastPackedOfHash,
+//     self-checked against FingerprintOfHash at Init), so it works after
+//     the kernel is freed. Counters saturate at 4: such fingerprints are
+//     pinned as above. The kernel overflows only when a spare line pair is
+//     full, i.e. at a load above MaxLoad (see fast_dleft_filter.cc).
+//     In thread-safe mode the kernel's own lock-free readers (sequence
+//     number validated) serve reads until the ABF is published.
+//   - Where the migration runs: on the writer whose insert overflowed (or
+//     crossed migrate_at_load), under the writer mutex. It is not moved to
+//     a background thread: other writers wait for one table scan; readers
+//     never wait.
 //   - Trade-off: the migration is a stop-the-writers pause of one table
 //     scan (~ms for 2^20 bits) in exchange for never refusing an insert; in
 //     thread-safe mode the frozen dlCBF stays allocated for in-flight
@@ -71,21 +89,51 @@ bool InRange(double v, double lo, double hi) { return v >= lo && v <= hi; }  // 
 
 }  // namespace
 
+namespace {
+
+// The kFast kernel's options after sizing (see ElasticOptions::fast).
+FastDLeftOptions SizedFast(const ElasticOptions& o) {
+  FastDLeftOptions f = o.fast;
+  if (o.expected_items > 0) {
+    const uint32_t d = f.subtables;
+    f.blocks = FastDLeftOptions::ForLoad(
+                   o.expected_items,
+                   std::min(o.sizing_load, FastDLeftOptions::MaxLoad(d)), d)
+                   .blocks;
+  }
+  f.thread_safe = o.thread_safe;
+  return f;
+}
+
+}  // namespace
+
 rocksdb::Status ElasticOptions::Validate() const {
   using rocksdb::Status;
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
     return Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
-  DLeftOptions d = dleft;
-  if (expected_items > 0) d.SizeFor(expected_items, sizing_load);
-  Status s = d.Validate();
-  if (s.IsInvalidArgument()) {
-    return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+  if (kernel != ElasticKernel::kGeneral && kernel != ElasticKernel::kFast) {
+    return Status::InvalidArgument("kernel must be kGeneral or kFast");
   }
-  if (!s.ok()) return s;
-  if (d.counter_bits == 0) {
-    return Status::InvalidArgument(
-        "dleft.counter_bits must be >= 1 (the elastic filter supports erase)");
+  if (kernel == ElasticKernel::kFast) {
+    Status s = SizedFast(*this).Validate();
+    if (s.IsInvalidArgument()) {
+      return Status::InvalidArgument("fast." + std::string(s.getState() ? s.getState() : ""));
+    }
+    if (!s.ok()) return s;
+  }
+  DLeftOptions d = dleft;
+  if (kernel == ElasticKernel::kGeneral) {
+    if (expected_items > 0) d.SizeFor(expected_items, sizing_load);
+    Status s = d.Validate();
+    if (s.IsInvalidArgument()) {
+      return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+    }
+    if (!s.ok()) return s;
+    if (d.counter_bits == 0) {
+      return Status::InvalidArgument(
+          "dleft.counter_bits must be >= 1 (the elastic filter supports erase)");
+    }
   }
   if (!InRange(migrate_at_load, 0.0, 1.0)) {
     return Status::InvalidArgument("migrate_at_load must be in [0, 1]");
@@ -111,6 +159,10 @@ rocksdb::Status ElasticOptions::Validate() const {
 }
 
 ElasticFilter::ElasticFilter(const ElasticOptions& options) : options_(options) {
+  if (fast()) {
+    options_.fast = SizedFast(options_);
+    return;
+  }
   if (options_.expected_items > 0) {
     options_.dleft.SizeFor(options_.expected_items, options_.sizing_load);
   }
@@ -131,7 +183,46 @@ rocksdb::Status ElasticFilter::Create(const ElasticOptions& options,
   return s;
 }
 
+rocksdb::Status ElasticFilter::InitFast() {
+  rocksdb::Status s = FastDLeftFilter::Create(options_.fast, &fast_);
+  if (!s.ok()) return s;
+  fast_blocks_ = options_.fast.blocks;
+  fast_bucket_mask_ = (8 / options_.fast.subtables) - 1;
+  // Self-check: our phase 1 must agree with the kernel's, or migrated
+  // fingerprints and later lookups would disagree (false negatives).
+  uint64_t state = 0xE1A571CULL;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t h = internal::SplitMix64(&state);
+    const FastDLeftFilter::TrueFingerprint f = fast_->FingerprintOfHash(h);
+    const uint64_t packed = (f.block << 16) | (uint64_t{f.bucket} << 13) | f.remainder;
+    const std::string key = "elastic-self-check-" + std::to_string(i);
+    if (packed != FastPackedOfHash(h) || fast_->Hash(key) != Hash(key)) {
+      return rocksdb::Status::NotSupported(
+          "ElasticFilter: fast phase 1 disagrees with FastDLeftFilter");
+    }
+  }
+  dleft_capacity_ = 32 * fast_blocks_;
+  dleft_max_counter_ = 4;
+  dleft_bytes_ = fast_->bytes();
+  fingerprint_space_ = static_cast<double>(fast_blocks_) *
+                       static_cast<double>(fast_bucket_mask_ + 1) * 8191.0;
+  return rocksdb::Status::OK();
+}
+
+uint64_t ElasticFilter::FastPackedOfHash(uint64_t h) const {
+  // FastDLeftFilter's phase 1 (design note of fast_dleft_filter.cc).
+  const uint64_t block = internal::Mul64Hi(h, fast_blocks_);
+  const uint64_t bucket = (h >> 32) & fast_bucket_mask_;
+  const uint64_t q = (((h & 0xFFFFFFFFULL) * 8191) >> 32) + 1;
+  return (block << 16) | (bucket << 13) | q;
+}
+
+uint64_t ElasticFilter::PackedOfHash(uint64_t h) const {
+  return fast() ? FastPackedOfHash(h) : hashing_->Pack(hashing_->FingerprintOf(h));
+}
+
 rocksdb::Status ElasticFilter::Init() {
+  if (fast()) return InitFast();
   rocksdb::Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft_);
   if (!s.ok()) return s;
   // The dlCBF's phase-1 hashing, kept so keys can be mapped to fingerprints
@@ -169,6 +260,7 @@ rocksdb::Status ElasticFilter::Init() {
 }
 
 uint64_t ElasticFilter::Hash(const rocksdb::Slice& key) const {
+  if (fast()) return internal::HashKey(key.data(), key.size(), options_.fast.seed);
   return hashing_->Hash(key.data(), key.size());
 }
 
@@ -177,7 +269,7 @@ uint64_t ElasticFilter::ProbeHashOfPacked(uint64_t packed) const {
 }
 
 uint64_t ElasticFilter::ProbeHash(uint64_t key_hash) const {
-  return ProbeHashOfPacked(hashing_->Pack(hashing_->FingerprintOf(key_hash)));
+  return ProbeHashOfPacked(PackedOfHash(key_hash));
 }
 
 bool ElasticFilter::Migrate(MigrationCause cause) {
@@ -203,21 +295,33 @@ bool ElasticFilter::Migrate(MigrationCause cause) {
   if (!AutoscalingBloomFilter::Create(ao, &abf).ok()) return false;
 
   uint64_t fingerprints = 0;
-  dleft_->ForEachFingerprint(
-      [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
-        const uint64_t ph = ProbeHashOfPacked(f.packed);
-        for (uint32_t i = 0; i < count; ++i) abf->InsertHash(ph);
-        // A saturated dlCBF counter hides the true multiplicity: never let
-        // erases take this fingerprint out (the dlCBF's sticky rule).
-        if (count >= dleft_max_counter_) pinned_.insert(f.packed);
-        ++fingerprints;
-      });
+  auto carry = [&](uint64_t packed, uint32_t count) {
+    const uint64_t ph = ProbeHashOfPacked(packed);
+    for (uint32_t i = 0; i < count; ++i) abf->InsertHash(ph);
+    // A saturated dlCBF counter hides the true multiplicity: never let
+    // erases take this fingerprint out (the dlCBF's sticky rule).
+    if (count >= dleft_max_counter_) pinned_.insert(packed);
+    ++fingerprints;
+  };
+  if (fast()) {
+    fast_->ForEachFingerprint([&](const FastDLeftFilter::TrueFingerprint& f, uint32_t count) {
+      carry((f.block << 16) | (uint64_t{f.bucket} << 13) | f.remainder, count);
+    });
+  } else {
+    dleft_->ForEachFingerprint(
+        [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
+          carry(f.packed, count);
+        });
+  }
   if (options_.min_tpr < 1.0) abf->AutoTune(options_.min_tpr);
   last_tuned_n_ = abf->n();
 
   abf_ = std::move(abf);
   published_.store(abf_.get(), std::memory_order_release);  // the switch
-  if (!options_.thread_safe) dleft_.reset();  // no reader can be inside it
+  if (!options_.thread_safe) {  // no reader can be inside it
+    dleft_.reset();
+    fast_.reset();
+  }
 
   cause_ = cause;
   migrated_at_insert_ = inserts_;
@@ -241,7 +345,7 @@ OpResult ElasticFilter::InsertHash(uint64_t hash) {
   if (options_.thread_safe) lock.lock();
   ++inserts_;
   if (abf_ == nullptr) {
-    if (dleft_->InsertHash(hash) == OpResult::kOk) {
+    if ((fast() ? fast_->InsertHash(hash) : dleft_->InsertHash(hash)) == OpResult::kOk) {
       ++items_;
       if (options_.migrate_at_load > 0 && !load_migration_failed_ &&
           static_cast<double>(items_) >
@@ -268,11 +372,11 @@ OpResult ElasticFilter::EraseHash(uint64_t hash) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
   if (abf_ == nullptr) {
-    const OpResult r = dleft_->EraseHash(hash);
+    const OpResult r = fast() ? fast_->EraseHash(hash) : dleft_->EraseHash(hash);
     if (r == OpResult::kOk && items_ > 0) --items_;
     return r;
   }
-  const uint64_t packed = hashing_->Pack(hashing_->FingerprintOf(hash));
+  const uint64_t packed = PackedOfHash(hash);
   if (!pinned_.empty() && pinned_.count(packed) != 0) {
     ++pinned_erases_;
     if (items_ > 0) --items_;
@@ -288,14 +392,18 @@ OpResult ElasticFilter::EraseHash(uint64_t hash) {
 
 bool ElasticFilter::ContainsHash(uint64_t hash) const {
   const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
-  if (a == nullptr) return dleft_->ContainsHash(hash);
+  if (a == nullptr) return fast() ? fast_->ContainsHash(hash) : dleft_->ContainsHash(hash);
   return a->ContainsHash(ProbeHash(hash));
 }
 
 void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
   const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
   if (a == nullptr) {
-    dleft_->ContainsBatch(keys, n, out);
+    if (fast()) {
+      fast_->ContainsBatch(keys, n, out);
+    } else {
+      dleft_->ContainsBatch(keys, n, out);
+    }
     return;
   }
   internal::HashedBatches<32>(
@@ -311,7 +419,10 @@ ElasticMode ElasticFilter::mode() const {
 void ElasticFilter::ReleaseRetired() {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
-  if (abf_ != nullptr) dleft_.reset();
+  if (abf_ != nullptr) {
+    dleft_.reset();
+    fast_.reset();
+  }
 }
 
 ElasticFilter::Memory ElasticFilter::MemoryUsage() const {
@@ -322,7 +433,7 @@ ElasticFilter::Memory ElasticFilter::MemoryUsage() const {
     m.bytes = dleft_bytes_;
   } else {
     m.bytes = abf_->counting().bytes();
-    m.retained_bytes = dleft_ != nullptr ? dleft_bytes_ : 0;
+    m.retained_bytes = (dleft_ != nullptr || fast_ != nullptr) ? dleft_bytes_ : 0;
   }
   return m;
 }
@@ -342,6 +453,12 @@ ElasticStats ElasticFilter::Stats() const {
   st.pinned_erases = pinned_erases_;
   if (abf_ == nullptr) {
     st.mode = ElasticMode::kDLeft;
+    if (fast()) {
+      st.fast = fast_->Stats();
+      st.bytes = st.fast.bytes;
+      st.predicted_fpr = st.fast.predicted_fpr;
+      return st;
+    }
     st.dleft = dleft_->Stats();
     st.bytes = st.dleft.bytes;
     st.predicted_fpr = st.dleft.predicted_fpr;
@@ -350,7 +467,7 @@ ElasticStats ElasticFilter::Stats() const {
   st.mode = ElasticMode::kAutoscaling;
   st.abf = abf_->Stats();
   st.bytes = abf_->counting().bytes();
-  st.retained_bytes = dleft_ != nullptr ? dleft_bytes_ : 0;
+  st.retained_bytes = (dleft_ != nullptr || fast_ != nullptr) ? dleft_bytes_ : 0;
   // A stored fingerprint collision (<= n distinct fingerprints) or an ABF
   // false positive on a fresh fingerprint.
   const double n = static_cast<double>(st.abf.n);

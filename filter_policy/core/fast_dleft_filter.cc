@@ -128,6 +128,7 @@
 
 #include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/fast_dleft_testing.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
 
@@ -188,6 +189,17 @@ inline void CpuRelax() {
 #else
   std::this_thread::yield();
 #endif
+}
+
+// Test-only hooks (internal/fast_dleft_testing.h); both 0 outside tests.
+std::atomic<int> g_fault{0};
+std::atomic<uint32_t> g_reader_pause{0};
+
+// Thread-safe readers call this between candidate loads: a no-op unless a
+// test asked for a pause.
+inline void TestReaderPause() {
+  const uint32_t n = g_reader_pause.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) CpuRelax();
 }
 
 struct FreeDeleter {
@@ -460,12 +472,18 @@ class FastDLeftFilter::Impl {
     const Fp f = Split<D>(h);
     const uint64_t* blk = blocks + f.k * kWordsPerBlock;
     uint64_t any = 0;
-    for (int i = 0; i < D; ++i) any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+    for (int i = 0; i < D; ++i) {
+      if constexpr (TS) {
+        if (i > 0) TestReaderPause();
+      }
+      any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
+    }
     if (any != 0) return true;
     if (__builtin_expect(!Flagged<D, TS>(blk, f.b), 1)) return false;
     int w, l;
     uint64_t key;
     const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
+    if constexpr (TS) TestReaderPause();
     return SpareFind<TS>(line, key, &w, &l);
   }
 
@@ -484,6 +502,8 @@ class FastDLeftFilter::Impl {
       const auto r = probe();
       if (r) return r;
       if (s.load(std::memory_order_acquire) == v1) return r;
+      // Test-only negative control: trust the negative without the re-check.
+      if (__builtin_expect(g_fault.load(std::memory_order_relaxed) != 0, 0)) return r;
     }
   }
 
@@ -977,6 +997,21 @@ class FastDLeftFilter::Impl {
 };
 
 // ---------------------------------------------------------------------------
+// Test-only hooks.
+// ---------------------------------------------------------------------------
+namespace internal {
+void SetFastDLeftFaultForTesting(FastDLeftFault fault) {
+  g_fault.store(static_cast<int>(fault), std::memory_order_relaxed);
+}
+FastDLeftFault GetFastDLeftFaultForTesting() {
+  return static_cast<FastDLeftFault>(g_fault.load(std::memory_order_relaxed));
+}
+void SetFastDLeftReaderPauseForTesting(uint32_t spins) {
+  g_reader_pause.store(spins, std::memory_order_relaxed);
+}
+}  // namespace internal
+
+// ---------------------------------------------------------------------------
 // Public wrappers: dispatch on D (2 or 4) once per call.
 // ---------------------------------------------------------------------------
 FastDLeftFilter::FastDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -1140,6 +1175,25 @@ FastDLeftFilter::TrueFingerprint FastDLeftFilter::FingerprintOfHash(uint64_t h) 
   const Impl& m = *impl_;
   const Impl::Fp f = m.opt.subtables == 4 ? m.Split<4>(h) : m.Split<2>(h);
   return TrueFingerprint{f.k, f.b, f.q};
+}
+
+uint64_t FastDLeftFilter::HashOfFingerprint(const TrueFingerprint& f) const {
+  // Inverts phase 1 (design note): the low 32 bits are the smallest lo with
+  // floor(lo * 8191 / 2^32) = q - 1, bits 32..33 carry b (Bb <= 4), and
+  // the hash is the smallest value >= ceil(k * 2^64 / N) with those low 34
+  // bits. Block k's range of hashes is 2^64 / N wide, >= 2^34 while
+  // N <= 2^30 (tables up to 64 GiB), so it holds such a value. Callers
+  // that need certainty check FingerprintOfHash of the result.
+  const uint64_t n = impl_->nblocks;
+  const uint64_t lo = ((static_cast<uint64_t>(f.remainder - 1) << 32) + (kRn - 1)) / kRn;
+  const uint64_t low34 = lo | (static_cast<uint64_t>(f.bucket & 3) << 32);
+  __extension__ typedef unsigned __int128 u128;  // as in internal::Mul64Hi
+  const u128 num = (static_cast<u128>(f.block) << 64) + (n - 1);
+  const uint64_t start = static_cast<uint64_t>(num / n);
+  constexpr uint64_t kLow34 = (uint64_t{1} << 34) - 1;
+  uint64_t h = (start & ~kLow34) | low34;
+  if (h < start) h += uint64_t{1} << 34;
+  return h;
 }
 
 void FastDLeftFilter::ForEachFingerprint(

@@ -49,6 +49,7 @@ DEFINE_uint64(value_size, 32, "value bytes");
 DEFINE_int32(repeats, 3, "timed passes per measurement (median reported)");
 DEFINE_string(configs, "skip_list,skip_list+bloom,dlcbf_index", "configurations to run");
 DEFINE_string(cases, "sized,drift", "cases to run");
+DEFINE_bool(fast_kernel, false, "dlcbf_index on the cache-line-local kernel (MemTableIndexOptions::fast_kernel)");
 DEFINE_bool(readrandom, true, "time the readrandom pass (false: readmissing only, e.g. for perf)");
 DEFINE_string(db, "", "DB directory prefix (default: a mkdtemp under /tmp)");
 DEFINE_string(key_format, "decimal",
@@ -151,6 +152,7 @@ void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equ
   } else if (config == "dlcbf_index") {
     dlcbf::MemTableIndexOptions mi;
     mi.expected_entries = sized_for;
+    mi.fast_kernel = FLAGS_fast_kernel;
     Status s = dlcbf::NewDLeftIndexedMemTableRepFactory(nullptr, mi, &run->factory);
     if (!s.ok()) {
       std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
@@ -267,6 +269,7 @@ std::vector<std::string> Split(const std::string& s) {
 uint64_t IndexBytesFor(uint64_t entries) {
   dlcbf::MemTableIndexOptions mi;
   mi.expected_entries = entries;
+  mi.fast_kernel = FLAGS_fast_kernel;
   std::shared_ptr<rocksdb::MemTableRepFactory> f;
   dlcbf::NewDLeftIndexedMemTableRepFactory(nullptr, mi, &f).PermitUncheckedError();
   const std::string path = TempDirPath() + "/probe";

@@ -5,25 +5,32 @@
 // persistence.cc (file format and load checks), write_batch.cc, ingest.cc.
 //
 // Design note
-//   Index. Per column family a thread-safe DLeftCountingBloomFilter sized
-//   for max(expected_keys, ...) at load 0.75 with d 2, L 4, r 14, c 2:
-//   16-bit cells, 21.3 bits per key, predicted FPR d L 0.75 / (2^r - 1) =
-//   0.037 % at the sizing (Bonomi et al., Claim 3; tools/bench/live_key_bench
-//   prints the measured rate). Readers are lock-free (the dlCBF validates
-//   negative answers against bucket versions). d 2 / L 4 instead of the
-//   paper's d 4 / L 8: 4x lower FPR in the same bits and half the buckets
-//   per probe and insert; the paper's balance without relocation is not
-//   needed because inserts relocate breadth-first (paper §5.2).
+//   Index. Per column family a thread-safe FastDLeftFilter (the
+//   cache-line-local dlCBF kernel, D = 2) sized for max(expected_keys, ...)
+//   at load min(sizing_load, 0.80) (default 0.75): 16-bit cells (13-bit
+//   remainder, 2-bit counter), a 1/8 spare area, 24 bits per key, predicted
+//   FPR 32 a / (4 * 8191) = 0.073 % at a = 0.75 (Bonomi et al., Claim 3;
+//   tools/bench/live_key_bench prints the measured rate). A lookup reads
+//   one 64-byte line (two when its bucket spilled). Readers are lock-free:
+//   the kernel validates a negative answer against a per-stripe sequence
+//   number (tests/fast_dleft_filter_test.cc races this, with a negative
+//   control). The previous index, a DLeftCountingBloomFilter with d 2, L 4,
+//   r 14, c 2 (21.3 bits per key, 0.037 %), probed two buckets on
+//   different lines; the fast kernel trades ~1.1x the bits and ~2x the FPR
+//   for one line per lookup.
 //
-//   Elastic fallback. When an insert overflows (at ~1.3x the sizing) the
-//   index hands its contents to a new ElasticFilter of the same geometry
-//   and seed without the keys: for every stored true fingerprint f
-//   (ForEachFingerprint, through P_i^-1) it inserts
-//   HashOfFingerprint(f.packed), the smallest hash whose fingerprint is f,
-//   `count` times. The ElasticFilter then migrates to its ABF, as designed.
-//   This family's index writers wait for the handover; readers do not (one
-//   pointer publish, never a half-built filter). The frozen dlCBF is freed
-//   after a grace period. Past the handover the FPR is the ABF's, so
+//   Elastic fallback. When an insert overflows (a spare line pair full,
+//   above the kernel's MaxLoad of 0.80) the index hands its contents to a
+//   new ElasticFilter with the fast kernel of the same blocks and seed
+//   without the keys: for every stored true fingerprint f
+//   (ForEachFingerprint, block cells through P_i^-1, spare cells decoded)
+//   it inserts HashOfFingerprint(f), the smallest hash whose fingerprint is
+//   f (checked with FingerprintOfHash), `count` times. The ElasticFilter
+//   then migrates to its ABF, as designed. The handover runs on the writer
+//   whose insert overflowed, under the family's index mutex (not in the
+//   background): this family's index writers wait for it; readers do not
+//   (one pointer publish, never a half-built filter). The frozen kernel is
+//   freed after a grace period. Past the handover the FPR is the ABF's, so
 //   overwrites and deletes of absent keys pay more liveness reads; an
 //   automatic rebuild is queued at once and the handed-over index is not
 //   persisted.

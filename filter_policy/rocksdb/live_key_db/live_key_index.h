@@ -1,6 +1,19 @@
 // The index of one column family: a thread-safe dlCBF over the live keys,
 // with the lossless handover to an ElasticFilter when it overflows. Internal
 // to filter_policy/rocksdb/live_key_db/.
+//
+// The dlCBF is the cache-line-local FastDLeftFilter (D = 2, seed
+// dleft.seed), thread-safe: lock-free readers validate a negative against a
+// per-stripe sequence number, so a relocation or spill never hides a live
+// key (tests/fast_dleft_filter_test.cc, with its negative control). Sized by
+// FastDLeftOptions::ForLoad at min(sizing_load, MaxLoad = 0.80).
+// Handover (on the first kOverflow, under mu_, on the writer that hit it;
+// not in the background): an ElasticFilter with the fast kernel of the same
+// blocks and seed receives every stored fingerprint through
+// ForEachFingerprint and HashOfFingerprint (checked against
+// FingerprintOfHash), with its multiplicity, before it is published; the
+// frozen kernel keeps serving readers until then and is freed after an
+// epoch grace period.
 #pragma once
 
 #include <algorithm>
@@ -20,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/elastic_filter.h"
+#include "dlcbf/core/fast_dleft_filter.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "rocksdb/slice.h"
@@ -39,13 +52,20 @@ using rocksdb::Status;
 // ---------------------------------------------------------------------------
 class LiveKeyIndex {
  public:
+  // The kernel's options for `sized_for` keys.
+  static FastDLeftOptions KernelOptions(const LiveKeyIndexOptions& o, uint64_t sized_for) {
+    FastDLeftOptions f = FastDLeftOptions::ForLoad(
+        std::max<uint64_t>(1, sized_for),
+        std::min(o.sizing_load, FastDLeftOptions::MaxLoad(2)), 2);
+    f.seed = o.dleft.seed;
+    f.thread_safe = true;
+    return f;
+  }
+
   static Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
                        std::unique_ptr<LiveKeyIndex>* out) {
-    DLeftOptions d = o.dleft;
-    d.SizeFor(std::max<uint64_t>(1, sized_for), o.sizing_load);
-    d.thread_safe = true;
-    std::unique_ptr<DLeftCountingBloomFilter> f;
-    Status s = DLeftCountingBloomFilter::Create(d, &f);
+    std::unique_ptr<FastDLeftFilter> f;
+    Status s = FastDLeftFilter::Create(KernelOptions(o, sized_for), &f);
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->dleft_ = std::move(f);
@@ -55,11 +75,11 @@ class LiveKeyIndex {
 
   static Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
-    std::unique_ptr<DLeftCountingBloomFilter> f;
-    Status s = DLeftCountingBloomFilter::Deserialize(blob, &f, /*thread_safe=*/true);
+    std::unique_ptr<FastDLeftFilter> f;
+    Status s = FastDLeftFilter::Deserialize(blob, &f, /*thread_safe=*/true);
     if (!s.ok()) return s;
     if (f->options().seed != o.dleft.seed) return Status::Corruption("hash seed differs");
-    if (f->options().counter_bits == 0) return Status::Corruption("filter has no counters");
+    if (f->options().subtables != 2) return Status::Corruption("kernel is not D = 2");
     if (sized_for == 0) return Status::Corruption("sized_for is 0");
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->dleft_ = std::move(f);
@@ -71,11 +91,7 @@ class LiveKeyIndex {
   bool Contains(uint64_t h) const {
     const ElasticFilter* e = elastic_pub_.load();
     if (e != nullptr) return e->ContainsHash(h);
-    // The batch form prefetches all d candidate buckets before probing, so
-    // their cache misses overlap (one miss latency instead of up to d).
-    bool out = false;
-    dleft_->ContainsHashBatch(&h, 1, &out);
-    return out;
+    return dleft_->ContainsHash(h);  // one 64-byte line (two if spilled)
   }
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     const ElasticFilter* e = elastic_pub_.load();
@@ -161,10 +177,13 @@ class LiveKeyIndex {
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
 
-  // mu_ held. Re-creates the dlCBF's contents in an ElasticFilter.
+  // mu_ held. Re-creates the dlCBF's contents in an ElasticFilter (fast
+  // kernel, same blocks and seed, so every key hash maps to the same true
+  // fingerprint in both).
   Status HandoverLocked() {
     ElasticOptions eo;
-    eo.dleft = dleft_->options();
+    eo.kernel = ElasticKernel::kFast;
+    eo.fast = dleft_->options();
     eo.expected_items = 0;  // keep the exact geometry
     eo.thread_safe = true;
     eo.abf_counter_bits = abf_counter_bits_;
@@ -172,11 +191,15 @@ class LiveKeyIndex {
     Status s = ElasticFilter::Create(eo, &e);
     if (!s.ok()) return s;
     bool ok = true;
-    dleft_->ForEachFingerprint(
-        [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
-          const uint64_t h = dleft_->HashOfFingerprint(f.packed);
-          for (uint32_t i = 0; i < count; ++i) ok &= e->InsertHash(h) == OpResult::kOk;
-        });
+    dleft_->ForEachFingerprint([&](const FastDLeftFilter::TrueFingerprint& f, uint32_t count) {
+      const uint64_t h = dleft_->HashOfFingerprint(f);
+      const FastDLeftFilter::TrueFingerprint g = dleft_->FingerprintOfHash(h);
+      if (g.block != f.block || g.bucket != f.bucket || g.remainder != f.remainder) {
+        ok = false;  // cannot happen for tables up to 64 GiB; never lose a key
+        return;
+      }
+      for (uint32_t i = 0; i < count; ++i) ok &= e->InsertHash(h) == OpResult::kOk;
+    });
     if (!ok) return Status::MemoryLimit("LiveKeyDB: the elastic index could not be allocated");
     elastic_ = std::move(e);
     elastic_pub_.store(elastic_.get());  // readers switch here
@@ -187,7 +210,7 @@ class LiveKeyIndex {
   const uint64_t sized_for_;
   EpochDomain* const epochs_;
   mutable std::mutex mu_;  // every mutation
-  std::unique_ptr<DLeftCountingBloomFilter> dleft_;  // until handed over + grace
+  std::unique_ptr<FastDLeftFilter> dleft_;  // until handed over + grace
   std::unique_ptr<ElasticFilter> elastic_;
   std::atomic<const ElasticFilter*> elastic_pub_{nullptr};
   bool elastic_released_ = false;

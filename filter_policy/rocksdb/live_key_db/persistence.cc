@@ -1,9 +1,9 @@
-// LiveKeyDB index persistence: the index file (format version 2), its
+// LiveKeyDB index persistence: the index file (format version 3), its
 // save at Close and the checks before it is trusted at Open.
 //
-// File layout, version 2 (little-endian, internal/coding.h):
+// File layout, version 3 (little-endian, internal/coding.h):
 //   offset 0   u64 magic "DLKYIDX1"
-//          8   u32 version = 2
+//          8   u32 version = 3
 //         12   u64 latest sequence number at the save
 //         20   u64 hash seed
 //         28   u32 len + DB identity bytes
@@ -11,11 +11,14 @@
 //                (all column families), ascending
 //              u32 families | per family: u32 id | u32 len + name |
 //                u64 sized_for | u64 entries |
-//                u64 len + DLeftCountingBloomFilter::Serialize()
+//                u64 len + FastDLeftFilter::Serialize()
 //              u64 XXH3-64 of everything before (seed 0x4C4B494458)
-// Version 1 recorded only the SSTs that still carried the ingestion
-// property; a compaction erases that property, so a v1 file is never
-// trusted (rejected, the index is rebuilt).
+// Version 2 had the same layout with DLeftCountingBloomFilter::Serialize()
+// blobs (the index before it moved to the fast kernel); the file is a
+// derived cache, so a v2 file is rejected and the index rebuilt, never
+// converted. Version 1 recorded only the SSTs that still carried the
+// ingestion property; a compaction erases that property, so a v1 file is
+// never trusted either.
 // Save (Close): pause background work (no compaction changes the file set
 // after it is recorded), then write <name>.tmp, fsync, rename, directory
 // fsync. Load (Open): only if the checksum, version, identity, seed and
@@ -203,6 +206,10 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   if (version == 1) {
     return Reject("format version 1 does not record the SST set, so keys added behind "
                   "LiveKeyDB's back (an ingestion at seqno 0) cannot be ruled out");
+  }
+  if (version == 2) {
+    return Reject("format version 2 holds the previous index layout "
+                  "(DLeftCountingBloomFilter); rebuilt for the fast kernel");
   }
   if (version != kFileVersion) {
     return Reject("unsupported version " + std::to_string(version));

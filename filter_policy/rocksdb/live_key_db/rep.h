@@ -37,7 +37,9 @@ namespace live_key {
 using rocksdb::ColumnFamilyHandle;
 
 constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
-constexpr uint32_t kFileVersion = 2;  // 1 lacked the SST set: never trusted
+// 1 lacked the SST set; 2 held DLeftCountingBloomFilter indexes; 3 holds
+// FastDLeftFilter indexes. Only 3 is loaded; older files are rebuilt.
+constexpr uint32_t kFileVersion = 3;
 constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
 constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
 

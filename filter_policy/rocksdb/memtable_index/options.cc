@@ -90,6 +90,7 @@ std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& ba
   if (o.subtables != kDefaultSubtables) id += ":d" + std::to_string(o.subtables);
   if (o.cells_per_bucket != kDefaultCells) id += ":L" + std::to_string(o.cells_per_bucket);
   if (o.remainder_bits != kDefaultRemainderBits) id += ":r" + std::to_string(o.remainder_bits);
+  if (o.fast_kernel) id += ":fast";
   if (FormatDecimal(o.abf_growth) != FormatDecimal(kDefaultGrowth)) {
     id += ":growth" + FormatDecimal(o.abf_growth);
   }
@@ -164,6 +165,8 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
         return Invalid("expected_prefixes", "\"" + value + "\" is not an integer in [0, 2^32]");
       }
       o.expected_prefixes = u;
+    } else if (field == "fast") {
+      o.fast_kernel = true;
     } else if (field == "trust_comparator") {
       o.trust_comparator = true;
     } else if (StartsWith(field, "d", &value) && !value.empty() && value[0] >= '0' &&

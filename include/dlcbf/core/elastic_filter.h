@@ -3,13 +3,18 @@
 // filter of the same byte budget -- without the original keys.
 //
 // What it is
-//   Mode kDLeft: a DLeftCountingBloomFilter sized for an expected number of
-//   keys (exact erase, FPR ~ F / (B * Rn), Bonomi et al. 2006 Claim 3).
+//   Mode kDLeft: a d-left counting Bloom filter sized for an expected number
+//   of keys (exact erase, FPR ~ F / (B * Rn), Bonomi et al. 2006 Claim 3).
+//   Two kernels (ElasticOptions::kernel): kGeneral, the paper's layout with
+//   any geometry (DLeftCountingBloomFilter, options.dleft), or kFast, the
+//   cache-line-local FastDLeftFilter (options.fast: one 64-byte line per
+//   query, fixed cells). Both migrate the same way; below, "the dlCBF" is
+//   whichever kernel was chosen.
 //   When an insert returns kOverflow (every candidate bucket full even after
 //   relocation), or live items pass migrate_at_load * capacity, the filter
 //   migrates to mode kAutoscaling: an AutoscalingBloomFilter whose counter
 //   array uses the dlCBF's byte budget (m = bytes * 8 / w counters). The
-//   keys are not needed: DLeftCountingBloomFilter::ForEachFingerprint
+//   keys are not needed: the kernel's ForEachFingerprint
 //   recovers every stored true fingerprint f (paper §3.2, via P_i^-1) with
 //   its multiplicity, and the ABF's k probe positions are derived from f,
 //   not from the key: probe hash = Mix64(f.packed ^ salt). A later key x is
@@ -78,6 +83,7 @@
 
 #include "dlcbf/core/autoscaling_bloom_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
+#include "dlcbf/core/fast_dleft_filter.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
@@ -100,15 +106,29 @@ enum class MigrationCause : uint8_t {
 };
 const char* ToString(MigrationCause cause);
 
+// The d-left kernel of mode kDLeft.
+enum class ElasticKernel : uint8_t {
+  kGeneral = 0,  // DLeftCountingBloomFilter (ElasticOptions::dleft)
+  kFast = 1,     // FastDLeftFilter (ElasticOptions::fast)
+};
+
 struct ElasticOptions {
-  // The initial dlCBF. If expected_items > 0, Create applies
+  ElasticKernel kernel = ElasticKernel::kGeneral;
+  // kGeneral: the initial dlCBF. If expected_items > 0, Create applies
   // dleft.SizeFor(expected_items, sizing_load) to it.
   DLeftOptions dleft;
+  // kFast: the initial kernel (subtables 2 or 4, seed, max_bytes). If
+  // expected_items > 0, Create sets fast.blocks from
+  // FastDLeftOptions::ForLoad(expected_items, min(sizing_load,
+  // FastDLeftOptions::MaxLoad(subtables))). The kernel's counters are
+  // 2-bit (saturate at 4).
+  FastDLeftOptions fast;
   uint64_t expected_items = 0;
   double sizing_load = 0.75;  // 6 of 8 cells, the paper's §5.1 load
 
   // Migrate when live items exceed this fraction of the dlCBF's cells
-  // (d * B * L). 0 = only when an insert overflows.
+  // (d * B * L; kFast: 32 per block, the spare not counted). 0 = only when
+  // an insert overflows.
   double migrate_at_load = 0;
 
   // The ABF that takes over. Its k is abf_probes, or when 0,
@@ -124,7 +144,7 @@ struct ElasticOptions {
   bool allow_false_negatives = false;
   double retune_fraction = 0.1;  // lossy only: re-tune when n moves by 10 %
 
-  bool thread_safe = false;  // overrides dleft.thread_safe
+  bool thread_safe = false;  // overrides dleft.thread_safe / fast.thread_safe
 
   // OK, or InvalidArgument naming the field.
   rocksdb::Status Validate() const;
@@ -150,7 +170,8 @@ struct ElasticStats {
   // 1 - (1 - n/(B Rn)) (1 - FPR_model(m, k, n, Θ, T)).
   double predicted_fpr = 0;
 
-  DLeftStats dleft;        // filled in mode kDLeft
+  DLeftStats dleft;        // filled in mode kDLeft, kernel kGeneral
+  FastDLeftStats fast;     // filled in mode kDLeft, kernel kFast
   AutoscalingStats abf;    // filled in mode kAutoscaling
 };
 
@@ -164,7 +185,7 @@ class ElasticFilter {
   ElasticFilter& operator=(const ElasticFilter&) = delete;
   ~ElasticFilter();
 
-  // XXH3-64 of the key with the dlCBF's seed (the dlCBF's H(x)).
+  // XXH3-64 of the key with the kernel's seed (the kernel's H(x)).
   uint64_t Hash(const rocksdb::Slice& key) const;
 
   // Always kOk (see Guarantees for the allocation-failure exception).
@@ -206,6 +227,14 @@ class ElasticFilter {
   // The ABF probe hash of a key hash / of a packed true fingerprint.
   uint64_t ProbeHash(uint64_t key_hash) const;
   uint64_t ProbeHashOfPacked(uint64_t packed) const;
+  // The packed true fingerprint of a key hash (either kernel's phase 1).
+  uint64_t PackedOfHash(uint64_t key_hash) const;
+  // The fast kernel's phase 1 (FastDLeftFilter::FingerprintOfHash), packed
+  // as block << 16 | bucket << 13 | remainder. Valid after the kernel is
+  // freed (it depends on blocks and subtables only).
+  uint64_t FastPackedOfHash(uint64_t key_hash) const;
+  rocksdb::Status InitFast();
+  bool fast() const { return options_.kernel == ElasticKernel::kFast; }
   // Builds and publishes the ABF. Caller holds mu_ (thread_safe) or is the
   // only writer. False if the ABF could not be allocated.
   bool Migrate(MigrationCause cause);
@@ -218,7 +247,10 @@ class ElasticFilter {
   uint64_t dleft_bytes_ = 0;
   double fingerprint_space_ = 1;  // B * Rn
 
-  std::unique_ptr<DLeftCountingBloomFilter> dleft_;
+  std::unique_ptr<DLeftCountingBloomFilter> dleft_;  // kGeneral
+  std::unique_ptr<FastDLeftFilter> fast_;            // kFast
+  uint64_t fast_blocks_ = 0;                         // kFast: N
+  uint32_t fast_bucket_mask_ = 0;                    // kFast: Bb - 1
   std::unique_ptr<AutoscalingBloomFilter> abf_;
   std::atomic<const AutoscalingBloomFilter*> published_{nullptr};
   std::unordered_set<uint64_t> pinned_;  // packed fingerprints; writers only

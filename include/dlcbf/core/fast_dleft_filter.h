@@ -47,7 +47,9 @@
 //     block meanwhile, so a reader never sees a transient false negative
 //     (a relocation moving a fingerprint between two buckets included).
 //     Stats, SpillFlaggedFraction, ForEachFingerprint and Serialize take
-//     the writer lock (a consistent snapshot).
+//     the writer lock (a consistent snapshot). tests/fast_dleft_filter_test.cc
+//     checks this with an oracle race and a negative control that disables
+//     the re-check (internal/fast_dleft_testing.h) and must see misses.
 //
 // Ownership
 //   The filter owns its table (64-byte aligned). Nothing returned refers
@@ -198,6 +200,12 @@ class FastDLeftFilter {
     uint32_t remainder;
   };
   TrueFingerprint FingerprintOfHash(uint64_t hash) const;
+  // A key hash whose true fingerprint is f (the smallest one with that
+  // block and bucket bits): FingerprintOfHash(HashOfFingerprint(f)) == f
+  // for every f in range. Lets a fingerprint read by ForEachFingerprint be
+  // re-inserted through any *Hash call of a filter with the same blocks,
+  // subtables and seed (a lossless keyless handover).
+  uint64_t HashOfFingerprint(const TrueFingerprint& f) const;
   // Calls fn(f, count) for every stored fingerprint (block cells recovered
   // through P_i^-1, spare cells decoded), count in 1..4. Keyless migration.
   void ForEachFingerprint(

@@ -25,8 +25,9 @@
 //   delete db;
 //
 // The index (one per column family)
-//   A d-left counting Bloom filter (dlcbf/dleft_counting_bloom_filter.h)
-//   sized for LiveKeyIndexOptions::expected_keys. If more keys arrive than
+//   A d-left counting Bloom filter in the cache-line-local layout
+//   (dlcbf/core/fast_dleft_filter.h) sized for
+//   LiveKeyIndexOptions::expected_keys. If more keys arrive than
 //   it can hold, it hands its contents over, without the keys and
 //   losslessly, to a dlcbf::ElasticFilter, which migrates to an
 //   autoscaling counting Bloom filter in the same memory: inserts never
@@ -184,21 +185,20 @@ struct LiveKeyIndexOptions {
   // (dlCBF at sizing_load). [1, 2^40].
   uint64_t expected_keys = 1000000;
 
-  // Geometry template: d, L, r, c, seed, relocation. buckets_per_subtable
-  // is derived from expected_keys; thread_safe is forced on. counter_bits
-  // must be >= 1 (keys are erased). The default d 2, L 4, r 14, c 2 spends
-  // 21.3 bits per key at load 0.75 for a predicted FPR of d L 0.75 / (2^r - 1)
-  // = 0.037 %, probing 2 buckets of 4 cells. The paper's d 4, L 8 has 4x the
-  // FPR in the same bits and twice the work per probe and insert (its
-  // balance without relocation is not needed: inserts relocate
-  // breadth-first), which costs ~10 % on new-key writes here.
+  // The index is the cache-line-local FastDLeftFilter (D = 2, thread-safe,
+  // lock-free readers): 24 bits per key at load 0.75 (16-bit cells with
+  // 2-bit counters and a 1/8 spare area), predicted FPR
+  // 0.75 * 32 / (4 * 8191) = 0.073 %, one 64-byte line per lookup (two when
+  // its bucket spilled). Of `dleft` only the seed is used (the key hash
+  // seed, also recorded in the index file); its other fields are still
+  // validated (counter_bits >= 1) but no longer shape the index.
   DLeftOptions dleft = [] {
     DLeftOptions d;
     d.subtables = 2;
     d.cells_per_bucket = 4;
     return d;
   }();
-  double sizing_load = 0.75;  // (0, 1]
+  double sizing_load = 0.75;  // (0, 1]; capped at the kernel's MaxLoad (0.80)
 
   // Counter width of the autoscaling Bloom filter the index hands over to
   // when the dlCBF is full. [1, 8].

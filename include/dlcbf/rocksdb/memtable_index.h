@@ -145,6 +145,17 @@ struct MemTableIndexOptions {
   uint32_t cells_per_bucket = 3;
   uint32_t remainder_bits = 14;
 
+  // Kernel (id field "fast"). false: the geometry above
+  // (DLeftCountingBloomFilter). true: the cache-line-local FastDLeftFilter
+  // (ElasticKernel::kFast, D = 2): every probe reads one 64-byte line
+  // (1 + the spill-flagged fraction on average), 16-bit cells (13-bit
+  // remainder, 2-bit counter, 1 metadata bit) plus a 1/8 spare area, sized
+  // at 75 % load: 18 / 0.75 = 24 bits per entry, FPR at sizing
+  // 0.75 * 32 / (4 * 8191) = 0.073 %; it overflows (and migrates) only above
+  // the kernel's MaxLoad of 0.80 (a spare line pair full). d, L and r are
+  // then ignored (still validated).
+  bool fast_kernel = false;
+
   // After migration the ABF's number of probes is optimal for abf_growth
   // times the keys present at migration, [1, 1000]. Larger values favour
   // heavy drift. Predicted FPR at 2x / 10x the sizing (default geometry):
