@@ -36,6 +36,7 @@
 
 #include "dlcbf/internal/live_key_db_testing.h"
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "live_key_db_test_util.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
@@ -54,27 +55,10 @@ using rocksdb::WriteOptions;
 
 namespace {
 
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const Slice&, const Slice* existing, const Slice& value, std::string* out,
-             rocksdb::Logger*) const override {
-    out->clear();
-    if (existing != nullptr) {
-      out->assign(existing->data(), existing->size());
-      out->push_back(',');
-    }
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "AppendOperator"; }
-};
+using dlcbf::testing_util::AppendOperator;
 
 std::string TestDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path p = fs::path(base ? base : "/tmp") /
-               ("live_key_oracle_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  return p.string();
+  return dlcbf::testing_util::TestDir("live_key_oracle", name);
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
+#include "live_key_db_test_util.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/write_batch.h"
@@ -40,28 +41,10 @@ using rocksdb::WriteOptions;
 
 namespace {
 
-// Appends operands with ','; never fails.
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const Slice&, const Slice* existing, const Slice& value, std::string* out,
-             rocksdb::Logger*) const override {
-    out->clear();
-    if (existing != nullptr) {
-      out->assign(existing->data(), existing->size());
-      out->push_back(',');
-    }
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "AppendOperator"; }
-};
+using dlcbf::testing_util::AppendOperator;
 
 std::string TestDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  fs::path p = fs::path(base ? base : "/tmp") /
-               ("live_key_db_test_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
-  return p.string();
+  return dlcbf::testing_util::TestDir("live_key_db_test", name);
 }
 
 rocksdb::Options BaseOptions() {

@@ -6,7 +6,8 @@
 // queries then overlap their cache misses). The layout, hashing and
 // permutation are specified in the design note of
 // filter_policy/core/fast_dleft_filter.cc; this file must stay identical
-// to Impl::Split<2>, Impl::Cand<2> and Impl::Flagged<2> there (the oracle
+// to Impl::Split<2>, Impl::Cand<2> and Impl::Flagged<2> in
+// filter_policy/core/fast_dleft_impl.h (the oracle
 // tests compare both paths on every query).
 #pragma once
 
