@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -107,9 +108,11 @@ TEST(ElasticOptionsTest, ValidateNamesTheField) {
   };
   EXPECT_TRUE(Opts().Validate().ok());
   ElasticOptions o = Opts();
+  o.kernel = ElasticKernel::kGeneral;
   o.dleft.counter_bits = 0;
   invalid(o, "dleft.counter_bits");
   o = Opts();
+  o.kernel = ElasticKernel::kGeneral;
   o.dleft.subtables = 1;
   invalid(o, "dleft");
   o = Opts();
@@ -127,10 +130,46 @@ TEST(ElasticOptionsTest, ValidateNamesTheField) {
   o = Opts();
   o.kernel = ElasticKernel::kFast;
   EXPECT_TRUE(o.Validate().ok());
-  o.dleft.counter_bits = 0;  // not used by the fast kernel
-  EXPECT_TRUE(o.Validate().ok());
   o.fast.subtables = 3;
   invalid(o, "fast.");
+}
+
+// The default kernel is the fast one; a general-kernel geometry set while
+// the kernel is kFast is refused (it would be ignored), naming the field.
+TEST(ElasticOptionsTest, DefaultKernelIsFastAndRefusesGeneralGeometry) {
+  ElasticOptions o;
+  EXPECT_EQ(o.kernel, ElasticKernel::kFast);
+  o.expected_items = kSizing;
+  auto f = Make(o);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->Stats().fast.bytes, FastDLeftOptions::ForLoad(kSizing, 0.75).Bytes());
+  o.dleft.thread_safe = true;  // overridden by ElasticOptions::thread_safe: allowed
+  EXPECT_TRUE(o.Validate().ok());
+  const std::vector<std::pair<const char*, std::function<void(DLeftOptions&)>>> fields = {
+      {"dleft.subtables", [](DLeftOptions& d) { d.subtables = 2; }},
+      {"dleft.buckets_per_subtable", [](DLeftOptions& d) { d.buckets_per_subtable = 7; }},
+      {"dleft.cells_per_bucket", [](DLeftOptions& d) { d.cells_per_bucket = 3; }},
+      {"dleft.remainder_bits", [](DLeftOptions& d) { d.remainder_bits = 12; }},
+      {"dleft.counter_bits", [](DLeftOptions& d) { d.counter_bits = 0; }},
+      {"dleft.seed", [](DLeftOptions& d) { d.seed = 1; }},
+      {"dleft.relocation", [](DLeftOptions& d) { d.relocation = Relocation::kNone; }},
+      {"dleft.max_relocation_nodes", [](DLeftOptions& d) { d.max_relocation_nodes = 3; }},
+      {"dleft.max_bytes", [](DLeftOptions& d) { d.max_bytes = 1 << 20; }},
+  };
+  for (const auto& field : fields) {
+    ElasticOptions bad = o;
+    field.second(bad.dleft);
+    const rocksdb::Status s = bad.Validate();
+    EXPECT_TRUE(s.IsInvalidArgument()) << field.first;
+    EXPECT_NE(s.ToString().find(field.first), std::string::npos) << s.ToString();
+    EXPECT_NE(s.ToString().find("kGeneral"), std::string::npos) << s.ToString();
+    std::unique_ptr<ElasticFilter> none;
+    EXPECT_TRUE(ElasticFilter::Create(bad, &none).IsInvalidArgument()) << field.first;
+    bad.kernel = ElasticKernel::kGeneral;  // the same geometry is fine there
+    if (std::string(field.first) != "dleft.counter_bits") {
+      EXPECT_TRUE(bad.Validate().ok()) << field.first << ": " << bad.Validate().ToString();
+    }
+  }
 }
 
 // The fast kernel is sized by ForLoad at min(sizing_load, MaxLoad).

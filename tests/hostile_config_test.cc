@@ -143,14 +143,20 @@ TEST(ResourceLimits, CountingOverMaxBytesIsMemoryLimit) {
 }
 
 TEST(ResourceLimits, ElasticHugeExpectedItemsIsAnError) {
-  ElasticOptions o;
-  o.expected_items = UINT64_MAX;
-  std::unique_ptr<ElasticFilter> f;
-  rocksdb::Status s = ElasticFilter::Create(o, &f);
-  EXPECT_TRUE(Rejects(s, "dleft")) << s.ToString();
-  o.expected_items = uint64_t{1} << 40;  // valid geometry, ~2.7 TB
-  s = ElasticFilter::Create(o, &f);
-  EXPECT_TRUE(s.IsMemoryLimit()) << s.ToString();
+  for (ElasticKernel kernel : {ElasticKernel::kGeneral, ElasticKernel::kFast}) {
+    const char* field = kernel == ElasticKernel::kFast ? "fast" : "dleft";
+    ElasticOptions o;
+    o.kernel = kernel;
+    o.expected_items = UINT64_MAX;
+    std::unique_ptr<ElasticFilter> f;
+    rocksdb::Status s = ElasticFilter::Create(o, &f);
+    EXPECT_FALSE(s.ok()) << field;
+    EXPECT_EQ(f, nullptr) << field;
+    EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
+    o.expected_items = uint64_t{1} << 40;  // a valid geometry of terabytes
+    s = ElasticFilter::Create(o, &f);
+    EXPECT_TRUE(s.IsMemoryLimit()) << field << ": " << s.ToString();
+  }
 }
 
 // ---- CBF / ABF / Elastic options ------------------------------------------------
@@ -231,8 +237,16 @@ TEST(HostileElasticOptions, EveryFieldValidated) {
   }
   check([](ElasticOptions& o) { o.min_tpr = 0.5; }, "allow_false_negatives");
   for (double v : {kNaN, 0.0, -1.0, kInf}) check([v](ElasticOptions& o) { o.retune_fraction = v; }, "retune_fraction");
-  check([](ElasticOptions& o) { o.dleft.counter_bits = 0; }, "counter_bits");
-  check([](ElasticOptions& o) { o.dleft.subtables = 99; }, "subtables");
+  check([](ElasticOptions& o) {
+    o.kernel = ElasticKernel::kGeneral;
+    o.dleft.counter_bits = 0;
+  }, "counter_bits");
+  check([](ElasticOptions& o) {
+    o.kernel = ElasticKernel::kGeneral;
+    o.dleft.subtables = 99;
+  }, "subtables");
+  check([](ElasticOptions& o) { o.dleft.subtables = 2; }, "dleft.subtables");  // kFast: unused
+  check([](ElasticOptions& o) { o.fast.subtables = 3; }, "fast.subtables");
 }
 
 // ---- SST filter policy options and ids ------------------------------------------------

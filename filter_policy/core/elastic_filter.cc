@@ -107,6 +107,22 @@ FastDLeftOptions SizedFast(const ElasticOptions& o) {
 
 }  // namespace
 
+// The first DLeftOptions field (thread_safe aside: ElasticOptions overrides
+// it) that differs from its default, or nullptr.
+static const char* ChangedDLeftField(const DLeftOptions& d) {
+  const DLeftOptions def;
+  if (d.subtables != def.subtables) return "subtables";
+  if (d.buckets_per_subtable != def.buckets_per_subtable) return "buckets_per_subtable";
+  if (d.cells_per_bucket != def.cells_per_bucket) return "cells_per_bucket";
+  if (d.remainder_bits != def.remainder_bits) return "remainder_bits";
+  if (d.counter_bits != def.counter_bits) return "counter_bits";
+  if (d.seed != def.seed) return "seed";
+  if (d.relocation != def.relocation) return "relocation";
+  if (d.max_relocation_nodes != def.max_relocation_nodes) return "max_relocation_nodes";
+  if (d.max_bytes != def.max_bytes) return "max_bytes";
+  return nullptr;
+}
+
 rocksdb::Status ElasticOptions::Validate() const {
   using rocksdb::Status;
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
@@ -116,9 +132,18 @@ rocksdb::Status ElasticOptions::Validate() const {
     return Status::InvalidArgument("kernel must be kGeneral or kFast");
   }
   if (kernel == ElasticKernel::kFast) {
+    if (const char* field = ChangedDLeftField(dleft)) {
+      return Status::InvalidArgument(
+          std::string("dleft.") + field +
+          " is set but kernel is kFast, which does not use it; set kernel = kGeneral");
+    }
     Status s = SizedFast(*this).Validate();
     if (s.IsInvalidArgument()) {
-      return Status::InvalidArgument("fast." + std::string(s.getState() ? s.getState() : ""));
+      // "FastDLeftOptions::subtables: ..." -> "fast.subtables: ..."
+      std::string why = s.getState() ? s.getState() : "";
+      const std::string prefix = "FastDLeftOptions::";
+      if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
+      return Status::InvalidArgument("fast." + why);
     }
     if (!s.ok()) return s;
   }

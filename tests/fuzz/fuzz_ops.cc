@@ -118,6 +118,7 @@ void RunDLeft(Input* in) {
 
 void RunElastic(Input* in) {
   dlcbf::ElasticOptions o;
+  o.kernel = dlcbf::ElasticKernel::kGeneral;
   o.dleft.subtables = in->Range(2, 4);
   o.dleft.buckets_per_subtable = in->Range(1, 8);
   o.dleft.cells_per_bucket = in->Range(1, 4);
@@ -128,6 +129,12 @@ void RunElastic(Input* in) {
   o.abf_counter_bits = in->Range(1, 8);
   o.abf_probes = in->Range(0, 8);
   o.thread_safe = in->Byte() & 1;
+  if (in->Byte() & 1) {  // the fast kernel (the default) instead: a few blocks
+    o.kernel = dlcbf::ElasticKernel::kFast;
+    o.dleft = dlcbf::DLeftOptions();
+    o.fast.subtables = (in->Byte() & 1) ? 4 : 2;
+    o.fast.blocks = in->Range(1, 4);
+  }
   std::unique_ptr<dlcbf::ElasticFilter> f;
   if (!dlcbf::ElasticFilter::Create(o, &f).ok()) Fail("valid ElasticOptions rejected");
   const uint32_t key_space = in->Range(1, 128);

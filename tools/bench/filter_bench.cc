@@ -195,6 +195,7 @@ std::unique_ptr<Loaded> Build(int type, uint64_t bytes) {
     }
     default: {  // elastic, before (4) or after (5) migration
       dlcbf::ElasticOptions eo;
+      eo.kernel = dlcbf::ElasticKernel::kGeneral;  // the paper's cells, like filter 0
       eo.dleft = PaperCells(bytes);
       auto w = std::make_unique<Wrap<dlcbf::ElasticFilter>>();
       Die(dlcbf::ElasticFilter::Create(eo, &w->f), "elastic");

@@ -4,7 +4,11 @@
 //   skip_list+bloom   RocksDB's memtable Bloom (memtable_whole_key_filtering,
 //                     memtable_prefix_bloom_size_ratio = index bytes / write
 //                     buffer size)
-//   dlcbf_index       our decorator (dlcbf/rocksdb/memtable_index.h)
+//   dlcbf_index       our decorator (dlcbf/rocksdb/memtable_index.h), its
+//                     default fast kernel (one 64-byte line per probe)
+//   dlcbf_index_general  the same on the general kernel (d = 2, L = 3,
+//                     r = 14: 20 instead of 24 bits per key, so it gets its
+//                     own sizing's bytes, printed in its filter_bytes)
 // in two cases: the index sized for the number of keys, and sized for
 // 1/drift of them (default 10x more keys than sized).
 //
@@ -47,9 +51,12 @@ DEFINE_uint64(fpr_reads, 200000, "absent-key Gets of the FPR pass");
 DEFINE_uint64(drift, 10, "the drift case sizes the index for num/drift keys (0 = skip)");
 DEFINE_uint64(value_size, 32, "value bytes");
 DEFINE_int32(repeats, 3, "timed passes per measurement (median reported)");
-DEFINE_string(configs, "skip_list,skip_list+bloom,dlcbf_index", "configurations to run");
+DEFINE_string(configs, "skip_list,skip_list+bloom,dlcbf_index,dlcbf_index_general",
+              "configurations to run");
 DEFINE_string(cases, "sized,drift", "cases to run");
-DEFINE_bool(fast_kernel, false, "dlcbf_index on the cache-line-local kernel (MemTableIndexOptions::fast_kernel)");
+DEFINE_bool(kernel_probe, true,
+            "first time the index's two kernels alone (ElasticFilter::ContainsHash, the "
+            "rep's settings, --num keys), interleaved: KERNELPROBE lines");
 DEFINE_bool(readrandom, true, "time the readrandom pass (false: readmissing only, e.g. for perf)");
 DEFINE_string(db, "", "DB directory prefix (default: a mkdtemp under /tmp)");
 DEFINE_string(key_format, "decimal",
@@ -134,6 +141,10 @@ struct Run {
   std::vector<double> rr, rm;
 };
 
+bool IsIndex(const std::string& config) {
+  return config == "dlcbf_index" || config == "dlcbf_index_general";
+}
+
 void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equal_bytes,
            const std::vector<uint64_t>& order) {
   Result& r = run->r;
@@ -149,10 +160,10 @@ void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equ
     opts.memtable_prefix_bloom_size_ratio =
         static_cast<double>(equal_bytes) / static_cast<double>(FLAGS_write_buffer_size);
     r.filter_bytes = equal_bytes;
-  } else if (config == "dlcbf_index") {
+  } else if (IsIndex(config)) {
     dlcbf::MemTableIndexOptions mi;
     mi.expected_entries = sized_for;
-    mi.fast_kernel = FLAGS_fast_kernel;
+    mi.fast_kernel = config == "dlcbf_index";
     Status s = dlcbf::NewDLeftIndexedMemTableRepFactory(nullptr, mi, &run->factory);
     if (!s.ok()) {
       std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
@@ -226,7 +237,7 @@ void MeasureFpr(Run* run) {
     const double miss = static_cast<double>(rocksdb::get_perf_context()->bloom_memtable_miss_count);
     rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
     r.fpr = hit + miss > 0 ? hit / (hit + miss) : -1;
-  } else if (r.config == "dlcbf_index") {
+  } else if (IsIndex(r.config)) {
     dlcbf::MemTableIndexFactoryStats a, b;
     dlcbf::GetMemTableIndexStats(run->factory.get(), &a).PermitUncheckedError();
     for (uint64_t i = 0; i < n; ++i) {
@@ -239,7 +250,7 @@ void MeasureFpr(Run* run) {
     r.fpr = fp + skipped > 0 ? fp / (fp + skipped) : -1;
     r.index_bytes_end = b.live[0].index_bytes;
     r.mode = dlcbf::ToString(b.live[0].mode);
-    std::printf("    dlcbf_index stats: %s\n", b.live[0].ToString().c_str());
+    std::printf("    %s stats: %s\n", r.config.c_str(), b.live[0].ToString().c_str());
   }
 }
 
@@ -264,12 +275,11 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-// Bytes of a dlcbf_index sized for `entries`, to give the built-in Bloom the
-// same memory.
+// Bytes of a dlcbf_index (default kernel) sized for `entries`, to give the
+// built-in Bloom the same memory.
 uint64_t IndexBytesFor(uint64_t entries) {
   dlcbf::MemTableIndexOptions mi;
   mi.expected_entries = entries;
-  mi.fast_kernel = FLAGS_fast_kernel;
   std::shared_ptr<rocksdb::MemTableRepFactory> f;
   dlcbf::NewDLeftIndexedMemTableRepFactory(nullptr, mi, &f).PermitUncheckedError();
   const std::string path = TempDirPath() + "/probe";
@@ -284,6 +294,80 @@ uint64_t IndexBytesFor(uint64_t entries) {
   delete raw;
   rocksdb::DestroyDB(path, opts).PermitUncheckedError();
   return st.live.empty() ? 0 : st.live[0].index_bytes;
+}
+
+// The two kernels of the index on their own: ElasticFilter with the rep's
+// settings (filter_policy/rocksdb/memtable_index/rep.cc MakeFilter:
+// thread_safe, sizing load 0.75, 1-bit ABF counters; the general kernel
+// d = 2, L = 3, r = 14, c = 1), `n` keys, then interleaved rounds of
+// ContainsHash over absent and present hashes. One line per kernel:
+//   KERNELPROBE kernel=<fast|general> n=<keys> bits/key=<x>
+//     neg_ns=<median> (min-max) pos_ns=<median> fpr=<measured>% pred=<model>%
+void KernelProbe(uint64_t n) {
+  struct K {
+    const char* name;
+    std::unique_ptr<dlcbf::ElasticFilter> f;
+    std::vector<double> neg, pos;
+    uint64_t fp = 0, probes = 0;
+  };
+  K ks[2] = {{"fast", nullptr, {}, {}}, {"general", nullptr, {}, {}}};
+  for (int i = 0; i < 2; ++i) {
+    dlcbf::ElasticOptions eo;
+    if (i == 0) {
+      eo.kernel = dlcbf::ElasticKernel::kFast;
+      eo.fast.subtables = 2;
+    } else {
+      eo.kernel = dlcbf::ElasticKernel::kGeneral;
+      eo.dleft.subtables = 2;
+      eo.dleft.cells_per_bucket = 3;
+      eo.dleft.remainder_bits = 14;
+      eo.dleft.counter_bits = 1;
+    }
+    eo.expected_items = n;
+    eo.sizing_load = 0.75;
+    eo.abf_counter_bits = 1;
+    eo.thread_safe = true;
+    Status s = dlcbf::ElasticFilter::Create(eo, &ks[i].f);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kernel probe: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    for (uint64_t j = 0; j < n; ++j) ks[i].f->InsertHash(Mix(2 * j));
+  }
+  const uint64_t q = std::max<uint64_t>(FLAGS_reads, 1);
+  uint64_t sink = 0;
+  for (int rep = 0; rep < std::max(FLAGS_repeats, 3); ++rep) {
+    for (K& k : ks) {
+      uint64_t hits = 0;
+      const double neg = TimeOps(q, [&] {
+        for (uint64_t j = 0; j < q; ++j) hits += k.f->ContainsHash(Mix(2 * (j + rep * q) + 1));
+      });
+      k.fp += hits;
+      k.probes += q;
+      uint64_t found = 0;
+      const double pos = TimeOps(q, [&] {
+        for (uint64_t j = 0; j < q; ++j) found += k.f->ContainsHash(Mix(2 * ((j * 7919) % n)));
+      });
+      if (found != q) {
+        std::fprintf(stderr, "kernel probe %s: a false negative\n", k.name);
+        std::exit(1);
+      }
+      sink += found;
+      k.neg.push_back(1e9 / neg);
+      k.pos.push_back(1e9 / pos);
+    }
+  }
+  for (K& k : ks) {
+    const dlcbf::ElasticStats st = k.f->Stats();
+    std::sort(k.neg.begin(), k.neg.end());
+    std::printf("KERNELPROBE kernel=%-7s n=%" PRIu64 " bits/key=%.2f neg_ns=%.1f (%.1f-%.1f)"
+                " pos_ns=%.1f fpr=%.4f%% pred=%.4f%%\n",
+                k.name, n, 8.0 * static_cast<double>(st.bytes) / static_cast<double>(n),
+                Median(k.neg), k.neg.front(), k.neg.back(), Median(k.pos),
+                100.0 * static_cast<double>(k.fp) / static_cast<double>(k.probes),
+                100.0 * st.predicted_fpr);
+  }
+  if (sink == 0) std::printf("\n");
 }
 
 }  // namespace
@@ -306,6 +390,7 @@ int main(int argc, char** argv) {
               " key_format=%s repeats=%d write_buffer_size=%" PRIu64 "\n",
               FLAGS_num, FLAGS_reads, FLAGS_value_size, FLAGS_key_format.c_str(), FLAGS_repeats,
               FLAGS_write_buffer_size);
+  if (FLAGS_kernel_probe) KernelProbe(FLAGS_num);
   for (const std::string& c : Split(FLAGS_cases)) {
     uint64_t sized_for = FLAGS_num;
     if (c == "drift") {
@@ -345,7 +430,7 @@ int main(int argc, char** argv) {
       Teardown(run.get());
       results.push_back(run->r);
     }
-    std::printf("  %-16s %14s %14s %10s %12s %s\n", "config", "readrandom/s", "readmissing/s",
+    std::printf("  %-20s %14s %14s %10s %12s %s\n", "config", "readrandom/s", "readmissing/s",
                 "fpr", "filter_bytes", "notes");
     for (const Result& r : results) {
       char fpr[32];
@@ -358,7 +443,7 @@ int main(int argc, char** argv) {
       if (!r.mode.empty()) {
         notes = "mode=" + r.mode + " bytes_at_end=" + std::to_string(r.index_bytes_end);
       }
-      std::printf("  %-16s %14.0f %14.0f %s %12" PRIu64 " %s\n", r.config.c_str(), r.readrandom,
+      std::printf("  %-20s %14.0f %14.0f %s %12" PRIu64 " %s\n", r.config.c_str(), r.readrandom,
                   r.readmissing, fpr, r.filter_bytes, notes.c_str());
     }
   }

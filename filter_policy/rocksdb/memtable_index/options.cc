@@ -55,6 +55,12 @@ Status MemTableIndexOptions::Validate() const {
   } else if (budget_bytes < 64 || budget_bytes > kMaxBudget) {
     return Invalid("budget_bytes", "must be 0 or in [64, 2^34]");
   }
+  if (fast_kernel && (subtables != kDefaultSubtables || cells_per_bucket != kDefaultCells ||
+                      remainder_bits != kDefaultRemainderBits)) {
+    return Invalid("fast_kernel",
+                   "subtables, cells_per_bucket and remainder_bits set the general kernel's "
+                   "geometry; set fast_kernel = false (id field \"general\") to use them");
+  }
   if (subtables < 2 || subtables > 8) return Invalid("subtables", "must be in [2, 8]");
   if (cells_per_bucket < 1 || cells_per_bucket > 64) {
     return Invalid("cells_per_bucket", "must be in [1, 64]");
@@ -90,7 +96,11 @@ std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& ba
   if (o.subtables != kDefaultSubtables) id += ":d" + std::to_string(o.subtables);
   if (o.cells_per_bucket != kDefaultCells) id += ":L" + std::to_string(o.cells_per_bucket);
   if (o.remainder_bits != kDefaultRemainderBits) id += ":r" + std::to_string(o.remainder_bits);
-  if (o.fast_kernel) id += ":fast";
+  // The general kernel is named only when no d/L/r field selects it anyway.
+  if (!o.fast_kernel && o.subtables == kDefaultSubtables && o.cells_per_bucket == kDefaultCells &&
+      o.remainder_bits == kDefaultRemainderBits) {
+    id += ":general";
+  }
   if (FormatDecimal(o.abf_growth) != FormatDecimal(kDefaultGrowth)) {
     id += ":growth" + FormatDecimal(o.abf_growth);
   }
@@ -122,6 +132,8 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
     return Status::InvalidArgument("dlcbf_index", "not a dlcbf_index id: \"" + id + "\"");
   }
   bool sized = false;
+  int kernel = 0;           // 0: not named, 1: "fast", 2: "general"
+  bool geometry = false;    // a d, L or r field
   while (!rest.empty()) {
     std::string field, value;
     if (StartsWith(rest, "base:", &value)) {
@@ -165,8 +177,12 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
         return Invalid("expected_prefixes", "\"" + value + "\" is not an integer in [0, 2^32]");
       }
       o.expected_prefixes = u;
-    } else if (field == "fast") {
-      o.fast_kernel = true;
+    } else if (field == "fast" || field == "general") {
+      const int k = field == "fast" ? 1 : 2;
+      if (kernel != 0 && kernel != k) {
+        return Invalid("fast_kernel", "both \"fast\" and \"general\" in \"" + id + "\"");
+      }
+      kernel = k;
     } else if (field == "trust_comparator") {
       o.trust_comparator = true;
     } else if (StartsWith(field, "d", &value) && !value.empty() && value[0] >= '0' &&
@@ -175,18 +191,21 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
         return Invalid("subtables", "\"" + value + "\" is not an integer in [2, 8]");
       }
       o.subtables = static_cast<uint32_t>(u);
+      geometry = true;
     } else if (StartsWith(field, "L", &value) && !value.empty() && value[0] >= '0' &&
                value[0] <= '9') {
       if (!ParseUint(value, &u) || u < 1 || u > 64) {
         return Invalid("cells_per_bucket", "\"" + value + "\" is not an integer in [1, 64]");
       }
       o.cells_per_bucket = static_cast<uint32_t>(u);
+      geometry = true;
     } else if (StartsWith(field, "r", &value) && !value.empty() && value[0] >= '0' &&
                value[0] <= '9') {
       if (!ParseUint(value, &u) || u < 4 || u > 30) {
         return Invalid("remainder_bits", "\"" + value + "\" is not an integer in [4, 30]");
       }
       o.remainder_bits = static_cast<uint32_t>(u);
+      geometry = true;
     } else if (StartsWith(field, "growth", &value)) {
       if (!ParseDecimal(value, &x) || x < 1.0 || x > 1000.0) {
         return Invalid("abf_growth", "\"" + value + "\" is not a decimal in [1, 1000]");
@@ -207,6 +226,8 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
       return Invalid("id", "unknown field \"" + field + "\" in \"" + id + "\"");
     }
   }
+  // The kernel: as named, else the general one when its geometry is given.
+  o.fast_kernel = kernel == 1 || (kernel == 0 && !geometry);
   Status s = o.Validate();
   if (!s.ok()) return s;
   *options = o;
@@ -223,13 +244,14 @@ std::string MemTableIndexStats::ToString() const {
   int n = std::snprintf(
       buf, sizeof(buf),
       "active=%d%s%s cf=%" PRIu32 " ts=%" PRIu64 " mode=%s migrations=%" PRIu64
-      " cause=%s entries=%" PRIu64 " index_inserts=%" PRIu64 " sized_for=%" PRIu64
+      " cause=%s kernel=%s abf_k=%" PRIu32 " entries=%" PRIu64 " index_inserts=%" PRIu64
+      " sized_for=%" PRIu64
       " bytes=%" PRIu64 " retained=%" PRIu64 "%s predicted_fpr=%.4g gets=%" PRIu64
       " skipped=%" PRIu64 " delegated=%" PRIu64 " false_positives=%" PRIu64 " measured_fpr=%.4g",
       active ? 1 : 0, bypass_reason.empty() ? "" : " bypass=", bypass_reason.c_str(),
       column_family_id, timestamp_size, dlcbf::ToString(mode), migrations,
-      dlcbf::ToString(migration_cause), entries, index_inserts, sized_for, index_bytes,
-      retained_bytes, capped ? " capped" : "", predicted_fpr, gets, skipped_searches, delegated,
+      dlcbf::ToString(migration_cause), fast_kernel ? "fast" : "general", abf_probes, entries,
+      index_inserts, sized_for, index_bytes, retained_bytes, capped ? " capped" : "", predicted_fpr, gets, skipped_searches, delegated,
       false_positives, MeasuredFpr());
   std::string out(buf, n > 0 ? std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1) : 0);
   if (prefixes_indexed) {

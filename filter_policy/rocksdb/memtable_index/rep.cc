@@ -3,42 +3,60 @@
 // without searching the base rep; reader reclamation and counters.
 //
 // Design note
-//   Index. One ElasticFilter (thread_safe) per memtable: a dlCBF with d = 2
-//   subtables, L = 3 cells per bucket, r = 14 remainder bits and c = 1
+//   Index. One ElasticFilter (thread_safe) per memtable. Two kernels
+//   (MemTableIndexOptions::fast_kernel):
+//
+//   Fast kernel (the default; id field "fast"): FastDLeftFilter with D = 2
+//   (filter_policy/core/fast_dleft_filter.cc): every candidate bucket of a
+//   key lies in one 64-byte block, so a probe reads one line (plus a spare
+//   line for the few spill-flagged (block, bucket) pairs: ~1.02 lines per
+//   negative probe at this load). 16-bit cells (13-bit remainder, 2-bit
+//   counter, 1 metadata bit) and a 1/8 spare area, sized at 75 % load:
+//   18 / 0.75 = 24 bits (3 bytes) per expected key, FPR at sizing
+//   32 a / (4 * 8191) = 0.073 % (Bonomi et al., Claim 3). It overflows only
+//   above the kernel's MaxLoad (0.80; a spare line pair full). Lookups stay
+//   lock-free: the kernel's thread-safe readers validate a negative against
+//   a per-stripe sequence number, so a relocation or spill of another key
+//   never hides an indexed one (tests/fast_dleft_filter_test.cc, with a
+//   negative control).
+//
+//   General kernel (id field "general", or any d/L/r field): a dlCBF with
+//   d = 2 subtables, L = 3 cells per bucket, r = 14 remainder bits and c = 1
 //   counter bit (the elastic filter needs c >= 1; we never erase), sized at
 //   75 % load: 15 / 0.75 = 20 bits (2.5 bytes) per expected key, FPR
-//   d L 0.75 / (2^r - 1) = 0.027 % at sizing (Bonomi et al., Claim 3;
-//   measured 0.025-0.03 %). Why not the paper's d = 4, L = 8: 5x the FPR in
-//   the same bits and twice the bucket probes; its better load balance
-//   matters for deletions, which a memtable index never sees. With
-//   breadth-first relocation d = 2, L = 3 still fills to ~94 % before an
-//   insert overflows, and a 45-bit bucket is matched in one SWAR step (one
-//   57-bit window; L = 4 needs two: ~30 % slower lookups, and 0.037 %). Example: expected_entries
-//   = 1,000,000 -> 2.5 MB, 3.9 % of a 64 MiB write buffer of ~64-byte
-//   entries. The built-in memtable Bloom in the same bytes (6 probes, one
-//   32-bit legacy hash, 3 adjacent words) measured 0.077 % with well-mixed
-//   keys, 0.080 % with db_bench keys and 16 % with zero-padded decimal keys
-//   (its 32-bit hash clusters).
+//   d L 0.75 / (2^r - 1) = 0.027 % at sizing (measured 0.025-0.03 %). Why
+//   not the paper's d = 4, L = 8: 5x the FPR in the same bits and twice the
+//   bucket probes; its better load balance matters for deletions, which a
+//   memtable index never sees. With breadth-first relocation d = 2, L = 3
+//   still fills to ~94 % before an insert overflows, and a 45-bit bucket is
+//   matched in one SWAR step (L = 4 needs two: ~30 % slower lookups, and
+//   0.037 %).
 //
-//   Fast kernel (option fast_kernel, id field "fast"). The same
-//   ElasticFilter on FastDLeftFilter (D = 2): one 64-byte line per probe,
-//   24 bits per entry at the 75 % sizing load (16-bit cells and the 1/8
-//   spare), FPR 0.073 % at sizing (32 a / (4 * 8191)), overflow only above
-//   the kernel's MaxLoad (0.80). Lookups stay lock-free: the kernel's
-//   thread-safe readers validate a negative against a per-stripe sequence
-//   number, so a relocation or spill of another key never hides an indexed
-//   one (tests/fast_dleft_filter_test.cc, with a negative control). Keyless
-//   migration and reclamation are as below. Not the default: it trades
-//   ~2.7x the FPR and 1.2x the bytes for the single line.
+//   The trade-off chosen for the default: the fast kernel's probe costs
+//   about half of the general one (one line instead of two buckets in two
+//   lines; tools/bench/memtable_index_bench prints the kernels' probe
+//   costs side by side), for 1.2x the bytes and ~2.7x the FPR. At 0.073 %
+//   a false positive (one base-rep search) costs on average less than the
+//   probe time saved. Example: expected_entries = 1,000,000 -> 3 MB, 4.7 %
+//   of a 64 MiB write buffer of ~64-byte entries. The built-in memtable
+//   Bloom in the general kernel's bytes (6 probes, one 32-bit legacy hash,
+//   3 adjacent words) measured 0.077 % with well-mixed keys, 0.080 % with
+//   db_bench keys and 16 % with zero-padded decimal keys (its 32-bit hash
+//   clusters).
 //
-//   Drift. The dlCBF overflows at ~94 % cell load; the filter then migrates
-//   once, without the keys, to an ABF with 1-bit cells in the same bytes
-//   (insert-only, so a plain lossless Bloom filter: Θ = 0, T = k). k is
-//   chosen for abf_growth = 4 x the keys at migration: k = round(ln2 * 20 E
-//   / (4 * 1.26 E)) = 3. Predicted FPR at 2x / 10x the sizing:
-//   1 - (1 - n / (B Rn)) (1 - (1 - e^{-3n/m})^3) = 0.018 / 0.47 (measured
-//   0.018 / 0.46-0.47), against 0.71 (10x, measured) for RocksDB's memtable
-//   Bloom in the same bytes.
+//   Drift. The general kernel overflows at ~94 % cell load (~1.26x the
+//   sizing), the fast one when a spare line pair is full (~85-90 % of its
+//   cells, ~1.15-1.2x the sizing: the spare absorbs the tail of the
+//   per-block Poisson load). The filter then migrates once, without the
+//   keys, to an ABF with 1-bit cells in the same bytes (insert-only, so a
+//   plain lossless Bloom filter: Θ = 0, T = k). k is chosen for
+//   abf_growth = 4 x the keys at migration: general k = round(ln2 * 20 E /
+//   (4 * 1.26 E)) = 3; fast k = round(ln2 * 24 E / (4 * ~1.18 E)) = 3 or 4
+//   depending on where it overflowed (Stats().abf_probes reports it).
+//   Predicted FPR at 10x the sizing, 1 - (1 - n / (B Rn)) (1 - (1 -
+//   e^{-kn/m})^k): general 0.47, fast 0.37 (its 1.2x bytes; measured
+//   0.46-0.47 and 0.36-0.37), against 0.71-0.75 measured for RocksDB's
+//   memtable Bloom in the same bytes.
 //
 //   Memory after migration. The ElasticFilter keeps the frozen dlCBF for
 //   lock-free readers that may still be inside it. This rep reclaims it
@@ -69,12 +87,13 @@
 //
 //   Costs. Insert: one XXH3 of the user key, one dedupe probe, the
 //   filter's locked insert. Get: one TLS access, one XXH3 and a lock-free
-//   filter probe (2 buckets, or k = 3 bits after migration): more compute
-//   and up to two cache misses, against one hash and one miss for the
-//   built-in one-cache-line Bloom, so at equal memory and sizing a
-//   readmissing Get is slower than with the built-in Bloom when its FPR is
-//   fine (well-mixed keys) -- and much faster when it is not (drift,
-//   clustered keys); tools/bench/memtable_index_bench measures both.
+//   filter probe (fast kernel: one line; general: 2 buckets in up to two
+//   lines; after migration k = 3-4 bits). The built-in Bloom costs one
+//   hash and one line, so at equal memory a readmissing Get is about as
+//   fast as with the built-in Bloom when its FPR is fine (well-mixed keys)
+//   -- and much faster when it is not (drift, clustered keys);
+//   tools/bench/memtable_index_bench measures both, and both kernels alone
+//   (KERNELPROBE lines).
 //   "Maybe" adds a callback trampoline that counts false positives (one
 //   memcmp per visited entry). Counters: common/striped_counters.h.
 #include "dlcbf/rocksdb/memtable_index.h"
@@ -366,6 +385,9 @@ class IndexedRep final : public MemTableRep {
       s.sized_for = main->sized_for;
       s.predicted_fpr = es.predicted_fpr;
       s.retained_bytes = es.retained_bytes;
+      s.fast_kernel = options_.fast_kernel;
+      if (es.mode == ElasticMode::kAutoscaling) s.abf_probes = es.abf.counting.num_probes;
+      s.migrated_items = es.migrated_items;
     }
     if (prefixes_.filter != nullptr) {
       s.prefixes_indexed = true;
@@ -578,11 +600,13 @@ class IndexedRep final : public MemTableRep {
     if (options_.fast_kernel) {
       eo.kernel = ElasticKernel::kFast;
       eo.fast.subtables = 2;
+    } else {
+      eo.kernel = ElasticKernel::kGeneral;
+      eo.dleft.subtables = options_.subtables;
+      eo.dleft.cells_per_bucket = options_.cells_per_bucket;
+      eo.dleft.remainder_bits = options_.remainder_bits;
+      eo.dleft.counter_bits = kCounterBits;
     }
-    eo.dleft.subtables = options_.subtables;
-    eo.dleft.cells_per_bucket = options_.cells_per_bucket;
-    eo.dleft.remainder_bits = options_.remainder_bits;
-    eo.dleft.counter_bits = kCounterBits;
     eo.expected_items = entries;
     eo.sizing_load = kSizingLoad;
     eo.migrate_at_load = 0;  // only when an insert overflows

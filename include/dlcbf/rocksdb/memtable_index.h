@@ -9,10 +9,13 @@
 //   (memtable_whole_key_filtering + memtable_prefix_bloom_size_ratio) has a
 //   fixed size and 6 probes and silently degrades when the estimate is off;
 //   it also hashes with a 32-bit legacy hash that clusters on low-entropy
-//   keys. This index spends the same kind of budget on a dlCBF (lower FPR
-//   at sizing: 0.03 % vs 0.077 % measured at 20 bits/key), never fails an
-//   insert, never gives a false negative, and degrades along a model when
-//   the key count drifts (10x: 0.47 vs 0.71 measured in the same bytes).
+//   keys. This index spends the same kind of budget on a dlCBF whose probe
+//   reads one cache line (FPR at sizing 0.073 % at 24 bits/key; the
+//   general kernel: 0.027 % at 20 bits/key, where the built-in Bloom
+//   measured 0.077 % with well-mixed keys and 16 % with zero-padded
+//   decimal ones), never fails an insert, never gives a false negative,
+//   and degrades along a model when the key count drifts (the figures are
+//   in filter_policy/rocksdb/memtable_index/README.md).
 //
 // Quick start
 //   rocksdb::Options o;
@@ -79,10 +82,10 @@
 // Memory
 //   ApproximateMemoryUsage() = base + index bytes (both filters and their
 //   8 KiB insert dedupe caches), so the write-buffer accounting includes the
-//   index. About 2.5 bytes per expected key by default. A migration builds
-//   the ABF in the same bytes; the frozen dlCBF, which lock-free readers may
-//   still be inside, is counted until it is reclaimed: once every reader
-//   that was inside has left (a grace period; retried every 256 inserts and
+//   index. About 3 bytes per expected key by default (2.5 with the general
+//   kernel). A migration builds the ABF in the same bytes; the frozen
+//   dlCBF, which lock-free readers may still be inside, is counted until
+//   it is reclaimed: once every reader that was inside has left (a grace period; retried every 256 inserts and
 //   at MarkReadOnly/MarkFlushed). The index is capped at
 //   max_write_buffer_fraction of the write buffer size as estimated from
 //   the memtable arena's block size.
@@ -130,8 +133,25 @@ struct MemTableIndexOptions {
   // If > 0: the whole-key index gets this many bytes instead, [64, 2^34].
   uint64_t budget_bytes = 0;
 
-  // dlCBF geometry: d subtables of buckets with L cells of r remainder bits
-  // plus one counter bit (r + 1 bits per cell, sized at 75 % load, so
+  // Kernel (id fields "fast" / "general").
+  // true (the default): the cache-line-local FastDLeftFilter
+  // (ElasticKernel::kFast, D = 2). Every probe reads one 64-byte line (1 +
+  // the spill-flagged fraction on average); 16-bit cells (13-bit remainder,
+  // 2-bit counter, 1 metadata bit) plus a 1/8 spare area, sized at 75 %
+  // load: 18 / 0.75 = 24 bits per entry, FPR at sizing
+  // 0.75 * 32 / (4 * 8191) = 0.073 %. It overflows (and migrates) only
+  // above the kernel's MaxLoad of 0.80 (a spare line pair full), ~1.07x the
+  // sizing. A probe costs about half of the general kernel's (one line
+  // instead of two buckets in two lines).
+  // false: the general DLeftCountingBloomFilter with the geometry below:
+  // 20 bits per entry, FPR 0.027 % at sizing: denser and more exact, slower
+  // per probe. Setting subtables, cells_per_bucket or remainder_bits to a
+  // non-default value requires fast_kernel = false (Validate says so); in
+  // an id, a d/L/r field selects the general kernel by itself.
+  bool fast_kernel = true;
+
+  // General kernel only: d subtables of buckets with L cells of r remainder
+  // bits plus one counter bit (r + 1 bits per cell, sized at 75 % load, so
   // (r + 1) / 0.75 bits per entry). FPR at sizing = d L 0.75 / (2^r - 1).
   // The default d = 2, L = 3, r = 14 spends 20 bits per entry for 0.027 %
   // and probes two buckets of one SWAR step each; it overflows (and
@@ -144,17 +164,6 @@ struct MemTableIndexOptions {
   uint32_t subtables = 2;
   uint32_t cells_per_bucket = 3;
   uint32_t remainder_bits = 14;
-
-  // Kernel (id field "fast"). false: the geometry above
-  // (DLeftCountingBloomFilter). true: the cache-line-local FastDLeftFilter
-  // (ElasticKernel::kFast, D = 2): every probe reads one 64-byte line
-  // (1 + the spill-flagged fraction on average), 16-bit cells (13-bit
-  // remainder, 2-bit counter, 1 metadata bit) plus a 1/8 spare area, sized
-  // at 75 % load: 18 / 0.75 = 24 bits per entry, FPR at sizing
-  // 0.75 * 32 / (4 * 8191) = 0.073 %; it overflows (and migrates) only above
-  // the kernel's MaxLoad of 0.80 (a spare line pair full). d, L and r are
-  // then ignored (still validated).
-  bool fast_kernel = false;
 
   // After migration the ABF's number of probes is optimal for abf_growth
   // times the keys present at migration, [1, 1000]. Larger values favour
@@ -211,6 +220,9 @@ struct MemTableIndexStats {
   uint64_t retained_bytes = 0;   // frozen dlCBF after migration
   bool capped = false;           // sizing reduced by max_write_buffer_fraction
   double predicted_fpr = 0;      // model, whole-key index
+  bool fast_kernel = false;      // the dlCBF is FastDLeftFilter (else general)
+  uint32_t abf_probes = 0;       // k of the ABF after migration (0 before)
+  uint64_t migrated_items = 0;   // items in the dlCBF when it migrated
 
   uint64_t gets = 0;             // Get calls
   uint64_t skipped_searches = 0; // index said "no": skiplist not searched
@@ -259,9 +271,12 @@ rocksdb::Status GetMemTableIndexStats(const rocksdb::MemTableRepFactory* factory
 //   dlcbf_index:<n>                expected entries, integer [1, 2^32]
 //   dlcbf_index:bytes<n>           byte budget instead, [64, 2^34]
 //   ...then optional fields, each ":<field>":
+//     general           the general kernel (fast_kernel = false)
+//     fast              the fast kernel (the default; accepted for ids
+//                       written before it was)
 //     d<2..8>           subtables                   dlcbf_index:1000000:d4:L8
-//     L<1..64>          cells per bucket
-//     r<4..30>          remainder bits              dlcbf_index:1000000:r12
+//     L<1..64>          cells per bucket            (d, L, r: the general
+//     r<4..30>          remainder bits               kernel; they select it)
 //     growth<x>         abf_growth, decimal [1, 1000]
 //     prefix            also index prefixes
 //     prefix_only       index prefixes only (whole_keys = false)
