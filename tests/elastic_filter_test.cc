@@ -5,6 +5,7 @@
 // never miss a published key across the migration. Every scenario runs on
 // both d-left kernels (ElasticKernel::kGeneral and kFast).
 #include "dlcbf/core/elastic_filter.h"
+#include "dlcbf/internal/elastic_testing.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,10 +200,17 @@ TEST_P(ElasticKernelTest, TenTimesSizingLosslessThenErase) {
   }
   ElasticStats st = f->Stats();
   EXPECT_EQ(st.mode, ElasticMode::kAutoscaling);
-  EXPECT_EQ(st.migration_cause, MigrationCause::kOverflow);
   EXPECT_EQ(st.migrated_at_insert, migrated_at);
-  EXPECT_GT(st.migrated_at_insert, kSizing);  // sized at 75 % load: overflow later
-  EXPECT_EQ(st.migrated_items + 1, st.migrated_at_insert);  // all earlier inserts live
+  EXPECT_GT(st.migrated_at_insert, kSizing);  // sized at 75 % load: migrates later
+  if (GetParam() == ElasticKernel::kFast) {
+    // In steps from MaxLoad on; the insert that copied the last group
+    // published the ABF, after it was itself counted.
+    EXPECT_EQ(st.migration_cause, MigrationCause::kIncremental);
+    EXPECT_EQ(st.migrated_items, st.migrated_at_insert);
+  } else {
+    EXPECT_EQ(st.migration_cause, MigrationCause::kOverflow);
+    EXPECT_EQ(st.migrated_items + 1, st.migrated_at_insert);  // all earlier inserts live
+  }
   EXPECT_GT(st.migrated_fingerprints, 0u);
   EXPECT_EQ(st.items, n);
   EXPECT_EQ(st.inserts, n);
@@ -409,6 +418,170 @@ TEST_P(ElasticKernelTest, ConcurrencyReadersNeverMissAcrossMigration) {
   f->ReleaseRetired();
   EXPECT_EQ(f->Stats().retained_bytes, 0u);
   for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i)));
+}
+
+// ---------------------------------------------------------------------------
+// Incremental migration (kFast, ElasticOptions::incremental_migration)
+// ---------------------------------------------------------------------------
+
+// Runs one op sequence: keys 0..n-1 inserted (every third one twice), and
+// once the incremental migration is under way, erases of some keys (both
+// in blocks already copied and in blocks still to copy) between the
+// inserts. Returns the filter and the live multiset.
+struct IncrementalRun {
+  std::unique_ptr<ElasticFilter> f;
+  std::multiset<uint64_t> live;
+  uint64_t phase_inserts = 0;   // Insert calls made while migrating()
+  uint64_t phase_erases = 0;
+  int64_t window_first = -1;    // first and last outer step i with erases
+  int64_t window_last = -1;
+  uint64_t published_at = 0;    // items when the ABF was published
+};
+
+// window_first < 0: erase while the filter is migrating (and record that
+// window of steps); else erase in the given window (the reference run).
+IncrementalRun RunIncremental(const ElasticOptions& o, uint64_t n, int64_t window_first = -1,
+                              int64_t window_last = -1) {
+  IncrementalRun r;
+  r.f = Make(o);
+  if (!r.f) return r;
+  uint64_t erase_next = 0;
+  const bool reference = window_first >= 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (reference ? static_cast<int64_t>(i) > window_last
+                  : r.f->mode() == ElasticMode::kAutoscaling) {
+      break;
+    }
+    const bool during = reference ? static_cast<int64_t>(i) >= window_first : r.f->migrating();
+    if (during && !reference) {
+      if (r.window_first < 0) r.window_first = static_cast<int64_t>(i);
+      r.window_last = static_cast<int64_t>(i);
+    }
+    for (int rep = 0; rep < (i % 3 == 0 ? 2 : 1); ++rep) {
+      if (r.f->migrating()) ++r.phase_inserts;
+      EXPECT_EQ(r.f->Insert(Key(i)), OpResult::kOk);
+      r.live.insert(i);
+    }
+    // During the steps, erase an old key (its block is anywhere: copied
+    // or not yet) every other step.
+    if (during && i % 2 == 0) {
+      while (erase_next < i && r.live.count(erase_next) == 0) ++erase_next;
+      if (erase_next < i) {
+        EXPECT_EQ(r.f->Erase(Key(erase_next)), OpResult::kOk);
+        r.live.erase(r.live.find(erase_next));
+        ++r.phase_erases;
+      }
+      erase_next += 7;
+    }
+    if (r.published_at == 0 && r.f->mode() == ElasticMode::kAutoscaling) {
+      r.published_at = r.f->Stats().migrated_items;
+    }
+  }
+  return r;
+}
+
+ElasticOptions IncrementalOpts(bool thread_safe) {
+  ElasticOptions o = Opts(thread_safe);
+  o.kernel = ElasticKernel::kFast;
+  o.expected_items = 20000;  // 834 blocks: 53 groups of 16
+  o.abf_probes = 3;          // the same ABF geometry in the reference below
+  return o;
+}
+
+TEST(ElasticIncremental, StepsThenPublishesLosslesslyAndExactly) {
+  for (bool thread_safe : {false, true}) {
+    ElasticOptions o = IncrementalOpts(thread_safe);
+    IncrementalRun r = RunIncremental(o, 100000);
+    ASSERT_TRUE(r.f);
+    ElasticStats st = r.f->Stats();
+    ASSERT_EQ(st.mode, ElasticMode::kAutoscaling);
+    EXPECT_EQ(st.migration_cause, MigrationCause::kIncremental);
+    const uint64_t blocks = r.f->options().fast.blocks;
+    const uint64_t groups = (blocks + 15) / 16;
+    const uint64_t abf_pages_steps = (st.bytes + (16 << 10) - 1) / (16 << 10);
+    // One step per insert: the pages of the ABF, then one group each.
+    EXPECT_GE(r.phase_inserts, groups);
+    EXPECT_LE(r.phase_inserts, groups + abf_pages_steps + 1);
+    EXPECT_GT(r.phase_erases, 10u);
+    // It started at MaxLoad of the cells (items counted once per key).
+    EXPECT_GE(static_cast<double>(st.migrated_items - r.phase_inserts),
+              0.8 * 32 * static_cast<double>(blocks) - 2 * static_cast<double>(r.phase_inserts));
+    // Lossless: every live key is found after the switch.
+    for (uint64_t k : r.live) ASSERT_TRUE(r.f->Contains(Key(k))) << k << " ts=" << thread_safe;
+
+    // Exact: a filter that saw the same ops and migrated in one go at the
+    // same moment (migrate_at_load just below the publishing point) has
+    // the same ABF: identical answers for absent keys, and identical again
+    // after erasing every live key once more from both.
+    ElasticOptions ref_o = o;
+    ref_o.incremental_migration = false;
+    ref_o.migrate_at_load =
+        (static_cast<double>(r.published_at) - 0.5) / (32.0 * static_cast<double>(blocks));
+    IncrementalRun ref = RunIncremental(ref_o, 100000, r.window_first, r.window_last);
+    ASSERT_TRUE(ref.f);
+    ASSERT_EQ(ref.f->mode(), ElasticMode::kAutoscaling);
+    EXPECT_EQ(ref.f->Stats().migration_cause, MigrationCause::kLoadThreshold);
+    ASSERT_EQ(ref.live, r.live);
+    uint64_t differ = 0, positives = 0;
+    for (uint64_t i = 0; i < 200000; ++i) {
+      const std::string k = "absent-" + std::to_string(i);
+      const bool a = r.f->Contains(k);
+      differ += a != ref.f->Contains(k);
+      positives += a;
+    }
+    EXPECT_EQ(differ, 0u);
+    EXPECT_GT(positives, 0u);  // the comparison is not vacuous
+    for (uint64_t k : r.live) {
+      EXPECT_EQ(r.f->Erase(Key(k)), ref.f->Erase(Key(k)));
+    }
+    for (uint64_t i = 0; i < 200000; ++i) {
+      const std::string k = "absent-" + std::to_string(i);
+      differ += r.f->Contains(k) != ref.f->Contains(k);
+    }
+    EXPECT_EQ(differ, 0u);
+  }
+}
+
+// Negative control: without the mirroring, keys inserted during the steps
+// into blocks already copied are missing from the published ABF.
+TEST(ElasticIncremental, NegativeControlWithoutMirrorLosesKeys) {
+  internal::SetElasticSkipMirrorForTesting(true);
+  IncrementalRun r = RunIncremental(IncrementalOpts(false), 100000);
+  internal::SetElasticSkipMirrorForTesting(false);
+  ASSERT_TRUE(r.f);
+  ASSERT_EQ(r.f->mode(), ElasticMode::kAutoscaling);
+  uint64_t lost = 0;
+  for (uint64_t k : r.live) lost += r.f->Contains(Key(k)) ? 0 : 1;
+  EXPECT_GT(lost, 0u) << "the mirroring is not needed: the test above cannot fail";
+}
+
+// An insert that overflows during the steps finishes the copy at once.
+TEST(ElasticIncremental, OverflowDuringTheStepsFinishesAtOnce) {
+  ElasticOptions o = Opts();
+  o.kernel = ElasticKernel::kFast;
+  o.fast.blocks = 4096;  // 256 groups: 256+ steps, far more than block 0 takes
+  o.expected_items = 0;  // keep those blocks
+  auto f = Make(o);
+  ASSERT_TRUE(f);
+  // Fill to MaxLoad with spread keys: the steps start.
+  uint64_t i = 0;
+  while (!f->migrating() && i < 200000) ASSERT_EQ(f->Insert(Key(i++)), OpResult::kOk);
+  ASSERT_TRUE(f->migrating());
+  // Now hashes that all land in block 0 until it and its spare pair
+  // overflow (block = the top 12 bits of the hash: 0).
+  std::vector<uint64_t> hot;
+  for (uint64_t j = 1; f->mode() == ElasticMode::kDLeft && j < 100000; ++j) {
+    const uint64_t h = (j * 0x9E3779B97F4A7C15ULL) >> 12;  // < 2^52: block 0 of 4096
+    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+    hot.push_back(h);
+  }
+  ElasticStats st = f->Stats();
+  ASSERT_EQ(st.mode, ElasticMode::kAutoscaling);
+  EXPECT_EQ(st.migration_cause, MigrationCause::kOverflow);
+  EXPECT_FALSE(f->migrating());
+  EXPECT_LT(hot.size(), 200u);  // block 0 and its spare pair overflowed
+  for (uint64_t k = 0; k < i; ++k) ASSERT_TRUE(f->Contains(Key(k))) << k;
+  for (size_t j = 0; j < hot.size(); ++j) ASSERT_TRUE(f->ContainsHash(hot[j])) << j << " of " << hot.size();
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <new>
 
 #include "dlcbf/internal/coding.h"
@@ -133,8 +134,21 @@ CountingBloomFilter::CountingBloomFilter(const CountingBloomOptions& options)
 
 CountingBloomFilter::~CountingBloomFilter() = default;
 
+void CountingBloomFilter::FreeWords::operator()(uint64_t* p) const { std::free(p); }
+
+uint64_t CountingBloomFilter::Prefault(uint64_t first_byte, uint64_t max_bytes) {
+  const uint64_t total = num_words_ * 8;
+  if (first_byte >= total) return 0;
+  const uint64_t end = std::min(total, first_byte + max_bytes);
+  for (uint64_t b = first_byte; b < end; b += 4096) {
+    uint64_t* w = &words_[b / 8];
+    __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  }
+  return end - first_byte;
+}
+
 bool CountingBloomFilter::Allocate() {
-  words_.reset(new (std::nothrow) uint64_t[num_words_ + 1]());
+  words_.reset(static_cast<uint64_t*>(std::calloc(num_words_ + 1, sizeof(uint64_t))));
   return words_ != nullptr;
 }
 

@@ -402,6 +402,28 @@ void FastDLeftFilter::ForEachFingerprint(
   }
 }
 
+// A range of whole spare line pairs: FastDLeftFilter::kGroupBlocks must be a
+// multiple of the 2K blocks one pair serves.
+static_assert(FastDLeftFilter::kGroupBlocks % (2 * kBlocksPerSpare) == 0,
+              "kGroupBlocks must cover whole spare line pairs");
+
+void FastDLeftFilter::ForEachFingerprintInBlocks(
+    uint64_t first_block, uint64_t end_block,
+    const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
+  std::unique_lock<std::mutex> g(impl_->mu, std::defer_lock);
+  if (impl_->opt.thread_safe) g.lock();
+  const uint64_t n = impl_->nblocks;
+  if (first_block % kGroupBlocks != 0 || first_block >= n ||
+      (end_block % kGroupBlocks != 0 && end_block != n) || end_block <= first_block) {
+    return;
+  }
+  if (impl_->opt.subtables == 4) {
+    impl_->ForEach<4>(fn, first_block, end_block);
+  } else {
+    impl_->ForEach<2>(fn, first_block, end_block);
+  }
+}
+
 OpResult FastDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t count) {
   Impl& m = *impl_;
   const uint32_t bb = m.opt.subtables == 4 ? 2 : 4;

@@ -679,10 +679,16 @@ class FastDLeftFilter::Impl {
     return r;
   }
 
+  // Blocks [first, end) and the spare lines [first / K, line_end): with
+  // first a multiple of 2K and end a multiple of 2K or nblocks, those lines
+  // hold exactly the spills of those blocks (a line pair serves 2K blocks).
   template <int D>
-  void ForEach(const std::function<void(const TrueFingerprint&, uint32_t)>& fn) const {
+  void ForEach(const std::function<void(const TrueFingerprint&, uint32_t)>& fn,
+               uint64_t first = 0, uint64_t end = ~uint64_t{0}) const {
     constexpr uint32_t kBb = 8 / D;
-    for (uint64_t k = 0; k < nblocks; ++k) {
+    if (end > nblocks) end = nblocks;
+    const uint64_t line_end = end == nblocks ? nspare : end / kBlocksPerSpare;
+    for (uint64_t k = first; k < end; ++k) {
       const uint64_t* blk = blocks + k * kWordsPerBlock;
       for (int w = 0; w < kWordsPerBlock; ++w) {
         const int i = w / static_cast<int>(kBb);
@@ -695,7 +701,7 @@ class FastDLeftFilter::Impl {
         }
       }
     }
-    for (uint64_t s = 0; s < nspare; ++s) {
+    for (uint64_t s = first / kBlocksPerSpare; s < line_end; ++s) {
       const uint64_t* line = spare + s * kSpareWords;
       for (int w = 0; w < kSpareWords; ++w) {
         for (int l = 0; l < kSpareCellsPerWord; ++l) {

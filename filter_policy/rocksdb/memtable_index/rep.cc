@@ -154,6 +154,7 @@ struct IndexFilter {
   std::unique_ptr<ElasticFilter> filter;
   std::unique_ptr<std::atomic<uint64_t>[]> recent;
   std::atomic<bool> migration_seen{false};
+  std::atomic<bool> steps_seen{false};       // incremental migration began
   std::atomic<bool> reclaim_pending{false};  // migrated, dlCBF still held
   std::atomic<bool> reclaimed{false};        // dlCBF freed: no announcing
   std::atomic<bool> reclaiming{false};       // one writer at a time
@@ -467,6 +468,13 @@ class IndexedRep final : public MemTableRep {
       return false;
     }
     if (slot != nullptr) slot->store(h, std::memory_order_release);
+    if (!f->steps_seen.load(std::memory_order_relaxed) && f->filter->migrating() &&
+        !f->steps_seen.exchange(true, std::memory_order_acq_rel)) {
+      // The ABF being filled aside is memory of this memtable too.
+      const ElasticFilter::Memory mem = f->filter->MemoryUsage();
+      f->bytes.store(mem.bytes + mem.retained_bytes + kRecentSlots * sizeof(uint64_t),
+                     std::memory_order_relaxed);
+    }
     if (!f->migration_seen.load(std::memory_order_relaxed) &&
         f->filter->mode() == ElasticMode::kAutoscaling &&
         !f->migration_seen.exchange(true, std::memory_order_acq_rel)) {

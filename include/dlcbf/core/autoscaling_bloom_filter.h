@@ -157,6 +157,10 @@ class AutoscalingBloomFilter {
 
   const AutoscalingOptions& options() const { return options_; }
   const CountingBloomFilter& counting() const { return *cbf_; }
+  // CountingBloomFilter::Prefault of the counter array (same contract).
+  uint64_t Prefault(uint64_t first_byte, uint64_t max_bytes) {
+    return cbf_->Prefault(first_byte, max_bytes);
+  }
   abf::FilterShape Shape() const;  // (m, k, n, 2^w - 1) for the model
 
  private:

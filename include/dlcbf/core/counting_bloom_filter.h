@@ -166,6 +166,13 @@ class CountingBloomFilter {
   // Zeroes every counter and resets the statistics.
   void Clear();
 
+  // Writes one word of every 4 KiB page of counter bytes [first_byte,
+  // first_byte + max_bytes), unchanged, so the OS maps those pages now
+  // rather than on first insert; returns the bytes covered (0 at the end).
+  // For callers that fill a new filter in small steps (ElasticFilter's
+  // incremental migration). Precondition: no concurrent writer.
+  uint64_t Prefault(uint64_t first_byte, uint64_t max_bytes);
+
   // O(m) scan plus the event counters.
   CountingBloomStats Stats() const;
 
@@ -202,7 +209,12 @@ class CountingBloomFilter {
   uint64_t primes_[10] = {};
   uint64_t prime_inv_[10] = {};  // p^-1 mod 2^64 (odd p): s divisible iff s*inv <= lim
   uint64_t prime_lim_[10] = {};  // floor((2^64 - 1) / p)
-  std::unique_ptr<uint64_t[]> words_;
+  // calloc'ed: large arrays come from mmap as zero pages, so creating a
+  // filter does not touch (fault in) all of its memory at once.
+  struct FreeWords {
+    void operator()(uint64_t* p) const;
+  };
+  std::unique_ptr<uint64_t[], FreeWords> words_;
 
   std::atomic<uint64_t> items_{0};
   std::atomic<uint64_t> saturations_{0};

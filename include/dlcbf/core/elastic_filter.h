@@ -57,6 +57,10 @@
 //       1. The migrating writer holds the mutex, so the dlCBF is frozen.
 //       2. It builds the complete ABF off to the side from
 //          ForEachFingerprint; readers keep reading the (intact) dlCBF.
+//          (With incremental_migration, the default for kFast, this is
+//          spread over inserts, each under the mutex; the dlCBF keeps
+//          taking every insert, so it stays complete for readers, and the
+//          ABF receives each op whose block is already copied.)
 //       3. It publishes the ABF with one release-store of an atomic pointer.
 //       4. Readers load that pointer with acquire: null -> dlCBF, else ABF.
 //     A reader therefore sees either the full old filter or the full new
@@ -103,6 +107,9 @@ enum class MigrationCause : uint8_t {
   kNone = 0,           // not migrated
   kOverflow = 1,       // an insert found every candidate bucket full
   kLoadThreshold = 2,  // live items passed migrate_at_load * capacity
+  kIncremental = 3,    // kFast: live items reached the kernel's MaxLoad; the
+                       // ABF was filled in steps (ElasticOptions::
+                       // incremental_migration) and then published
 };
 const char* ToString(MigrationCause cause);
 
@@ -140,6 +147,21 @@ struct ElasticOptions {
   // an insert overflows.
   double migrate_at_load = 0;
 
+  // kFast only: migrate in steps instead of in one go. Copying every
+  // stored fingerprint into the ABF costs ~50 ns each, all on the insert
+  // that overflowed (50 ms at 1M keys), with every other writer waiting
+  // for the lock. With this option, once live items reach
+  // FastDLeftOptions::MaxLoad of the cells, each insert also copies one
+  // group of FastDLeftFilter::kGroupBlocks blocks (~400 fingerprints) into
+  // an ABF being built aside (after first mapping the ABF's pages, 16 KiB
+  // per insert), and mirrors itself into it if its block is already copied
+  // (erases likewise). Readers keep using the complete dlCBF; the ABF is
+  // published when the last group is copied (cause kIncremental), after
+  // blocks / 16 + ABF bytes / 16 KiB inserts. An insert that overflows
+  // before then copies the rest at once (cause kOverflow). Memory: the ABF
+  // being built is counted in MemoryUsage().bytes meanwhile.
+  bool incremental_migration = true;
+
   // The ABF that takes over. Its k is abf_probes, or when 0,
   // round(ln 2 * m / (abf_growth * n_migration)) (optimal for abf_growth
   // times the items present at migration), clamped to [1, m].
@@ -173,7 +195,11 @@ struct ElasticStats {
   uint64_t pinned_fingerprints = 0;    // saturated dlCBF counters, now sticky
   uint64_t pinned_erases = 0;          // erases absorbed by a pinned fingerprint
 
-  uint64_t bytes = 0;           // the active representation
+  bool migration_in_progress = false;  // incremental migration under way
+  uint64_t migration_copied_blocks = 0;  // of the dlCBF's blocks, so far
+
+  uint64_t bytes = 0;           // the active representation (plus the ABF
+                                // being filled during an incremental migration)
   uint64_t retained_bytes = 0;  // frozen dlCBF kept for in-flight readers
   // kDLeft: 1 - (1 - 1/(B Rn))^F (paper Claim 3). kAutoscaling:
   // 1 - (1 - n/(B Rn)) (1 - FPR_model(m, k, n, Θ, T)).
@@ -210,6 +236,8 @@ class ElasticFilter {
   void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
 
   ElasticMode mode() const;
+  // True while an incremental migration is under way (lock-free).
+  bool migrating() const { return migrating_flag_.load(std::memory_order_acquire); }
 
   // Frees the frozen dlCBF kept after a thread-safe migration.
   // Precondition: no reader is inside a Contains* call that began before
@@ -244,9 +272,19 @@ class ElasticFilter {
   uint64_t FastPackedOfHash(uint64_t key_hash) const;
   rocksdb::Status InitFast();
   bool fast() const { return options_.kernel == ElasticKernel::kFast; }
-  // Builds and publishes the ABF. Caller holds mu_ (thread_safe) or is the
-  // only writer. False if the ABF could not be allocated.
+  // Migration steps; the caller holds mu_ (thread_safe) or is the only
+  // writer. Start allocates the ABF aside (false if it could not), Copy
+  // carries the next `groups` groups of kGroupBlocks blocks (kGeneral: the
+  // whole table), Finish copies the rest and publishes it. Migrate does
+  // all three at once.
+  bool StartMigration();
+  void CopyGroups(uint64_t groups);
+  void FinishMigration(MigrationCause cause);
   bool Migrate(MigrationCause cause);
+  // During an incremental migration: an insert / erase of `hash` that the
+  // dlCBF accepted, mirrored into the ABF if its block is already copied.
+  void MirrorInsert(uint64_t hash);
+  void MirrorErase(uint64_t hash);
   void MaybeRetune();
 
   ElasticOptions options_;
@@ -262,6 +300,15 @@ class ElasticFilter {
   uint32_t fast_bucket_mask_ = 0;                    // kFast: Bb - 1
   std::unique_ptr<AutoscalingBloomFilter> abf_;
   std::atomic<const AutoscalingBloomFilter*> published_{nullptr};
+  // Incremental migration: the ABF being filled, and the first block not
+  // yet copied into it (kFast; fast_blocks_ when all are).
+  std::unique_ptr<AutoscalingBloomFilter> pending_;
+  uint64_t copied_blocks_ = 0;
+  uint64_t copied_fingerprints_ = 0;
+  uint64_t prefaulted_bytes_ = 0;
+  std::atomic<bool> migrating_flag_{false};
+  bool incremental_ = false;          // kFast and options.incremental_migration
+  double incremental_at_items_ = 0;  // MaxLoad * cells: where the steps start
   std::unordered_set<uint64_t> pinned_;  // packed fingerprints; writers only
 
   mutable std::mutex mu_;  // writers (thread_safe mode)

@@ -210,6 +210,16 @@ class FastDLeftFilter {
   // through P_i^-1, spare cells decoded), count in 1..4. Keyless migration.
   void ForEachFingerprint(
       const std::function<void(const TrueFingerprint&, uint32_t count)>& fn) const;
+  // The same for the fingerprints whose block is in [first_block,
+  // end_block): those blocks and the spare lines that hold their spills.
+  // Precondition: first_block is a multiple of kGroupBlocks and end_block
+  // is a multiple of it or equal to options().blocks (a spare line pair
+  // serves exactly one such group, so the ranges partition the filter);
+  // otherwise nothing is called. Lets a migration copy the filter in steps.
+  static constexpr uint64_t kGroupBlocks = 16;
+  void ForEachFingerprintInBlocks(
+      uint64_t first_block, uint64_t end_block,
+      const std::function<void(const TrueFingerprint&, uint32_t count)>& fn) const;
   // Adds `count` occurrences of a true fingerprint (as from
   // ForEachFingerprint of a filter with the same blocks, subtables and
   // seed). kOk or kOverflow (unchanged). InvalidArgument-like misuse (out of
