@@ -584,5 +584,57 @@ TEST(ElasticIncremental, OverflowDuringTheStepsFinishesAtOnce) {
   for (size_t j = 0; j < hot.size(); ++j) ASSERT_TRUE(f->ContainsHash(hot[j])) << j << " of " << hot.size();
 }
 
+// Adopt wraps a kernel read back from its serialized form, without a copy;
+// the filter then grows and migrates like one it created.
+TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
+  for (bool thread_safe : {false, true}) {
+    FastDLeftOptions fo = FastDLeftOptions::ForLoad(5000, 0.75);
+    fo.thread_safe = thread_safe;
+    std::unique_ptr<FastDLeftFilter> k;
+    ASSERT_TRUE(FastDLeftFilter::Create(fo, &k).ok());
+    for (uint64_t i = 0; i < 5000; ++i) ASSERT_EQ(k->Insert(Key(i)), OpResult::kOk);
+    std::string bytes;
+    k->Serialize(&bytes);
+    std::unique_ptr<FastDLeftFilter> loaded;
+    ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &loaded, thread_safe).ok());
+
+    ElasticOptions o;  // kFast by default
+    std::unique_ptr<ElasticFilter> f;
+    ASSERT_TRUE(ElasticFilter::Adopt(o, std::move(loaded), 5000, &f).ok());
+    EXPECT_EQ(f->options().fast.blocks, fo.blocks);
+    EXPECT_EQ(f->options().thread_safe, thread_safe);
+    for (uint64_t i = 0; i < 5000; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
+    std::string again;
+    ASSERT_TRUE(f->SerializeKernel(&again));
+    EXPECT_EQ(again, bytes);  // the same table, not a copy of its contents
+    EXPECT_EQ(f->Stats().items, 5000u);
+    // Grows past the kernel's capacity: steps, then the ABF.
+    uint64_t n = 5000;
+    while (f->mode() == ElasticMode::kDLeft && n < 50000) {
+      ASSERT_EQ(f->Insert(Key(n++)), OpResult::kOk);
+    }
+    ASSERT_EQ(f->mode(), ElasticMode::kAutoscaling);
+    EXPECT_EQ(f->Stats().migration_cause, MigrationCause::kIncremental);
+    for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
+    std::string none;
+    EXPECT_FALSE(f->SerializeKernel(&none));
+    EXPECT_TRUE(none.empty());
+  }
+  std::unique_ptr<ElasticFilter> f;
+  EXPECT_TRUE(ElasticFilter::Adopt(ElasticOptions(), nullptr, 0, &f).IsInvalidArgument());
+  std::unique_ptr<FastDLeftFilter> k;
+  ASSERT_TRUE(FastDLeftFilter::Create(FastDLeftOptions::ForLoad(100, 0.75), &k).ok());
+  ElasticOptions general;
+  general.kernel = ElasticKernel::kGeneral;
+  EXPECT_TRUE(ElasticFilter::Adopt(general, std::move(k), 0, &f).IsInvalidArgument());
+  EXPECT_EQ(f, nullptr);
+  ElasticOptions g2;
+  g2.kernel = ElasticKernel::kGeneral;
+  auto gf = Make(g2);
+  ASSERT_TRUE(gf);
+  std::string none;
+  EXPECT_FALSE(gf->SerializeKernel(&none));
+}
+
 }  // namespace
 }  // namespace dlcbf

@@ -232,9 +232,45 @@ rocksdb::Status ElasticFilter::Create(const ElasticOptions& options,
   return s;
 }
 
-rocksdb::Status ElasticFilter::InitFast() {
-  rocksdb::Status s = FastDLeftFilter::Create(options_.fast, &fast_);
+rocksdb::Status ElasticFilter::Adopt(const ElasticOptions& options,
+                                     std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
+                                     std::unique_ptr<ElasticFilter>* out) {
+  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
+  if (kernel == nullptr) return rocksdb::Status::InvalidArgument("kernel must not be null");
+  if (options.kernel != ElasticKernel::kFast) {
+    return rocksdb::Status::InvalidArgument("kernel: Adopt takes a fast kernel (kFast)");
+  }
+  ElasticOptions o = options;
+  o.fast = kernel->options();
+  o.thread_safe = o.fast.thread_safe;
+  o.expected_items = 0;  // keep the kernel's blocks
+  rocksdb::Status s = o.Validate();
   if (!s.ok()) return s;
+  std::unique_ptr<ElasticFilter> f(new ElasticFilter(o));
+  s = f->InitFast(std::move(kernel));
+  if (!s.ok()) return s;
+  f->items_ = items;
+  f->inserts_ = items;
+  *out = std::move(f);
+  return s;
+}
+
+bool ElasticFilter::SerializeKernel(std::string* out) const {
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  if (!fast() || abf_ != nullptr || fast_ == nullptr) return false;
+  fast_->Serialize(out);
+  return true;
+}
+
+rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {
+  rocksdb::Status s;
+  if (given != nullptr) {
+    fast_ = std::move(given);
+  } else {
+    s = FastDLeftFilter::Create(options_.fast, &fast_);
+    if (!s.ok()) return s;
+  }
   fast_blocks_ = options_.fast.blocks;
   fast_bucket_mask_ = (8 / options_.fast.subtables) - 1;
   // Self-check: our phase 1 must agree with the kernel's, or migrated

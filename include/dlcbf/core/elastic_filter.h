@@ -216,6 +216,23 @@ class ElasticFilter {
   static rocksdb::Status Create(const ElasticOptions& options,
                                 std::unique_ptr<ElasticFilter>* out);
 
+  // Wraps an existing fast kernel (for example one read back with
+  // FastDLeftFilter::Deserialize) without copying it: O(1). options.kernel
+  // must be kFast; options.fast, thread_safe and expected_items are taken
+  // from the kernel (its blocks, subtables, seed and thread-safety).
+  // `items` is the number of live items it holds (the caller's count: it
+  // decides when migration starts and the ABF's k). InvalidArgument for a
+  // null kernel or options that do not validate.
+  static rocksdb::Status Adopt(const ElasticOptions& options,
+                               std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
+                               std::unique_ptr<ElasticFilter>* out);
+
+  // Appends FastDLeftFilter::Serialize() of the kernel and returns true
+  // while the filter is in mode kDLeft (also during incremental steps: the
+  // kernel is complete); false, appending nothing, for the general kernel
+  // or after migration. Takes the writer lock in thread_safe mode.
+  bool SerializeKernel(std::string* out) const;
+
   ElasticFilter(const ElasticFilter&) = delete;
   ElasticFilter& operator=(const ElasticFilter&) = delete;
   ~ElasticFilter();
@@ -270,7 +287,7 @@ class ElasticFilter {
   // as block << 16 | bucket << 13 | remainder. Valid after the kernel is
   // freed (it depends on blocks and subtables only).
   uint64_t FastPackedOfHash(uint64_t key_hash) const;
-  rocksdb::Status InitFast();
+  rocksdb::Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
   bool fast() const { return options_.kernel == ElasticKernel::kFast; }
   // Migration steps; the caller holds mu_ (thread_safe) or is the only
   // writer. Start allocates the ABF aside (false if it could not), Copy
