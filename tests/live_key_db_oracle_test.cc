@@ -210,7 +210,7 @@ struct Workload {
   int manual_rebuilds = 3;      // RebuildIndex calls, spread over the run
   bool delete_range = true;
   bool ingest = true;
-  uint64_t expected_keys = 300;  // the index is sized far too small: handovers
+  uint64_t expected_keys = 300;  // the index is sized far too small: migrations
 };
 
 struct RunResult {
@@ -480,8 +480,9 @@ struct FaultGuard {
 
 // The real build: concurrent Put / Delete / SingleDelete / Merge / batches /
 // DeleteRange / ingestion, Get / MultiGet / KeyMayExist / base-DB readers,
-// manual rebuilds at fixed op counts, automatic rebuilds and elastic
-// handovers (the index is sized for 300 keys and holds ~1000). Zero
+// manual rebuilds at fixed op counts, automatic rebuilds and the index's
+// incremental migrations to its ABF (it is sized for 300 keys and holds
+// ~1000). Zero
 // violations, and the index counts each live key exactly once at the end.
 TEST(LiveKeyDBOracle, ConcurrentLinearizable) {
   Workload w;

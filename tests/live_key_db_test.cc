@@ -893,6 +893,48 @@ TEST(LiveKeyDBTest, ColumnFamilies) {
   fs::remove_all(dir);
 }
 
+// An index caught in the middle of its incremental migration is still
+// complete and persistable: it is saved at Close, loaded at Open, and then
+// finishes migrating as keys keep coming, without losing one.
+TEST(LiveKeyDBTest, IndexPersistsMidMigrationAndFinishesIt) {
+  const std::string dir = TestDir("midmigration");
+  LiveKeyIndexOptions io = SmallIndex(1000);
+  io.auto_rebuild_drift = 0;  // keep this index (no rebuild replaces it)
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  WriteOptions wo;
+  int n = 0;
+  while (Cf(db->GetLiveKeyStats()).mode != "dlcbf-migrating" && n < 5000) {
+    ASSERT_TRUE(db->Put(wo, Key("m", n++), "v").ok());
+  }
+  ASSERT_EQ(Cf(db->GetLiveKeyStats()).mode, "dlcbf-migrating") << n;
+  EXPECT_GT(n, 1000);  // not before the sizing
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  ASSERT_TRUE(fs::exists(dir + "/LIVEKEY_INDEX"));
+
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  db.reset(raw);
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, static_cast<uint64_t>(n));
+  std::string v;
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key("m", i), &v).ok()) << i;
+  const int loaded = n;
+  while (Cf(db->GetLiveKeyStats()).mode != "elastic-abf" && n < 20000) {
+    ASSERT_TRUE(db->Put(wo, Key("m", n++), "v").ok());
+  }
+  st = db->GetLiveKeyStats();
+  EXPECT_EQ(Cf(st).mode, "elastic-abf") << st.ToString();
+  EXPECT_GT(n, loaded);
+  EXPECT_EQ(Cf(st).entries, static_cast<uint64_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key("m", i), &v).ok()) << i;
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
 // ---------------------------------------------------------------------------
 TEST(LiveKeyDBTest, DriftTenfoldThenRebuild) {
   const std::string dir = TestDir("drift");

@@ -575,6 +575,19 @@ void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* ou
       [a](const uint64_t* h, size_t m, bool* o) { a->ContainsHashBatch(h, m, o); });
 }
 
+void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {
+  const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
+  if (a == nullptr) {
+    if (fast()) {
+      fast_->ContainsHashBatch(hashes, n, out);
+    } else {
+      dleft_->ContainsHashBatch(hashes, n, out);
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = a->ContainsHash(ProbeHash(hashes[i]));
+}
+
 ElasticMode ElasticFilter::mode() const {
   return published_.load(std::memory_order_acquire) == nullptr ? ElasticMode::kDLeft
                                                                : ElasticMode::kAutoscaling;

@@ -19,21 +19,22 @@
 //   different lines; the fast kernel trades ~1.1x the bits and ~2x the FPR
 //   for one line per lookup.
 //
-//   Elastic fallback. When an insert overflows (a spare line pair full,
-//   above the kernel's MaxLoad of 0.80) the index hands its contents to a
-//   new ElasticFilter with the fast kernel of the same blocks and seed
-//   without the keys: for every stored true fingerprint f
-//   (ForEachFingerprint, block cells through P_i^-1, spare cells decoded)
-//   it inserts HashOfFingerprint(f), the smallest hash whose fingerprint is
-//   f (checked with FingerprintOfHash), `count` times. The ElasticFilter
-//   then migrates to its ABF, as designed. The handover runs on the writer
-//   whose insert overflowed, under the family's index mutex (not in the
-//   background): this family's index writers wait for it; readers do not
-//   (one pointer publish, never a half-built filter). The frozen kernel is
-//   freed after a grace period. Past the handover the FPR is the ABF's, so
-//   overwrites and deletes of absent keys pay more liveness reads; an
-//   automatic rebuild is queued at once and the handed-over index is not
-//   persisted.
+//   Elastic fallback. The kernel is wrapped, without a copy, in an
+//   ElasticFilter (ElasticFilter::Adopt) from the start. Past the kernel's
+//   MaxLoad (0.80 of its cells) that filter migrates to its ABF without the
+//   keys and in steps: each insert maps 16 KiB of the ABF or copies one
+//   group of 16 blocks (true fingerprints through P_i^-1, spare cells
+//   decoded) and mirrors itself and each erase into the ABF when its block
+//   is copied; readers keep the complete dlCBF until one pointer publish
+//   (never a half-built filter). No writer copies the whole table any more:
+//   until this version an overflow handed every fingerprint over to a new
+//   ElasticFilter on the writer that hit it, under the family's index
+//   mutex. An insert that overflows during the steps still copies the rest
+//   at once (rare: the steps take blocks / 16 inserts from 0.80, overflow
+//   comes above ~0.85). The frozen kernel is freed after a grace period.
+//   Once the steps begin the FPR will soon be the ABF's, so overwrites and
+//   deletes of absent keys pay more liveness reads; an automatic rebuild is
+//   queued at once, and a migrated index is not persisted.
 //
 //   Exactness. Invariant: live(k) => count(k) >= 1 in the index, where
 //   count(k) = inserts - erases done on behalf of k. Put/Merge insert only
@@ -50,7 +51,7 @@
 //   Readers and memory reclamation. Readers never lock: they enter a read
 //   section (common/reader_sections.h), load the column-family table and
 //   the index pointer, probe, and leave. Writers probe inside a section
-//   too. Whoever retires memory (rebuild swap, handover, dropped family,
+//   too. Whoever retires memory (rebuild swap, migrated dlCBF, dropped family,
 //   table change) publishes the replacement and waits for a grace period.
 //
 //   Rebuild without losing updates (rebuild.cc). With every stripe held:

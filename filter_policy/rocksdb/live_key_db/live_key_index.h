@@ -1,19 +1,19 @@
-// The index of one column family: a thread-safe dlCBF over the live keys,
-// with the lossless handover to an ElasticFilter when it overflows. Internal
-// to filter_policy/rocksdb/live_key_db/.
+// The index of one column family: a thread-safe elastic dlCBF over the
+// live keys. Internal to filter_policy/rocksdb/live_key_db/.
 //
-// The dlCBF is the cache-line-local FastDLeftFilter (D = 2, seed
-// dleft.seed), thread-safe: lock-free readers validate a negative against a
-// per-stripe sequence number, so a relocation or spill never hides a live
-// key (tests/fast_dleft_filter_test.cc, with its negative control). Sized by
-// FastDLeftOptions::ForLoad at min(sizing_load, MaxLoad = 0.80).
-// Handover (on the first kOverflow, under mu_, on the writer that hit it;
-// not in the background): an ElasticFilter with the fast kernel of the same
-// blocks and seed receives every stored fingerprint through
-// ForEachFingerprint and HashOfFingerprint (checked against
-// FingerprintOfHash), with its multiplicity, before it is published; the
-// frozen kernel keeps serving readers until then and is freed after an
-// epoch grace period.
+// The index is an ElasticFilter on the cache-line-local FastDLeftFilter
+// (D = 2, seed dleft.seed), thread-safe: lock-free readers validate a
+// negative against a per-stripe sequence number, so a relocation or spill
+// never hides a live key (tests/fast_dleft_filter_test.cc, with its
+// negative control). Sized by FastDLeftOptions::ForLoad at min(sizing_load,
+// MaxLoad = 0.80). The kernel is created (or read back from LIVEKEY_INDEX)
+// first and wrapped without a copy (ElasticFilter::Adopt), so there is no
+// handover: past MaxLoad the ElasticFilter migrates to its ABF in steps of
+// one 16-block group per insert (ElasticOptions::incremental_migration)
+// while readers keep the complete dlCBF; no insert copies the table. (Until
+// this version an overflow handed the full kernel over to a new
+// ElasticFilter on the writer that hit it, ~50 ns per stored key under the
+// index lock.) The frozen dlCBF is freed after an epoch grace period.
 #pragma once
 
 #include <algorithm>
@@ -67,10 +67,7 @@ class LiveKeyIndex {
     std::unique_ptr<FastDLeftFilter> f;
     Status s = FastDLeftFilter::Create(KernelOptions(o, sized_for), &f);
     if (!s.ok()) return s;
-    std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
-    idx->dleft_ = std::move(f);
-    *out = std::move(idx);
-    return Status::OK();
+    return Wrap(o, sized_for, 0, epochs, std::move(f), out);
   }
 
   static Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
@@ -81,53 +78,30 @@ class LiveKeyIndex {
     if (f->options().seed != o.dleft.seed) return Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return Status::Corruption("kernel is not D = 2");
     if (sized_for == 0) return Status::Corruption("sized_for is 0");
-    std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
-    idx->dleft_ = std::move(f);
-    idx->entries_.store(entries);
-    *out = std::move(idx);
-    return Status::OK();
+    return Wrap(o, sized_for, entries, epochs, std::move(f), out);
   }
 
   bool Contains(uint64_t h) const {
-    const ElasticFilter* e = elastic_pub_.load();
-    if (e != nullptr) return e->ContainsHash(h);
-    return dleft_->ContainsHash(h);  // one 64-byte line (two if spilled)
+    return elastic_->ContainsHash(h);  // one 64-byte line (two if spilled)
   }
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
-    const ElasticFilter* e = elastic_pub_.load();
-    if (e == nullptr) {
-      dleft_->ContainsHashBatch(h, n, out);
-    } else {
-      for (size_t i = 0; i < n; ++i) out[i] = e->ContainsHash(h[i]);
-    }
+    elastic_->ContainsHashBatch(h, n, out);
   }
 
-  // Never fails except when memory for the elastic filter cannot be had;
-  // then the index is unchanged and the caller must not write the key.
+  // Never fails except when memory for the ABF cannot be had; then the
+  // index is unchanged and the caller must not write the key.
   Status Insert(uint64_t h) {
     std::lock_guard<std::mutex> l(mu_);
-    if (!elastic_) {
-      if (dleft_->InsertHash(h) == OpResult::kOk) {
-        entries_.fetch_add(1, std::memory_order_relaxed);
-        return Status::OK();
-      }
-      Status s = HandoverLocked();
-      if (!s.ok()) return s;
-    }
     if (elastic_->InsertHash(h) != OpResult::kOk) {
       return Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
     entries_.fetch_add(1, std::memory_order_relaxed);
-    // Free frozen filters once no reader can be inside them: ours right
-    // after the handover, the ElasticFilter's dlCBF once it migrated.
-    const bool migrated = elastic_->mode() == ElasticMode::kAutoscaling;
-    if (dleft_ || (migrated && !elastic_released_)) {
+    // Free the ElasticFilter's frozen dlCBF once it migrated and no reader
+    // can be inside it.
+    if (!elastic_released_ && elastic_->mode() == ElasticMode::kAutoscaling) {
       epochs_->Synchronize();
-      dleft_.reset();
-      if (migrated) {
-        elastic_->ReleaseRetired();
-        elastic_released_ = true;
-      }
+      elastic_->ReleaseRetired();
+      elastic_released_ = true;
     }
     return Status::OK();
   }
@@ -135,24 +109,25 @@ class LiveKeyIndex {
   // Only for keys counted on behalf of the caller (see the invariant).
   void Erase(uint64_t h) {
     std::lock_guard<std::mutex> l(mu_);
-    const OpResult r = elastic_ ? elastic_->EraseHash(h) : dleft_->EraseHash(h);
-    if (r == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+    if (elastic_->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   uint64_t sized_for() const { return sized_for_; }
-  bool handed_over() const { return elastic_pub_.load(std::memory_order_relaxed) != nullptr; }
+  // The dlCBF is past MaxLoad: migrating to its ABF, or migrated.
+  bool past_capacity() const {
+    return elastic_->migrating() || elastic_->mode() == ElasticMode::kAutoscaling;
+  }
   bool NeedsRebuild(double drift) const {
-    return handed_over() ||
+    return past_capacity() ||
            static_cast<double>(entries()) > drift * static_cast<double>(sized_for_);
   }
 
-  // False when handed over (the elastic filter cannot be serialized).
+  // The kernel's serialized form; false once migrated (the ABF is not
+  // persisted: the index is rebuilt instead).
   bool Serialize(std::string* out) const {
     std::lock_guard<std::mutex> l(mu_);
-    if (elastic_ || !dleft_) return false;
-    dleft_->Serialize(out);
-    return true;
+    return elastic_->SerializeKernel(out);
   }
 
   void Describe(LiveKeyCfStats* st) const {
@@ -160,15 +135,11 @@ class LiveKeyIndex {
     st->entries = entries();
     st->sized_for = sized_for_;
     st->drift = sized_for_ ? static_cast<double>(st->entries) / static_cast<double>(sized_for_) : 0;
-    if (!elastic_) {
-      st->mode = "dlcbf";
-      st->bytes = dleft_->bytes();
-      st->predicted_fpr = dleft_->PredictedFpr();
-      return;
-    }
     const ElasticStats es = elastic_->Stats();
-    st->mode = es.mode == ElasticMode::kDLeft ? "elastic-dlcbf" : "elastic-abf";
-    st->bytes = es.bytes + es.retained_bytes + (dleft_ ? dleft_->bytes() : 0);
+    st->mode = es.mode == ElasticMode::kAutoscaling ? "elastic-abf"
+               : es.migration_in_progress           ? "dlcbf-migrating"
+                                                    : "dlcbf";
+    st->bytes = es.bytes + es.retained_bytes;
     st->predicted_fpr = es.predicted_fpr;
   }
 
@@ -177,32 +148,19 @@ class LiveKeyIndex {
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
 
-  // mu_ held. Re-creates the dlCBF's contents in an ElasticFilter (fast
-  // kernel, same blocks and seed, so every key hash maps to the same true
-  // fingerprint in both).
-  Status HandoverLocked() {
+  static Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
+                     EpochDomain* epochs, std::unique_ptr<FastDLeftFilter> kernel,
+                     std::unique_ptr<LiveKeyIndex>* out) {
     ElasticOptions eo;
     eo.kernel = ElasticKernel::kFast;
-    eo.fast = dleft_->options();
-    eo.expected_items = 0;  // keep the exact geometry
-    eo.thread_safe = true;
-    eo.abf_counter_bits = abf_counter_bits_;
+    eo.abf_counter_bits = o.abf_counter_bits;
     std::unique_ptr<ElasticFilter> e;
-    Status s = ElasticFilter::Create(eo, &e);
+    Status s = ElasticFilter::Adopt(eo, std::move(kernel), entries, &e);
     if (!s.ok()) return s;
-    bool ok = true;
-    dleft_->ForEachFingerprint([&](const FastDLeftFilter::TrueFingerprint& f, uint32_t count) {
-      const uint64_t h = dleft_->HashOfFingerprint(f);
-      const FastDLeftFilter::TrueFingerprint g = dleft_->FingerprintOfHash(h);
-      if (g.block != f.block || g.bucket != f.bucket || g.remainder != f.remainder) {
-        ok = false;  // cannot happen for tables up to 64 GiB; never lose a key
-        return;
-      }
-      for (uint32_t i = 0; i < count; ++i) ok &= e->InsertHash(h) == OpResult::kOk;
-    });
-    if (!ok) return Status::MemoryLimit("LiveKeyDB: the elastic index could not be allocated");
-    elastic_ = std::move(e);
-    elastic_pub_.store(elastic_.get());  // readers switch here
+    std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
+    idx->elastic_ = std::move(e);
+    idx->entries_.store(entries);
+    *out = std::move(idx);
     return Status::OK();
   }
 
@@ -210,9 +168,7 @@ class LiveKeyIndex {
   const uint64_t sized_for_;
   EpochDomain* const epochs_;
   mutable std::mutex mu_;  // every mutation
-  std::unique_ptr<FastDLeftFilter> dleft_;  // until handed over + grace
-  std::unique_ptr<ElasticFilter> elastic_;
-  std::atomic<const ElasticFilter*> elastic_pub_{nullptr};
+  std::unique_ptr<ElasticFilter> elastic_;  // never null after Create/Load
   bool elastic_released_ = false;
   std::atomic<uint64_t> entries_{0};
 };

@@ -216,8 +216,8 @@ struct LiveKeyDB::Rep {
   }
 
   // A writer's probe. The stripe keeps the index object in place, but a
-  // handover inside it (another stripe's insert) may free its dlCBF after an
-  // epoch grace period: probe inside a read section like every reader.
+  // migration inside it (another stripe's insert) may free its dlCBF after
+  // an epoch grace period: probe inside a read section like every reader.
   bool WriterContains(const LiveKeyIndex* idx, uint64_t h) {
     ReadSection rs(&epochs);
     return idx->Contains(h);
@@ -427,7 +427,7 @@ struct LiveKeyDB::Rep {
             std::snprintf(buf, sizeof(buf),
                           "automatic: %" PRIu64 " entries, sized for %" PRIu64 "%s",
                           idx->entries(), idx->sized_for(),
-                          idx->handed_over() ? ", dlCBF full (elastic mode)" : "");
+                          idx->past_capacity() ? ", dlCBF past capacity (migrating or ABF)" : "");
             why = buf;
           }
         }

@@ -251,6 +251,8 @@ class ElasticFilter {
   bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
   void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  // out[i] = ContainsHash(hashes[i]), with the kernel's batched probe.
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   ElasticMode mode() const;
   // True while an incremental migration is under way (lock-free).

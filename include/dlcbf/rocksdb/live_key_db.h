@@ -200,13 +200,14 @@ struct LiveKeyIndexOptions {
   }();
   double sizing_load = 0.75;  // (0, 1]; capped at the kernel's MaxLoad (0.80)
 
-  // Counter width of the autoscaling Bloom filter the index hands over to
-  // when the dlCBF is full. [1, 8].
+  // Counter width of the autoscaling Bloom filter the index migrates to
+  // past the dlCBF's capacity. [1, 8].
   uint32_t abf_counter_bits = 4;
 
   // Rebuild automatically (background thread) when an index holds more
-  // than this many times the keys it was sized for, or when it had to hand
-  // over to the elastic filter. 0 disables automatic rebuilds; else > 1.
+  // than this many times the keys it was sized for, or when its dlCBF is
+  // past capacity (migrating to the ABF). 0 disables automatic rebuilds;
+  // else > 1.
   double auto_rebuild_drift = 1.5;
   // A rebuild sizes the new index for max(expected_keys, rebuild_headroom x
   // the entries at the time; at Open: the estimate-num-keys property).
@@ -245,8 +246,9 @@ struct LiveKeyCfStats {
   bool indexed = false;
   std::string bypass_reason;  // when !indexed
 
-  // "dlcbf" (persistable), "elastic-dlcbf" (handed over, ABF not needed
-  // yet), "elastic-abf" (autoscaling Bloom filter). "" when !indexed.
+  // "dlcbf" (persistable), "dlcbf-migrating" (past capacity, copying into
+  // its ABF in steps; still persistable), "elastic-abf" (autoscaling Bloom
+  // filter). "" when !indexed.
   std::string mode;
   uint64_t entries = 0;     // keys counted: live keys + stale entries
   uint64_t sized_for = 0;   // keys the index was sized for
