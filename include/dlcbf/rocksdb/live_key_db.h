@@ -139,7 +139,9 @@
 // Drift and rebuilds
 //   An index is sized for max(expected_keys, rebuild_headroom x the keys it
 //   had when it was (re)built). Past auto_rebuild_drift x that size, or when
-//   the dlCBF had to hand over to the elastic filter, a background thread
+//   its dlCBF passed capacity (0.80 of its cells, where it starts migrating
+//   to the elastic ABF in steps, never copying the table on one write), a
+//   background thread
 //   rebuilds it: it creates an iterator (an implicit snapshot) and starts a
 //   delta log while holding every stripe (a pause of microseconds), scans
 //   without locks while writers keep updating the old index and logging
