@@ -10,7 +10,10 @@
 //                     r = 14: 20 instead of 24 bits per key, so it gets its
 //                     own sizing's bytes, printed in its filter_bytes)
 // in two cases: the index sized for the number of keys, and sized for
-// 1/drift of them (default 10x more keys than sized).
+// 1/drift of them (default 10x more keys than sized). Before those, two
+// probes of the index's filter alone (--kernel_probe, --migration_probe):
+// KERNELPROBE lines (lookup cost of each kernel) and MIGRATION lines (the
+// insert latency through the migration to the ABF).
 //
 // Workload: a DB with a write buffer large enough that nothing is flushed,
 // --num keys written in random order (WAL off), then --reads Gets of
@@ -57,6 +60,9 @@ DEFINE_string(cases, "sized,drift", "cases to run");
 DEFINE_bool(kernel_probe, true,
             "first time the index's two kernels alone (ElasticFilter::ContainsHash, the "
             "rep's settings, --num keys), interleaved: KERNELPROBE lines");
+DEFINE_bool(migration_probe, true,
+            "time every insert into the index's filter alone through its migration to the "
+            "ABF: fast kernel in steps, fast kernel in one go, general kernel (MIGRATION lines)");
 DEFINE_bool(readrandom, true, "time the readrandom pass (false: readmissing only, e.g. for perf)");
 DEFINE_string(db, "", "DB directory prefix (default: a mkdtemp under /tmp)");
 DEFINE_string(key_format, "decimal",
@@ -370,6 +376,71 @@ void KernelProbe(uint64_t n) {
   if (sink == 0) std::printf("\n");
 }
 
+// The write-side cost of drift: ElasticFilter with the rep's settings,
+// sized for n, fed keys until it has migrated, every insert timed. One
+// line per variant:
+//   MIGRATION kernel=<fast|general> steps=<1|0> n=<sized for>
+//     migrated_at=<items at the switch / n> cause=<why>
+//     migrating_inserts=<the steps, or the one insert that migrated>
+//     worst_us=<their max> mean_us=<their mean>
+//     other_inserts: p50_us=<median> worst_us=<max> (first-touch page
+//     faults of the dlCBF itself included)
+void MigrationProbe(uint64_t n) {
+  for (int variant = 0; variant < 3; ++variant) {
+    dlcbf::ElasticOptions eo;
+    if (variant < 2) {
+      eo.kernel = dlcbf::ElasticKernel::kFast;
+      eo.fast.subtables = 2;
+      eo.incremental_migration = variant == 0;
+    } else {
+      eo.kernel = dlcbf::ElasticKernel::kGeneral;
+      eo.dleft.subtables = 2;
+      eo.dleft.cells_per_bucket = 3;
+      eo.dleft.remainder_bits = 14;
+      eo.dleft.counter_bits = 1;
+    }
+    eo.expected_items = n;
+    eo.sizing_load = 0.75;
+    eo.abf_counter_bits = 1;
+    eo.abf_growth = 4;
+    eo.thread_safe = true;
+    std::unique_ptr<dlcbf::ElasticFilter> f;
+    Status s = dlcbf::ElasticFilter::Create(eo, &f);
+    if (!s.ok()) {
+      std::fprintf(stderr, "migration probe: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+    double worst = 0, worst_other = 0, step_sum = 0;
+    uint64_t steps = 0, i = 0;
+    std::vector<double> others;
+    others.reserve(n + n / 2);
+    for (; f->mode() == dlcbf::ElasticMode::kDLeft && i < 4 * n; ++i) {
+      const bool stepping = f->migrating();
+      const auto t0 = std::chrono::steady_clock::now();
+      f->InsertHash(Mix(2 * i));
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (stepping || f->migrating() || f->mode() != dlcbf::ElasticMode::kDLeft) {
+        // a step, or the insert that migrated in one go
+        worst = std::max(worst, us);
+        step_sum += us;
+        ++steps;
+      } else {
+        worst_other = std::max(worst_other, us);
+        others.push_back(us);
+      }
+    }
+    const dlcbf::ElasticStats st = f->Stats();
+    std::printf("MIGRATION kernel=%-7s steps=%d n=%" PRIu64 " migrated_at=%.2fx cause=%-11s"
+                " migrating_inserts=%-5" PRIu64 " worst_us=%-6.0f mean_us=%-7.1f"
+                " other_inserts: p50_us=%.2f worst_us=%.0f\n",
+                variant < 2 ? "fast" : "general", variant == 0 ? 1 : 0, n,
+                static_cast<double>(st.migrated_items) / static_cast<double>(n),
+                dlcbf::ToString(st.migration_cause), steps, worst,
+                steps ? step_sum / static_cast<double>(steps) : 0.0, Median(others), worst_other);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -391,6 +462,7 @@ int main(int argc, char** argv) {
               FLAGS_num, FLAGS_reads, FLAGS_value_size, FLAGS_key_format.c_str(), FLAGS_repeats,
               FLAGS_write_buffer_size);
   if (FLAGS_kernel_probe) KernelProbe(FLAGS_num);
+  if (FLAGS_migration_probe) MigrationProbe(FLAGS_num);
   for (const std::string& c : Split(FLAGS_cases)) {
     uint64_t sized_for = FLAGS_num;
     if (c == "drift") {
