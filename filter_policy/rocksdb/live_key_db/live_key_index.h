@@ -93,6 +93,14 @@ class LiveKeyIndex {
     if (e != nullptr) return e->ContainsHash(h);
     return dleft_->ContainsHash(h);  // one 64-byte line (two if spilled)
   }
+  // Starts loading what Contains/Insert of h read: this object's writer
+  // lock and, until handed over, the dlCBF's lines for h
+  // (FastDLeftFilter::PrefetchHash). Like Contains: in a read section.
+  void Prefetch(uint64_t h) const {
+    __builtin_prefetch(&mu_, 1);
+    __builtin_prefetch(&entries_, 1);
+    if (elastic_pub_.load() == nullptr) dleft_->PrefetchHash(h);
+  }
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     const ElasticFilter* e = elastic_pub_.load();
     if (e == nullptr) {
@@ -108,7 +116,7 @@ class LiveKeyIndex {
     std::lock_guard<std::mutex> l(mu_);
     if (!elastic_) {
       if (dleft_->InsertHash(h) == OpResult::kOk) {
-        entries_.fetch_add(1, std::memory_order_relaxed);
+        AddEntries(1);
         return Status::OK();
       }
       Status s = HandoverLocked();
@@ -117,7 +125,7 @@ class LiveKeyIndex {
     if (elastic_->InsertHash(h) != OpResult::kOk) {
       return Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
-    entries_.fetch_add(1, std::memory_order_relaxed);
+    AddEntries(1);
     // Free frozen filters once no reader can be inside them: ours right
     // after the handover, the ElasticFilter's dlCBF once it migrated.
     const bool migrated = elastic_->mode() == ElasticMode::kAutoscaling;
@@ -136,7 +144,7 @@ class LiveKeyIndex {
   void Erase(uint64_t h) {
     std::lock_guard<std::mutex> l(mu_);
     const OpResult r = elastic_ ? elastic_->EraseHash(h) : dleft_->EraseHash(h);
-    if (r == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+    if (r == OpResult::kOk) AddEntries(-1);
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
@@ -204,6 +212,13 @@ class LiveKeyIndex {
     elastic_ = std::move(e);
     elastic_pub_.store(elastic_.get());  // readers switch here
     return Status::OK();
+  }
+
+  // mu_ held: the only writer, so a plain load and store (no locked
+  // read-modify-write on the insert path); readers load it relaxed.
+  void AddEntries(int64_t d) {
+    entries_.store(entries_.load(std::memory_order_relaxed) + static_cast<uint64_t>(d),
+                   std::memory_order_relaxed);
   }
 
   const uint32_t abf_counter_bits_;
