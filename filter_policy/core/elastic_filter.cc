@@ -588,6 +588,11 @@ void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* ou
   for (size_t i = 0; i < n; ++i) out[i] = a->ContainsHash(ProbeHash(hashes[i]));
 }
 
+void ElasticFilter::PrefetchHash(uint64_t hash) const {
+  __builtin_prefetch(&mu_, 1);
+  if (published_.load(std::memory_order_acquire) == nullptr && fast()) fast_->PrefetchHash(hash);
+}
+
 ElasticMode ElasticFilter::mode() const {
   return published_.load(std::memory_order_acquire) == nullptr ? ElasticMode::kDLeft
                                                                : ElasticMode::kAutoscaling;

@@ -257,6 +257,16 @@ OpResult FastDLeftFilter::EraseHash(uint64_t h) {
   return m.Write(f.k, [&](auto ts) { return m.Erase<2, decltype(ts)::value>(f); });
 }
 
+void FastDLeftFilter::PrefetchHash(uint64_t h) const {
+  const uint64_t k = Mul64Hi(h, view_.nblocks);
+  __builtin_prefetch(view_.blocks + k * kWordsPerBlock, 1);
+  const Impl& m = *impl_;
+  if (m.opt.thread_safe) {
+    __builtin_prefetch(&m.Stripe(k), 1);
+    __builtin_prefetch(&m.mu, 1);
+  }
+}
+
 bool FastDLeftFilter::ContainsHashOutOfLine(uint64_t h) const {
   const Impl& m = *impl_;
   if (!m.opt.thread_safe) return m.opt.subtables == 4 ? m.Contains<4>(h) : m.Contains<2>(h);

@@ -30,6 +30,10 @@ class StripedCounters {
     std::atomic<uint64_t>& a = stripes_[slot->ordinal & (kStripes - 1)].c[counter];
     a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
+  // Starts loading the line this thread's Add(counter) will write.
+  void Prefetch(size_t counter) const {
+    __builtin_prefetch(&stripes_[reclaim::MySlot()->ordinal & (kStripes - 1)].c[counter], 1);
+  }
   uint64_t Sum(size_t counter) const {
     uint64_t sum = 0;
     for (const auto& s : stripes_) sum += s.c[counter].load(std::memory_order_relaxed);

@@ -53,6 +53,7 @@ class EpochDomain {
   void Synchronize() { reclaim::Synchronize(); }
 
   void Bump(Counter c, uint64_t n = 1) { counters_.Add(c, n); }
+  void Prefetch(Counter c) const { counters_.Prefetch(c); }
   uint64_t Sum(Counter c) const { return counters_.Sum(c); }
 
  private:

@@ -84,6 +84,14 @@ class LiveKeyIndex {
   bool Contains(uint64_t h) const {
     return elastic_->ContainsHash(h);  // one 64-byte line (two if spilled)
   }
+  // Starts loading what Contains/Insert of h read: this object's writer
+  // lock and the filter's lines for h (ElasticFilter::PrefetchHash). Like
+  // Contains: in a read section.
+  void Prefetch(uint64_t h) const {
+    __builtin_prefetch(&mu_, 1);
+    __builtin_prefetch(&entries_, 1);
+    elastic_->PrefetchHash(h);
+  }
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     elastic_->ContainsHashBatch(h, n, out);
   }
@@ -95,7 +103,7 @@ class LiveKeyIndex {
     if (elastic_->InsertHash(h) != OpResult::kOk) {
       return Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
-    entries_.fetch_add(1, std::memory_order_relaxed);
+    AddEntries(1);
     // Free the ElasticFilter's frozen dlCBF once it migrated and no reader
     // can be inside it.
     if (!elastic_released_ && elastic_->mode() == ElasticMode::kAutoscaling) {
@@ -109,7 +117,7 @@ class LiveKeyIndex {
   // Only for keys counted on behalf of the caller (see the invariant).
   void Erase(uint64_t h) {
     std::lock_guard<std::mutex> l(mu_);
-    if (elastic_->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+    if (elastic_->EraseHash(h) == OpResult::kOk) AddEntries(-1);
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
@@ -162,6 +170,13 @@ class LiveKeyIndex {
     idx->entries_.store(entries);
     *out = std::move(idx);
     return Status::OK();
+  }
+
+  // mu_ held: the only writer, so a plain load and store (no locked
+  // read-modify-write on the insert path); readers load it relaxed.
+  void AddEntries(int64_t d) {
+    entries_.store(entries_.load(std::memory_order_relaxed) + static_cast<uint64_t>(d),
+                   std::memory_order_relaxed);
   }
 
   const uint32_t abf_counter_bits_;

@@ -253,6 +253,10 @@ class ElasticFilter {
   void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
   // out[i] = ContainsHash(hashes[i]), with the kernel's batched probe.
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
+  // A hint, changing nothing: starts loading the writer lock and, while in
+  // mode kDLeft with the fast kernel, the kernel's lines for `hash`
+  // (FastDLeftFilter::PrefetchHash). Any thread; lock-free.
+  void PrefetchHash(uint64_t hash) const;
 
   ElasticMode mode() const;
   // True while an incremental migration is under way (lock-free).

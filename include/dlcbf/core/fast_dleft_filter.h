@@ -165,6 +165,12 @@ class FastDLeftFilter {
     }
     return ContainsHashOutOfLine(hash);
   }
+  // Asks the CPU to start loading what a call on `hash` reads first (its
+  // block; in the thread-safe mode also its stripe's sequence number and
+  // the writer lock) and returns at once: a hint that changes nothing, for
+  // callers with other work to do before they probe or insert. Any mode,
+  // any thread.
+  void PrefetchHash(uint64_t hash) const;
 
   // Multiplicity of the key's fingerprint: 0 if absent, 1..4 (4 = saturated
   // or more).
