@@ -561,18 +561,9 @@ bool ElasticFilter::ContainsHash(uint64_t hash) const {
 }
 
 void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
-  const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
-  if (a == nullptr) {
-    if (fast()) {
-      fast_->ContainsBatch(keys, n, out);
-    } else {
-      dleft_->ContainsBatch(keys, n, out);
-    }
-    return;
-  }
   internal::HashedBatches<32>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return ProbeHash(Hash(k)); },
-      [a](const uint64_t* h, size_t m, bool* o) { a->ContainsHashBatch(h, m, o); });
+      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {
@@ -585,7 +576,12 @@ void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* ou
     }
     return;
   }
-  for (size_t i = 0; i < n; ++i) out[i] = a->ContainsHash(ProbeHash(hashes[i]));
+  uint64_t probe[32];  // the ABF's batched probe prefetches its words
+  for (size_t i = 0; i < n; i += 32) {
+    const size_t m = std::min<size_t>(32, n - i);
+    for (size_t j = 0; j < m; ++j) probe[j] = ProbeHash(hashes[i + j]);
+    a->ContainsHashBatch(probe, m, out + i);
+  }
 }
 
 void ElasticFilter::PrefetchHash(uint64_t hash) const {

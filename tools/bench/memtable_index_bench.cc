@@ -42,6 +42,7 @@
 
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/memtable_index.h"
+#include "filter_policy/rocksdb/memtable_index/memtable_index_internal.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/perf_context.h"
@@ -302,10 +303,18 @@ uint64_t IndexBytesFor(uint64_t entries) {
   return st.live.empty() ? 0 : st.live[0].index_bytes;
 }
 
+// The index filter's options, exactly as a dlcbf_index rep (default
+// options, one kernel or the other) sizes it for n entries.
+dlcbf::ElasticOptions IndexOptions(bool fast_kernel, uint64_t n) {
+  dlcbf::MemTableIndexOptions mi;
+  mi.fast_kernel = fast_kernel;
+  return dlcbf::memtable_index::IndexFilterOptions(mi, n);
+}
+
 // The two kernels of the index on their own: ElasticFilter with the rep's
-// settings (filter_policy/rocksdb/memtable_index/rep.cc MakeFilter:
-// thread_safe, sizing load 0.75, 1-bit ABF counters; the general kernel
-// d = 2, L = 3, r = 14, c = 1), `n` keys, then interleaved rounds of
+// settings (IndexFilterOptions: thread_safe, sizing load 0.75, 1-bit ABF
+// counters; the general kernel d = 2, L = 3, r = 14, c = 1), `n` keys,
+// then interleaved rounds of
 // ContainsHash over absent and present hashes. One line per kernel:
 //   KERNELPROBE kernel=<fast|general> n=<keys> bits/key=<x>
 //     neg_ns=<median> (min-max) pos_ns=<median> fpr=<measured>% pred=<model>%
@@ -318,22 +327,7 @@ void KernelProbe(uint64_t n) {
   };
   K ks[2] = {{"fast", nullptr, {}, {}}, {"general", nullptr, {}, {}}};
   for (int i = 0; i < 2; ++i) {
-    dlcbf::ElasticOptions eo;
-    if (i == 0) {
-      eo.kernel = dlcbf::ElasticKernel::kFast;
-      eo.fast.subtables = 2;
-    } else {
-      eo.kernel = dlcbf::ElasticKernel::kGeneral;
-      eo.dleft.subtables = 2;
-      eo.dleft.cells_per_bucket = 3;
-      eo.dleft.remainder_bits = 14;
-      eo.dleft.counter_bits = 1;
-    }
-    eo.expected_items = n;
-    eo.sizing_load = 0.75;
-    eo.abf_counter_bits = 1;
-    eo.thread_safe = true;
-    Status s = dlcbf::ElasticFilter::Create(eo, &ks[i].f);
+    Status s = dlcbf::ElasticFilter::Create(IndexOptions(i == 0, n), &ks[i].f);
     if (!s.ok()) {
       std::fprintf(stderr, "kernel probe: %s\n", s.ToString().c_str());
       std::exit(1);
@@ -376,7 +370,8 @@ void KernelProbe(uint64_t n) {
   if (sink == 0) std::printf("\n");
 }
 
-// The write-side cost of drift: ElasticFilter with the rep's settings,
+// The write-side cost of drift: ElasticFilter with the rep's settings
+// (IndexOptions),
 // sized for n, fed keys until it has migrated, every insert timed. One
 // line per variant:
 //   MIGRATION kernel=<fast|general> steps=<1|0> n=<sized for>
@@ -387,23 +382,8 @@ void KernelProbe(uint64_t n) {
 //     faults of the dlCBF itself included)
 void MigrationProbe(uint64_t n) {
   for (int variant = 0; variant < 3; ++variant) {
-    dlcbf::ElasticOptions eo;
-    if (variant < 2) {
-      eo.kernel = dlcbf::ElasticKernel::kFast;
-      eo.fast.subtables = 2;
-      eo.incremental_migration = variant == 0;
-    } else {
-      eo.kernel = dlcbf::ElasticKernel::kGeneral;
-      eo.dleft.subtables = 2;
-      eo.dleft.cells_per_bucket = 3;
-      eo.dleft.remainder_bits = 14;
-      eo.dleft.counter_bits = 1;
-    }
-    eo.expected_items = n;
-    eo.sizing_load = 0.75;
-    eo.abf_counter_bits = 1;
-    eo.abf_growth = 4;
-    eo.thread_safe = true;
+    dlcbf::ElasticOptions eo = IndexOptions(variant < 2, n);
+    eo.incremental_migration = variant == 0;  // (the general kernel ignores it)
     std::unique_ptr<dlcbf::ElasticFilter> f;
     Status s = dlcbf::ElasticFilter::Create(eo, &f);
     if (!s.ok()) {

@@ -41,6 +41,10 @@ inline constexpr size_t kRecentSlots = 1024;  // dedupe cache per filter
 // InvalidArgument("dlcbf_index: <field>", why).
 rocksdb::Status Invalid(const std::string& field, const std::string& why);
 
+// The ElasticFilter options of an index filter sized for `entries` (rep.cc;
+// tools/bench/memtable_index_bench uses them to time the filter alone).
+ElasticOptions IndexFilterOptions(const MemTableIndexOptions& o, uint64_t entries);
+
 class IndexedRep;
 
 // Shared by a factory and every rep it created (reps may outlive the

@@ -129,6 +129,27 @@ namespace dlcbf {
 namespace memtable_index {
 
 
+ElasticOptions IndexFilterOptions(const MemTableIndexOptions& o, uint64_t entries) {
+  ElasticOptions eo;
+  if (o.fast_kernel) {
+    eo.kernel = ElasticKernel::kFast;
+    eo.fast.subtables = 2;
+  } else {
+    eo.kernel = ElasticKernel::kGeneral;
+    eo.dleft.subtables = o.subtables;
+    eo.dleft.cells_per_bucket = o.cells_per_bucket;
+    eo.dleft.remainder_bits = o.remainder_bits;
+    eo.dleft.counter_bits = kCounterBits;
+  }
+  eo.expected_items = entries;
+  eo.sizing_load = kSizingLoad;
+  eo.migrate_at_load = 0;   // only when an insert overflows (or the fast kernel's steps)
+  eo.abf_counter_bits = 1;  // insert-only: a plain (lossless) Bloom filter
+  eo.abf_growth = o.abf_growth;
+  eo.thread_safe = true;
+  return eo;
+}
+
 namespace {
 
 // Reclaiming the frozen dlCBF after a migration: the ElasticFilter keeps
@@ -607,25 +628,8 @@ class IndexedRep final : public MemTableRep {
   }
 
   bool MakeFilter(uint64_t entries, IndexFilter* f) {
-    ElasticOptions eo;
-    if (options_.fast_kernel) {
-      eo.kernel = ElasticKernel::kFast;
-      eo.fast.subtables = 2;
-    } else {
-      eo.kernel = ElasticKernel::kGeneral;
-      eo.dleft.subtables = options_.subtables;
-      eo.dleft.cells_per_bucket = options_.cells_per_bucket;
-      eo.dleft.remainder_bits = options_.remainder_bits;
-      eo.dleft.counter_bits = kCounterBits;
-    }
-    eo.expected_items = entries;
-    eo.sizing_load = kSizingLoad;
-    eo.migrate_at_load = 0;  // only when an insert overflows
-    eo.abf_counter_bits = 1;  // insert-only: a plain (lossless) Bloom filter
-    eo.abf_growth = options_.abf_growth;
-    eo.thread_safe = true;
     std::unique_ptr<ElasticFilter> filter;
-    if (!ElasticFilter::Create(eo, &filter).ok()) return false;
+    if (!ElasticFilter::Create(IndexFilterOptions(options_, entries), &filter).ok()) return false;
     std::unique_ptr<std::atomic<uint64_t>[]> recent(
         new (std::nothrow) std::atomic<uint64_t>[kRecentSlots]);
     if (!recent) return false;
