@@ -1,0 +1,281 @@
+// The DenseDLeftFilter block codec: the two remainder classes, the unary
+// bucket directory, slot matching (SSE2, or a portable loop) and the in-block
+// insert/remove, on one block. Internal to filter_policy/core/; the table
+// (dense_dleft_impl.h), the design note with the layout and formulas
+// (dense_dleft_filter.cc) and the format (dense_dleft_serialize.cc) build
+// on it.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace dlcbf {
+namespace dense_detail {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "slot bytes are addressed in memory order; the format is little-endian");
+
+__extension__ typedef unsigned __int128 u128;
+
+constexpr int kBlockBytes = 64;
+constexpr int kBlockWords = 8;
+
+// ---- bit helpers (portable; the compiler uses POPCNT/BMI2 when enabled) ---
+inline int Pop64(uint64_t x) {
+#if defined(__POPCNT__)
+  return __builtin_popcountll(x);
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
+// Position of the j-th (0-based) set bit of x; precondition j < Pop64(x).
+int Select64Portable(uint64_t x, int j);
+inline int Select64(uint64_t x, int j) {
+#if defined(__BMI2__)
+  return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
+#else
+  return Select64Portable(x, j);
+#endif
+}
+
+// ---- the two remainder classes ------------------------------------------
+// A block is 64 bytes: kSlots remainders of kR bits packed from byte 0, then
+// the directory (kSlots + kBuckets bits) in the last kDirWords words. The
+// directory lists the buckets in order, each as one 1 bit per stored
+// remainder followed by a 0 terminator; the bits above the last terminator
+// are 0 (free slots). A stored value is q + 1 in [1, 2^kR - 1], so a free
+// slot (0) never matches.
+struct Class8 {
+  static constexpr int kR = 8;
+  static constexpr int kSlots = 48;
+  static constexpr int kBuckets = 80;
+  static constexpr int kDirWords = 2;
+  static constexpr int kMaskBitsPerSlot = 1;  // SSE2 movemask bits per slot
+  using Dir = u128;
+  using Slot = uint8_t;
+};
+struct Class16 {
+  static constexpr int kR = 16;
+  static constexpr int kSlots = 28;
+  static constexpr int kBuckets = 36;
+  static constexpr int kDirWords = 1;
+  static constexpr int kMaskBitsPerSlot = 2;
+  using Dir = uint64_t;
+  using Slot = uint16_t;
+};
+
+template <class C>
+struct Layout {
+  static constexpr int kDirBits = 64 * C::kDirWords;
+  static constexpr int kSlotBytes = C::kR / 8;
+  static constexpr int kDirOffset = kBlockBytes - 8 * C::kDirWords;
+  static_assert(C::kSlots + C::kBuckets == kDirBits, "the directory has one bit per slot and per bucket");
+  static_assert(C::kSlots * kSlotBytes == kDirOffset, "slots fill the block up to the directory");
+  static_assert(sizeof(typename C::Slot) == kSlotBytes, "slot type");
+  static_assert(C::kSlots * C::kMaskBitsPerSlot <= 64, "the match mask fits one word");
+};
+template struct Layout<Class8>;
+template struct Layout<Class16>;
+
+// ---- directory ----------------------------------------------------------
+template <class C>
+inline typename C::Dir LoadDir(const uint8_t* blk) {
+  if constexpr (C::kDirWords == 2) {
+    uint64_t lo, hi;
+    std::memcpy(&lo, blk + 48, 8);
+    std::memcpy(&hi, blk + 56, 8);
+    return static_cast<u128>(lo) | (static_cast<u128>(hi) << 64);
+  } else {
+    uint64_t d;
+    std::memcpy(&d, blk + 56, 8);
+    return d;
+  }
+}
+template <class C>
+inline void StoreDir(uint8_t* blk, typename C::Dir d) {
+  if constexpr (C::kDirWords == 2) {
+    const uint64_t lo = static_cast<uint64_t>(d), hi = static_cast<uint64_t>(d >> 64);
+    std::memcpy(blk + 48, &lo, 8);
+    std::memcpy(blk + 56, &hi, 8);
+  } else {
+    std::memcpy(blk + 56, &d, 8);
+  }
+}
+inline int PopDir(u128 d) { return Pop64(static_cast<uint64_t>(d)) + Pop64(static_cast<uint64_t>(d >> 64)); }
+inline int PopDir(uint64_t d) { return Pop64(d); }
+template <class Dir>
+inline Dir LowMask(int n) {  // n < bits of Dir
+  return (Dir{1} << n) - 1;
+}
+// Position of the j-th zero (bucket j's terminator).
+inline int SelectZero(uint64_t d, int j) { return Select64(~d, j); }
+inline int SelectZero(u128 d, int j) {
+  const uint64_t lo = ~static_cast<uint64_t>(d);
+  const int zl = Pop64(lo);
+  if (j < zl) return Select64(lo, j);
+  return 64 + Select64(~static_cast<uint64_t>(d >> 64), j - zl);
+}
+// Is slot t (the t-th stored remainder) in bucket j? It is iff the bit at
+// t + j is a 1 with exactly t ones (and so j zeros) below it.
+template <class C>
+inline bool SlotInBucket(typename C::Dir d, int t, int j) {
+  const int p = t + j;
+  using Dir = typename C::Dir;
+  return ((d >> p) & 1) != 0 && PopDir(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
+}
+// The bucket of slot t (t < used): the zeros below its bit.
+template <class C>
+inline int BucketOfSlot(typename C::Dir d, int t) {
+  // The t-th one sits at select1(t); the zeros below it number select1 - t.
+  if constexpr (C::kDirWords == 2) {
+    const uint64_t lo = static_cast<uint64_t>(d);
+    const int ol = Pop64(lo);
+    const int pos = t < ol ? Select64(lo, t) : 64 + Select64(static_cast<uint64_t>(d >> 64), t - ol);
+    return pos - t;
+  } else {
+    return Select64(d, t) - t;
+  }
+}
+
+// ---- matching -----------------------------------------------------------
+// Bit t * kMaskBitsPerSlot (and the next, for 16-bit slots) is set iff slot
+// t holds value v. Compares every slot at once; the caller keeps those of
+// its bucket.
+template <class C>
+inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
+  uint64_t m = 0;
+  for (int t = 0; t < C::kSlots; ++t) {
+    typename C::Slot s;
+    std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
+    if (s == v) m |= ((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot);
+  }
+  return m;
+}
+template <class C>
+inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
+#if defined(__SSE2__)
+  if constexpr (C::kR == 8) {
+    const __m128i q = _mm_set1_epi8(static_cast<char>(v));
+    const uint64_t m0 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk)), q)));
+    const uint64_t m1 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16)), q)));
+    const uint64_t m2 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), q)));
+    return m0 | (m1 << 16) | (m2 << 32);
+  } else {
+    const __m128i q = _mm_set1_epi16(static_cast<short>(v));
+    uint64_t m = 0;
+    for (int i = 0; i < 4; ++i) {
+      const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * i));
+      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(x, q)))) << (16 * i);
+    }
+    return m & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
+  }
+#else
+  return MatchMaskPortable<C>(blk, v);
+#endif
+}
+
+// Copies of value v in bucket j of the block (0 if none).
+template <class C>
+inline uint32_t CountInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
+  uint64_t m = MatchMask<C>(blk, v);
+  if (m == 0) return 0;
+  const typename C::Dir d = LoadDir<C>(blk);
+  uint32_t n = 0;
+  do {
+    const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
+    n += SlotInBucket<C>(d, t, static_cast<int>(j));
+    m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
+  } while (m != 0);
+  return n;
+}
+// The first slot of bucket j holding v, or -1.
+template <class C>
+inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
+  uint64_t m = MatchMask<C>(blk, v);
+  if (m == 0) return -1;
+  const typename C::Dir d = LoadDir<C>(blk);
+  do {
+    const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
+    if (SlotInBucket<C>(d, t, static_cast<int>(j))) return t;
+    m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
+  } while (m != 0);
+  return -1;
+}
+template <class C>
+inline bool InBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
+  return FindInBucket<C>(blk, j, v) >= 0;
+}
+
+template <class C>
+inline int Used(const uint8_t* blk) {
+  return PopDir(LoadDir<C>(blk));
+}
+
+// ---- mutation (on a block the caller owns) -------------------------------
+template <class C>
+inline typename C::Slot GetSlot(const uint8_t* blk, int t) {
+  typename C::Slot s;
+  std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
+  return s;
+}
+// Adds value v to bucket j. Precondition: Used < kSlots.
+template <class C>
+inline void InsertInBlock(uint8_t* blk, uint32_t j, uint32_t v) {
+  using Dir = typename C::Dir;
+  constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
+  const Dir d = LoadDir<C>(blk);
+  const int used = PopDir(d);
+  const int p = SelectZero(d, static_cast<int>(j));  // bucket j's terminator
+  const int t = p - static_cast<int>(j);               // new slot index
+  const Dir low = LowMask<Dir>(p);
+  StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
+  std::memmove(blk + (t + 1) * kS, blk + t * kS, static_cast<size_t>(used - t) * kS);
+  const typename C::Slot s = static_cast<typename C::Slot>(v);
+  std::memcpy(blk + t * kS, &s, kS);
+}
+// Removes slot t, which is in bucket j.
+template <class C>
+inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
+  using Dir = typename C::Dir;
+  constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
+  const Dir d = LoadDir<C>(blk);
+  const int used = PopDir(d);
+  const int p = t + static_cast<int>(j);
+  const Dir low = LowMask<Dir>(p);
+  StoreDir<C>(blk, static_cast<Dir>(((d >> 1) & ~low) | (d & low)));
+  std::memmove(blk + t * kS, blk + (t + 1) * kS, static_cast<size_t>(used - t - 1) * kS);
+  std::memset(blk + (used - 1) * kS, 0, kS);
+}
+
+// Why the block is not a valid encoding, or nullptr: the bits above the
+// last terminator are 0, exactly kBuckets terminators lie within
+// kSlots + kBuckets bits, used slots hold non-zero values, free slots 0.
+template <class C>
+inline const char* CheckBlock(const uint8_t* blk) {
+  using Dir = typename C::Dir;
+  const Dir d = LoadDir<C>(blk);
+  const int used = PopDir(d);
+  if (used > C::kSlots) return "block directory: more remainders than slots";
+  const int top = used + C::kBuckets;  // first bit above the last terminator
+  if (top < Layout<C>::kDirBits && (d >> top) != 0) return "block directory: bits set above the last bucket";
+  for (int t = 0; t < C::kSlots; ++t) {
+    const bool zero = GetSlot<C>(blk, t) == 0;
+    if (t < used && zero) return "block: a used slot holds 0";
+    if (t >= used && !zero) return "block: a free slot is not 0";
+  }
+  return nullptr;
+}
+
+}  // namespace dense_detail
+}  // namespace dlcbf

@@ -1,0 +1,424 @@
+// DenseDLeftFilter: the dense dlCBF kernel (public API in
+// include/dlcbf/core/dense_dleft_filter.h; block codec in
+// dense_dleft_impl.h; on-disk format in dense_dleft_serialize.cc).
+//
+// ===========================================================================
+// Design note
+// ===========================================================================
+// Source: Bonomi, Mitzenmacher, Panigrahy, Singh, Varghese, "An Improved
+// Construction for Counting Bloom Filters", ESA 2006 (dlCBF), §3 (d-left
+// hashing, true fingerprints, invertible permutations), with the block
+// layout of the vector quotient filter (Pandey et al., SIGMOD 2021:
+// variable-size buckets in a 64-byte block, unary-coded sizes).
+//
+// Hashing (§3.2). h = XXH3-64(key, seed). True fingerprint
+// f = (x, q): x = floor(h B / 2^64) in [B], q in [0, Rn), Rn = 2^r - 1
+// (internal::Hashing, the project's one hashing path). Subtable i holds
+// P_i(f) = ((x + F_i(q)) mod B, q), F_0 = 0: a bijection, so a remainder
+// in bucket P_i(f) of subtable i belongs to f and to nothing else. Bucket
+// address x' in subtable i is block i * Nb + x' / K, bucket x' mod K in it
+// (Nb blocks per subtable, K buckets per block, B = Nb K).
+//
+// Block (64 bytes = one cache line), r = 8 | r = 16:
+//
+//   r = 8:  bytes 0..47   48 slots of 8 bits (value q + 1; 0 = free)
+//           bytes 48..63  directory, 128 bits (two LE words): 80 buckets
+//   r = 16: bytes 0..55   28 slots of 16 bits (LE)
+//           bytes 56..63  directory, 64 bits: 36 buckets
+//
+//   Directory, from bit 0: for each bucket in order, one 1 per stored
+//   remainder then a 0 terminator; bits above the last terminator are 0.
+//   Slots hold the remainders in the same order, packed from slot 0.
+//   Bucket j's remainders are the slots t with "bit t + j is 1 and exactly
+//   t ones lie below it" (a rank test: one popcount, no select).
+//   An all-zero block is empty (calloc'd tables need no initialization).
+//
+// Query (one block per subtable, d lines for a negative): compare q + 1
+// against all slots of the block at once (SSE2: 3 or 4 compares and
+// movemasks; a portable loop elsewhere), and only for the matching slots
+// (rare for a negative: 1 - (1 - 1/Rn)^(used) = 16% of negative blocks at
+// r = 8 and full load, 0.04% at r = 16) run the rank test for bucket j.
+// So the FPR counts only the query's own bucket: it compares on average
+// load * S / K remainders per block.
+//
+// FPR (exact, the paper's Claim 3 argument). A false positive happens iff
+// the query's f equals a stored fingerprint:
+//   FPR(F) = 1 - (1 - 1/(B Rn))^F  ~  F / (B Rn) = d a S / (K Rn)
+// at load a (F = a S d Nb stored fingerprints):
+//   r = 8  (S = 48, K = 80):  d = 2, a = 0.93  ->  0.438%
+//   r = 16 (S = 28, K = 36):  d = 2, a = 0.90  ->  0.00214%
+// Space: 512 / (a S) bits per key: 11.47 (r = 8, a = 0.93),
+// 20.32 (r = 16, a = 0.90). The 12-bit cuckoo filter at its 95% limit needs
+// 12.6 bits/key for 0.19%; the VQF's 8-bit/16-bit layouts are these two.
+//
+// Insert: the least-loaded candidate block (ties to the left, §3.1), its
+// bucket gets the remainder. d-left balancing keeps the fullest block
+// close to the mean, so blocks fill to about 0.95 before the first one
+// overflows (d = 2; MaxLoad below keeps a margin). When all d candidates
+// are full, one resident r' of a candidate block is moved to another of its
+// own candidates (its f' recovered through P_i^-1, §3.3's move), scanning
+// the candidate blocks' residents in order; if none can move, kOverflow
+// and nothing changed. There is no spill area: the move is the defined
+// response to a full block, kOverflow the defined response to a full
+// neighbourhood.
+//
+// Multiplicity: copies. A second Insert of a key adds a second copy of its
+// remainder (in whichever candidate is least loaded). A 2-bit counter per
+// slot would cost 25% more space at r = 8 for multiplicities that are rare
+// in a key-value index; copies cost a slot only when used. Count sums the
+// copies in the d candidate buckets; Erase removes one. Nothing saturates.
+//
+// Why a third kernel, not the fast kernel's successor. The fast kernel
+// puts all d candidates in ONE line: a negative reads one line (plus a
+// rare spare line). Variable occupancy makes in-line candidates pointless
+// (the buckets of a block share its slots, so choosing among them balances
+// nothing); balancing has to be across blocks, so a negative query reads
+// d = 2 lines, issued together (both are prefetched before either is
+// compared). The fast kernel keeps its niche (one line, 24 bits/key); this
+// one halves the space. Both share one API shape and the hashing path.
+//
+// Thread-safe mode: one writer mutex; a per-stripe sequence number
+// (stripe = block mod 1024) is odd while a writer changes a block of the
+// stripe. Readers load the sequence numbers of all d candidate stripes,
+// the blocks (acquire loads), and accept a negative only if every sequence
+// number is unchanged and even; otherwise they retry. A move bumps both
+// blocks' stripes before either block changes.
+// ===========================================================================
+#include "dlcbf/core/dense_dleft_filter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "dlcbf/internal/batched_lookup.h"
+#include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/memory.h"
+#include "filter_policy/core/dense_dleft_impl.h"
+
+namespace dlcbf {
+
+namespace dense_detail {
+
+int Select64Portable(uint64_t x, int j) {
+  // Byte population counts, their inclusive prefix sums, then the byte
+  // that holds the j-th one (branch-free), then a bit loop inside it.
+  uint64_t s = x - ((x >> 1) & 0x5555555555555555ULL);
+  s = (s & 0x3333333333333333ULL) + ((s >> 2) & 0x3333333333333333ULL);
+  s = (s + (s >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  const uint64_t prefix = s * 0x0101010101010101ULL;  // byte i: ones in bytes 0..i (<= 64)
+  const uint64_t ge = ((prefix | 0x8080808080808080ULL) - static_cast<uint64_t>(j + 1) * 0x0101010101010101ULL) &
+                      0x8080808080808080ULL;  // bit 7 of byte i: prefix_i > j
+  const int byte = static_cast<int>((((~ge & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
+  const int before = byte == 0 ? 0 : static_cast<int>((prefix >> (8 * (byte - 1))) & 0xFF);
+  uint32_t b = static_cast<uint32_t>(x >> (8 * byte)) & 0xFF;
+  for (int k = j - before; k > 0; --k) b &= b - 1;
+  return 8 * byte + __builtin_ctz(b);
+}
+
+}  // namespace dense_detail
+
+// ---------------------------------------------------------------------------
+// Options and sizing
+// ---------------------------------------------------------------------------
+namespace {
+
+using dense_detail::Class16;
+using dense_detail::Class8;
+
+uint32_t SlotsFor(uint32_t r) { return r == 8 ? Class8::kSlots : Class16::kSlots; }
+uint32_t BucketsFor(uint32_t r) { return r == 8 ? Class8::kBuckets : Class16::kBuckets; }
+double RnFor(uint32_t r) { return r == 8 ? 255.0 : 65535.0; }
+// FPR ~ F / (B Rn) = d a S / (K Rn) at load a.
+double FprAtLoad(uint32_t r, uint32_t d, double a) { return d * a * SlotsFor(r) / (BucketsFor(r) * RnFor(r)); }
+std::string Num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", x);
+  return buf;
+}
+
+// The one place the block count follows from keys and load.
+void SizeTo(uint64_t n, double load, uint32_t r, DenseDLeftOptions* o) {
+  const double total = std::ceil(static_cast<double>(n) / (load * SlotsFor(r)));
+  o->remainder_bits = r;
+  o->blocks_per_subtable = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(total / o->subtables)));
+}
+
+}  // namespace
+
+uint32_t DenseDLeftOptions::SlotsPerBlock() const { return SlotsFor(remainder_bits); }
+uint32_t DenseDLeftOptions::BucketsPerBlock() const { return BucketsFor(remainder_bits); }
+
+double DenseDLeftOptions::MaxLoad(uint32_t remainder_bits) { return remainder_bits == 16 ? 0.90 : 0.93; }
+
+Status DenseDLeftOptions::Validate() const {
+  if (remainder_bits != 8 && remainder_bits != 16)
+    return Status::InvalidArgument("remainder_bits must be 8 or 16 (got " + std::to_string(remainder_bits) + ")");
+  if (subtables < 2 || subtables > 4)
+    return Status::InvalidArgument("subtables must be in [2, 4] (got " + std::to_string(subtables) + ")");
+  if (blocks_per_subtable == 0) return Status::InvalidArgument("blocks_per_subtable must be >= 1");
+  if (blocks_per_subtable >= (uint64_t{1} << 34))
+    return Status::InvalidArgument("blocks_per_subtable must be < 2^34 (got " + std::to_string(blocks_per_subtable) +
+                                   ")");
+  return Status::OK();
+}
+
+double DenseDLeftOptions::PredictedFpr(uint64_t items) const {
+  const double space = static_cast<double>(blocks_per_subtable) * BucketsPerBlock() * RnFor(remainder_bits);
+  return -std::expm1(static_cast<double>(items) * std::log1p(-1.0 / space));
+}
+
+Status DenseDLeftOptions::ForLoad(uint64_t n, double load, uint32_t r, DenseDLeftOptions* out) {
+  if (r != 8 && r != 16) return Status::InvalidArgument("remainder_bits must be 8 or 16 (got " + std::to_string(r) + ")");
+  if (!(load > 0 && load <= MaxLoad(r)))
+    return Status::InvalidArgument("load must be in (0, " + Num(MaxLoad(r)) + "] for remainder_bits " +
+                                   std::to_string(r) + " (got " + Num(load) + ")");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  DenseDLeftOptions o = *out;
+  SizeTo(n, load, r, &o);
+  Status s = o.Validate();
+  if (s.ok()) *out = o;
+  return s;
+}
+
+Status DenseDLeftOptions::ForBitsPerKey(uint64_t n, double bpk, DenseDLeftOptions* out) {
+  const double min16 = 512.0 / (Class16::kSlots * MaxLoad(16));
+  const double min8 = 512.0 / (Class8::kSlots * MaxLoad(8));
+  if (!(bpk >= min8) || !std::isfinite(bpk))
+    return Status::InvalidArgument("bits_per_key must be >= " + Num(min8) + " (the 8-bit class at load " +
+                                   Num(MaxLoad(8)) + "; got " + Num(bpk) + ")");
+  const uint32_t r = bpk >= min16 ? 16 : 8;
+  return ForLoad(n, 512.0 / (SlotsFor(r) * bpk), r, out);
+}
+
+Status DenseDLeftOptions::ForFpr(uint64_t n, double fpr, DenseDLeftOptions* out) {
+  const uint32_t d = out->subtables;
+  if (d < 2 || d > 4) return Status::InvalidArgument("subtables must be in [2, 4] (got " + std::to_string(d) + ")");
+  const double min_fpr = FprAtLoad(16, d, 0.05);
+  if (!(fpr >= min_fpr && fpr < 1))
+    return Status::InvalidArgument("fpr must be in [" + Num(min_fpr) + ", 1) (the 16-bit class at load 0.05; got " +
+                                   Num(fpr) + ")");
+  const uint32_t r = fpr >= FprAtLoad(8, d, 0.5) ? 8 : 16;
+  const double load = std::min(MaxLoad(r), fpr / FprAtLoad(r, d, 1.0));
+  return ForLoad(n, load, r, out);
+}
+
+// ---------------------------------------------------------------------------
+// Filter
+// ---------------------------------------------------------------------------
+// Runs fn(Class, std::bool_constant<thread_safe>) for the filter's mode:
+// the one place that turns the runtime mode into kernel instances.
+template <class M, class Fn>
+auto Dispatch(M& m, Fn&& fn) {
+  if (m.r8) return m.opt.thread_safe ? fn(Class8{}, std::true_type{}) : fn(Class8{}, std::false_type{});
+  return m.opt.thread_safe ? fn(Class16{}, std::true_type{}) : fn(Class16{}, std::false_type{});
+}
+#define DLCBF_DENSE_CALL(m, OP, arg) \
+  Dispatch(m, [&](auto c, auto ts) { return (m).template OP<decltype(c), decltype(ts)::value>(arg); })
+
+DenseDLeftFilter::DenseDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DenseDLeftFilter::~DenseDLeftFilter() = default;
+
+Status DenseDLeftFilter::Create(const DenseDLeftOptions& options, std::unique_ptr<DenseDLeftFilter>* out) {
+  Status s = options.Validate();
+  if (!s.ok()) return s;
+  const uint64_t bytes = options.Bytes();
+  if (bytes > options.max_bytes)
+    return Status::MemoryLimit("DenseDLeftFilter needs " + std::to_string(bytes) + " bytes, more than max_bytes " +
+                               std::to_string(options.max_bytes));
+  if (bytes > internal::PhysicalMemoryBytes())
+    return Status::MemoryLimit("DenseDLeftFilter needs " + std::to_string(bytes) +
+                               " bytes, more than this machine's physical memory");
+  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+  if (!impl) return Status::MemoryLimit("DenseDLeftFilter: allocation failed");
+  impl->opt = options;
+  impl->Init(internal::PermutationKeys::FromSeed(options.seed));
+  if (!impl->Allocate()) return Status::MemoryLimit("DenseDLeftFilter: allocation failed");
+  out->reset(new DenseDLeftFilter(std::move(impl)));
+  return Status::OK();
+}
+
+uint64_t DenseDLeftFilter::Hash(std::string_view key) const {
+  return internal::HashKey(key.data(), key.size(), impl_->opt.seed);
+}
+
+OpResult DenseDLeftFilter::InsertHash(uint64_t hash) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  return DLCBF_DENSE_CALL(m, Insert, hash);
+}
+
+OpResult DenseDLeftFilter::EraseHash(uint64_t hash) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  return DLCBF_DENSE_CALL(m, Erase, hash);
+}
+
+bool DenseDLeftFilter::ContainsHash(uint64_t hash) const {
+  const Impl& m = *impl_;
+  return DLCBF_DENSE_CALL(m, Contains, hash);
+}
+
+uint32_t DenseDLeftFilter::CountHash(uint64_t hash) const {
+  const Impl& m = *impl_;
+  return DLCBF_DENSE_CALL(m, Count, hash);
+}
+
+uint32_t DenseDLeftFilter::LinesForHash(uint64_t hash) const {
+  const Impl& m = *impl_;
+  return m.r8 ? m.Lines<Class8>(hash) : m.Lines<Class16>(hash);
+}
+
+void DenseDLeftFilter::PrefetchHash(uint64_t hash) const {
+  const Impl& m = *impl_;
+  Impl::Cand c[Impl::kMaxD];
+  if (m.r8) {
+    m.Candidates<Class8>(hash, c);
+  } else {
+    m.Candidates<Class16>(hash, c);
+  }
+  for (uint32_t i = 0; i < m.d; ++i) {
+    __builtin_prefetch(m.Blk(c[i].block), 0, 3);
+    if (m.opt.thread_safe) __builtin_prefetch(&m.Stripe(c[i].block), 0, 3);
+  }
+}
+
+namespace {
+constexpr size_t kBatch = 16;  // keys whose blocks are in flight together
+}  // namespace
+
+void DenseDLeftFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {
+  const Impl& m = *impl_;
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t len = std::min(kBatch, n - base);
+    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = DLCBF_DENSE_CALL(m, Contains, hashes[base + i]);
+  }
+}
+
+void DenseDLeftFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
+  internal::HashedBatches<kBatch>(
+      keys, n, out, [this](std::string_view k) { return Hash(k); },
+      [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
+}
+
+void DenseDLeftFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t len = std::min(kBatch, n - base);
+    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = InsertHash(hashes[base + i]);
+  }
+}
+
+void DenseDLeftFilter::EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t len = std::min(kBatch, n - base);
+    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = EraseHash(hashes[base + i]);
+  }
+}
+
+void DenseDLeftFilter::InsertBatch(const std::string_view* keys, size_t n, OpResult* out) {
+  uint64_t h[kBatch];
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t len = std::min(kBatch, n - base);
+    for (size_t i = 0; i < len; ++i) h[i] = Hash(keys[base + i]);
+    InsertHashBatch(h, len, out + base);
+  }
+}
+
+void DenseDLeftFilter::EraseBatch(const std::string_view* keys, size_t n, OpResult* out) {
+  uint64_t h[kBatch];
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t len = std::min(kBatch, n - base);
+    for (size_t i = 0; i < len; ++i) h[i] = Hash(keys[base + i]);
+    EraseHashBatch(h, len, out + base);
+  }
+}
+
+void DenseDLeftFilter::Clear() {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  for (uint64_t b = 0; b < m.nblocks; ++b) {
+    if (m.opt.thread_safe) {
+      m.BeginWrite<true>(b, b);
+      m.Mutate<true>(b, [](uint8_t* x) { std::memset(x, 0, 64); });
+      m.EndWrite<true>(b, b);
+    } else {
+      std::memset(m.Blk(b), 0, 64);
+    }
+  }
+  m.items = m.relocations = m.overflows = 0;
+}
+
+DenseDLeftStats DenseDLeftFilter::Stats() const {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  DenseDLeftStats s;
+  s.items = m.items;
+  s.bytes = m.opt.Bytes();
+  s.bits_per_item = m.items == 0 ? 0 : 8.0 * static_cast<double>(s.bytes) / static_cast<double>(m.items);
+  s.load = static_cast<double>(m.items) / (static_cast<double>(m.nblocks) * m.opt.SlotsPerBlock());
+  s.relocations = m.relocations;
+  s.overflows = m.overflows;
+  s.predicted_fpr = m.opt.PredictedFpr(m.items);
+  return s;
+}
+
+DenseDLeftFilter::TrueFingerprint DenseDLeftFilter::FingerprintOfHash(uint64_t hash) const {
+  const internal::Fingerprint f = impl_->hashing.FingerprintOf(hash);
+  return TrueFingerprint{f.bucket, static_cast<uint32_t>(f.remainder)};
+}
+
+uint64_t DenseDLeftFilter::HashOfFingerprint(const TrueFingerprint& f) const {
+  return impl_->hashing.HashOfPacked(impl_->hashing.Pack(internal::Fingerprint{f.bucket, f.remainder}));
+}
+
+void DenseDLeftFilter::ForEachFingerprint(
+    const std::function<void(const TrueFingerprint&, uint32_t copies)>& fn) const {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  auto each = [&fn](const internal::Fingerprint& f, uint32_t copies) {
+    fn(TrueFingerprint{f.bucket, static_cast<uint32_t>(f.remainder)}, copies);
+  };
+  if (m.r8) {
+    m.ForEach<Class8>(each);
+  } else {
+    m.ForEach<Class16>(each);
+  }
+}
+
+OpResult DenseDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t copies) {
+  const Impl& m = *impl_;
+  const uint64_t buckets = m.nb * m.opt.BucketsPerBlock();
+  if (f.bucket >= buckets || f.remainder >= RnFor(m.opt.remainder_bits)) return OpResult::kNotFound;
+  const uint64_t h = HashOfFingerprint(f);
+  for (uint32_t k = 0; k < copies; ++k) {
+    if (InsertHash(h) == OpResult::kOk) continue;
+    // Leave the filter as it was: take back the copies added so far.
+    for (uint32_t u = 0; u < k; ++u) {
+      const OpResult back = EraseHash(h);
+      (void)back;  // kOk: this call added that copy
+    }
+    return OpResult::kOverflow;
+  }
+  return OpResult::kOk;
+}
+
+const DenseDLeftOptions& DenseDLeftFilter::options() const { return impl_->opt; }
+uint64_t DenseDLeftFilter::bytes() const { return impl_->opt.Bytes(); }
+double DenseDLeftFilter::PredictedFpr() const { return impl_->opt.PredictedFpr(impl_->items); }
+
+}  // namespace dlcbf

@@ -1,0 +1,338 @@
+// The DenseDLeftFilter table (class DenseDLeftFilter::Impl): candidate
+// blocks through the two-phase hashing, least-loaded insert with one move,
+// exact erase, and the thread-safe read protocol. Internal to
+// filter_policy/core/; the block codec is dense_dleft_block.h, the design
+// note is at the top of dense_dleft_filter.cc.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "dlcbf/core/dense_dleft_filter.h"
+#include "dlcbf/internal/dleft_layout.h"
+#include "dlcbf/internal/hash.h"
+#include "filter_policy/core/dense_dleft_block.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/core/dense_dleft_testing.h"
+#endif
+
+namespace dlcbf {
+
+class DenseDLeftFilter::Impl {
+ public:
+  static constexpr int kMaxD = 4;
+  static constexpr uint64_t kStripes = 1024;
+  static_assert((kStripes & (kStripes - 1)) == 0, "stripe index is a mask");
+
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  struct Cand {
+    uint64_t block;
+    uint32_t bucket;
+  };
+
+  DenseDLeftOptions opt;
+  uint32_t d = 2;
+  uint64_t nb = 0;        // blocks per subtable
+  uint64_t nblocks = 0;   // d * nb
+  bool r8 = true;
+  internal::Hashing hashing;
+  std::unique_ptr<uint8_t[], FreeDeleter> mem;
+  uint64_t items = 0, relocations = 0, overflows = 0;
+  std::mutex mu;  // thread-safe mode: the writers' lock
+  std::unique_ptr<std::atomic<uint32_t>[]> seq;
+
+  uint8_t* Blk(uint64_t b) const { return mem.get() + 64 * b; }
+  std::atomic<uint32_t>& Stripe(uint64_t b) const { return seq[b & (kStripes - 1)]; }
+
+  // Sets the geometry and hashing from opt (validated) and the given keys.
+  void Init(const internal::PermutationKeys& keys) {
+    d = opt.subtables;
+    nb = opt.blocks_per_subtable;
+    nblocks = nb * d;
+    r8 = opt.remainder_bits == 8;
+    internal::Geometry g;
+    g.subtables = d;
+    g.buckets = nb * opt.BucketsPerBlock();
+    g.cells = 1;
+    g.remainder_bits = opt.remainder_bits;
+    hashing = internal::Hashing(g, opt.seed, keys);
+  }
+
+  // Zero-filled, 64-byte aligned; the stripes in the thread-safe mode.
+  bool Allocate() {
+    const uint64_t bytes = 64 * nblocks;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) return false;
+    std::memset(p, 0, bytes);
+    mem.reset(static_cast<uint8_t*>(p));
+    if (opt.thread_safe) {
+      seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);
+      if (!seq) return false;
+      for (uint64_t i = 0; i < kStripes; ++i) seq[i].store(0, std::memory_order_relaxed);
+    }
+    return true;
+  }
+
+  // ---- hashing ------------------------------------------------------------
+  template <class C>
+  uint32_t Candidates(uint64_t h, Cand* c) const {
+    const internal::Fingerprint f = hashing.FingerprintOf(h);
+    for (uint32_t i = 0; i < d; ++i) {
+      const internal::Location l = hashing.Permute(i, f);
+      c[i] = Cand{i * nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
+    }
+    return static_cast<uint32_t>(f.remainder) + 1;
+  }
+  // The fingerprint of the value v in bucket j of block b (P_i^-1).
+  template <class C>
+  internal::Fingerprint FingerprintAt(uint64_t b, uint32_t j, uint32_t v) const {
+    const uint32_t i = static_cast<uint32_t>(b / nb);
+    return hashing.Invert(i, internal::Location{(b - i * nb) * C::kBuckets + j, v - 1});
+  }
+
+  // ---- thread-safe protocol ------------------------------------------------
+  static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+  void LoadBlock(uint64_t b, uint8_t* out) const {
+    const uint64_t* src = reinterpret_cast<const uint64_t*>(Blk(b));
+    uint64_t w[dense_detail::kBlockWords];
+    for (int i = 0; i < dense_detail::kBlockWords; ++i) w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+    std::memcpy(out, w, sizeof(w));
+  }
+  // Runs probe(block bytes, i) over the d candidates until it returns
+  // true. In the thread-safe mode a negative counts only if the candidate
+  // stripes did not change meanwhile.
+  template <bool TS, class Probe>
+  bool ForCandidates(const Cand* c, Probe&& probe) const {
+    if constexpr (!TS) {
+      for (uint32_t i = 0; i < d; ++i) {
+        if (probe(Blk(c[i].block), i)) return true;
+      }
+      return false;
+    } else {
+      for (;;) {
+        uint32_t s[kMaxD];
+        bool busy = false;
+        for (uint32_t i = 0; i < d; ++i) {
+          s[i] = Stripe(c[i].block).load(std::memory_order_acquire);
+          busy |= (s[i] & 1) != 0;
+        }
+        if (busy) {
+          CpuRelax();
+          continue;
+        }
+        alignas(64) uint8_t local[64];
+        for (uint32_t i = 0; i < d; ++i) {
+#ifdef DLCBF_TESTING
+          if (i > 0) dense_testing::ReaderPause();
+#endif
+          LoadBlock(c[i].block, local);
+          if (probe(local, i)) return true;
+        }
+        bool same = true;
+        for (uint32_t i = 0; i < d; ++i) same &= Stripe(c[i].block).load(std::memory_order_acquire) == s[i];
+        if (same) return false;
+#ifdef DLCBF_TESTING
+        if (dense_testing::SkipNegativeRecheck()) return false;
+#endif
+      }
+    }
+  }
+
+  // Writers (under mu in the thread-safe mode) change blocks between
+  // BeginWrite and EndWrite of their stripes (a stripe shared by both
+  // blocks is bumped once).
+  template <bool TS>
+  void BeginWrite(uint64_t a, uint64_t b) {
+    if constexpr (TS) {
+      Stripe(a).fetch_add(1, std::memory_order_relaxed);
+      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Stripe(b).fetch_add(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+    }
+  }
+  template <bool TS>
+  void EndWrite(uint64_t a, uint64_t b) {
+    if constexpr (TS) {
+      Stripe(a).fetch_add(1, std::memory_order_release);
+      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Stripe(b).fetch_add(1, std::memory_order_release);
+    }
+  }
+  // Applies fn(block bytes) to block b: in place, or (thread-safe) on a
+  // copy stored back word by word with release stores.
+  template <bool TS, class Fn>
+  void Mutate(uint64_t b, Fn&& fn) {
+    if constexpr (!TS) {
+      fn(Blk(b));
+    } else {
+      alignas(64) uint8_t local[64];
+      std::memcpy(local, Blk(b), 64);  // only writers store, and they hold mu
+      fn(local);
+      uint64_t w[dense_detail::kBlockWords];
+      std::memcpy(w, local, 64);
+      uint64_t* dst = reinterpret_cast<uint64_t*>(Blk(b));
+      for (int i = 0; i < dense_detail::kBlockWords; ++i) {
+        if (dst[i] != w[i]) __atomic_store_n(&dst[i], w[i], __ATOMIC_RELEASE);
+      }
+    }
+  }
+
+  // ---- operations ------------------------------------------------------------
+  template <class C, bool TS>
+  bool Contains(uint64_t h) const {
+    Cand c[kMaxD];
+    const uint32_t v = Candidates<C>(h, c);
+    return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
+      return dense_detail::InBucket<C>(blk, c[i].bucket, v);
+    });
+  }
+  template <class C, bool TS>
+  uint32_t Count(uint64_t h) const {
+    Cand c[kMaxD];
+    const uint32_t v = Candidates<C>(h, c);
+    uint32_t n = 0;
+    ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
+      if (i == 0) n = 0;  // a retry starts over
+      n += dense_detail::CountInBucket<C>(blk, c[i].bucket, v);
+      return false;
+    });
+    return n;
+  }
+  template <class C>
+  uint32_t Lines(uint64_t h) const {
+    Cand c[kMaxD];
+    const uint32_t v = Candidates<C>(h, c);
+    for (uint32_t i = 0; i < d; ++i) {
+      if (dense_detail::InBucket<C>(Blk(c[i].block), c[i].bucket, v)) return i + 1;
+    }
+    return d;
+  }
+
+  template <class C, bool TS>
+  OpResult Insert(uint64_t h) {
+    Cand c[kMaxD];
+    const uint32_t v = Candidates<C>(h, c);
+    return InsertAt<C, TS>(c, v);
+  }
+  template <class C, bool TS>
+  OpResult InsertAt(const Cand* c, uint32_t v) {
+    uint32_t best = 0;
+    int best_used = C::kSlots + 1;
+    for (uint32_t i = 0; i < d; ++i) {
+      const int u = dense_detail::Used<C>(Blk(c[i].block));
+      if (u < best_used) {
+        best_used = u;
+        best = i;
+      }
+    }
+    if (best_used < C::kSlots) {
+      BeginWrite<TS>(c[best].block, c[best].block);
+      Mutate<TS>(c[best].block, [&](uint8_t* b) { dense_detail::InsertInBlock<C>(b, c[best].bucket, v); });
+      EndWrite<TS>(c[best].block, c[best].block);
+      ++items;
+      return OpResult::kOk;
+    }
+    // Every candidate is full: move one resident to another of its own
+    // candidates, then take its slot.
+    for (uint32_t i = 0; i < d; ++i) {
+      const uint64_t b = c[i].block;
+      const typename C::Dir dir = dense_detail::LoadDir<C>(Blk(b));
+      for (int t = 0; t < C::kSlots; ++t) {
+        const uint32_t j = static_cast<uint32_t>(dense_detail::BucketOfSlot<C>(dir, t));
+        const uint32_t rv = dense_detail::GetSlot<C>(Blk(b), t);
+        const internal::Fingerprint f = FingerprintAt<C>(b, j, rv);
+        for (uint32_t i2 = 0; i2 < d; ++i2) {
+          if (i2 == i) continue;
+          const internal::Location l = hashing.Permute(i2, f);
+          const uint64_t b2 = i2 * nb + l.bucket / C::kBuckets;
+          if (dense_detail::Used<C>(Blk(b2)) >= C::kSlots) continue;
+          BeginWrite<TS>(b, b2);
+          Mutate<TS>(b2, [&](uint8_t* x) {
+            dense_detail::InsertInBlock<C>(x, static_cast<uint32_t>(l.bucket % C::kBuckets), rv);
+          });
+          Mutate<TS>(b, [&](uint8_t* x) {
+            dense_detail::RemoveFromBlock<C>(x, t, j);
+            dense_detail::InsertInBlock<C>(x, c[i].bucket, v);
+          });
+          EndWrite<TS>(b, b2);
+          ++relocations;
+          ++items;
+          return OpResult::kOk;
+        }
+      }
+    }
+    ++overflows;
+    return OpResult::kOverflow;
+  }
+
+  template <class C, bool TS>
+  OpResult Erase(uint64_t h) {
+    Cand c[kMaxD];
+    const uint32_t v = Candidates<C>(h, c);
+    for (uint32_t i = 0; i < d; ++i) {
+      const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
+      if (t < 0) continue;
+      BeginWrite<TS>(c[i].block, c[i].block);
+      Mutate<TS>(c[i].block, [&](uint8_t* b) { dense_detail::RemoveFromBlock<C>(b, t, c[i].bucket); });
+      EndWrite<TS>(c[i].block, c[i].block);
+      --items;
+      return OpResult::kOk;
+    }
+    return OpResult::kNotFound;
+  }
+
+  // fn(f, copies) per (subtable, fingerprint) group, block by block.
+  template <class C>
+  void ForEach(const std::function<void(const internal::Fingerprint&, uint32_t)>& fn) const {
+    for (uint64_t b = 0; b < nblocks; ++b) {
+      const uint8_t* blk = Blk(b);
+      const typename C::Dir dir = dense_detail::LoadDir<C>(blk);
+      int t = 0;
+      for (int j = 0; j < C::kBuckets; ++j) {
+        // Bucket j's slots: [t, end).
+        int end = t;
+        while (end < C::kSlots && dense_detail::SlotInBucket<C>(dir, end, j)) ++end;
+        for (int a = t; a < end; ++a) {
+          const uint32_t v = dense_detail::GetSlot<C>(blk, a);
+          bool seen = false;
+          uint32_t copies = 0;
+          for (int x = t; x < end; ++x) {
+            if (dense_detail::GetSlot<C>(blk, x) != v) continue;
+            if (x < a) seen = true;
+            ++copies;
+          }
+          if (!seen) fn(FingerprintAt<C>(b, static_cast<uint32_t>(j), v), copies);
+        }
+        t = end;
+      }
+    }
+  }
+
+  // Why the table is not a valid encoding, or nullptr (Deserialize).
+  template <class C>
+  const char* Check(uint64_t* used_total) const {
+    uint64_t n = 0;
+    for (uint64_t b = 0; b < nblocks; ++b) {
+      const char* why = dense_detail::CheckBlock<C>(Blk(b));
+      if (why != nullptr) return why;
+      n += static_cast<uint64_t>(dense_detail::Used<C>(Blk(b)));
+    }
+    *used_total = n;
+    return nullptr;
+  }
+};
+
+}  // namespace dlcbf

@@ -1,0 +1,113 @@
+// DenseDLeftFilter's on-disk format ("dLDN", version 1): Serialize and the
+// validating Deserialize. The byte layout is drawn in
+// filter_policy/FORMATS.md ("Dense dlCBF"); the block encoding in the
+// design note of dense_dleft_filter.cc.
+#include <cstring>
+#include <string>
+
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/memory.h"
+#include "filter_policy/core/dense_dleft_impl.h"
+
+namespace dlcbf {
+
+namespace {
+constexpr char kMagic[4] = {'d', 'L', 'D', 'N'};
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeader = 64;  // FORMATS.md: fields at 0..63, then the blocks
+}  // namespace
+
+void DenseDLeftFilter::Serialize(std::string* out) const {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
+  if (m.opt.thread_safe) g.lock();
+  using namespace internal;
+  const size_t start = out->size();
+  out->reserve(start + kHeader + 64 * m.nblocks + 8);
+  out->append(kMagic, 4);
+  PutFixed16(out, kVersion);
+  PutFixed8(out, static_cast<uint8_t>(m.opt.remainder_bits));
+  PutFixed8(out, static_cast<uint8_t>(m.d));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.SlotsPerBlock()));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.BucketsPerBlock()));
+  PutFixed32(out, 0);  // reserved
+  PutFixed64(out, m.nb);
+  PutFixed64(out, m.opt.seed);
+  PutFixed64(out, m.items);
+  for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+  for (uint64_t b = 0; b < m.nblocks; ++b) {
+    const uint8_t* blk = m.Blk(b);
+    for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+      uint64_t v;
+      std::memcpy(&v, blk + 8 * w, 8);
+      PutFixed64(out, v);
+    }
+  }
+  PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
+}
+
+Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
+                                     bool thread_safe) {
+  auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
+  if (data.size() < kHeader + 8) return corrupt("truncated header");
+  if (std::memcmp(data.data(), kMagic, 4) != 0) return corrupt("bad magic");
+  internal::Decoder dec(data.data() + 4, data.size() - 4);
+  uint16_t version = 0, slots = 0, buckets = 0;
+  uint8_t r = 0, dd = 0;
+  uint32_t reserved = 0;
+  uint64_t nb = 0, seed = 0, items = 0, keys[4] = {0, 0, 0, 0};
+  dec.Get16(&version);
+  if (version != kVersion) return corrupt("unsupported version " + std::to_string(version));
+  dec.Get8(&r);
+  dec.Get8(&dd);
+  dec.Get16(&slots);
+  dec.Get16(&buckets);
+  dec.Get32(&reserved);
+  dec.Get64(&nb);
+  dec.Get64(&seed);
+  dec.Get64(&items);
+  for (int i = 1; i < 4; ++i) dec.Get64(&keys[i]);
+  DenseDLeftOptions o;
+  o.remainder_bits = r;
+  o.subtables = dd;
+  o.blocks_per_subtable = nb;
+  o.seed = seed;
+  o.max_bytes = ~uint64_t{0};
+  o.thread_safe = thread_safe;
+  if (!o.Validate().ok()) return corrupt("bad geometry: " + o.Validate().message());
+  if (slots != o.SlotsPerBlock() || buckets != o.BucketsPerBlock() || reserved != 0)
+    return corrupt("block geometry does not match the remainder class");
+  for (uint32_t i = dd; i < 4; ++i) {
+    if (keys[i] != 0) return corrupt("unused permutation keys set");
+  }
+  if ((data.size() - kHeader - 8) / 64 != o.Blocks() || (data.size() - kHeader - 8) % 64 != 0)
+    return corrupt("size does not match the block count");
+  const uint64_t want = internal::DecodeFixed64(data.data() + data.size() - 8);
+  if (internal::HashKey(data.data(), data.size() - 8, 0) != want) return corrupt("checksum mismatch");
+
+  std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+  if (!impl) return Status::MemoryLimit("DenseDLeftFilter: allocation failed");
+  impl->opt = o;
+  internal::PermutationKeys pk;
+  for (uint32_t i = 1; i < dd; ++i) pk.k[i][0] = keys[i];
+  impl->Init(pk);
+  if (o.Bytes() > internal::PhysicalMemoryBytes() || !impl->Allocate())
+    return Status::MemoryLimit("DenseDLeftFilter: " + std::to_string(o.Bytes()) + " bytes cannot be allocated");
+  const char* p = data.data() + kHeader;
+  for (uint64_t b = 0; b < impl->nblocks; ++b) {
+    uint8_t* blk = impl->Blk(b);
+    for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+      const uint64_t v = internal::DecodeFixed64(p + 64 * b + 8 * w);
+      std::memcpy(blk + 8 * w, &v, 8);
+    }
+  }
+  uint64_t used = 0;
+  const char* why = r == 8 ? impl->Check<dense_detail::Class8>(&used) : impl->Check<dense_detail::Class16>(&used);
+  if (why != nullptr) return corrupt(why);
+  if (used != items) return corrupt("item count does not match the blocks");
+  impl->items = items;
+  out->reset(new DenseDLeftFilter(std::move(impl)));
+  return Status::OK();
+}
+
+}  // namespace dlcbf

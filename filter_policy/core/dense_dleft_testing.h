@@ -1,0 +1,41 @@
+// Test-only fault injection for DenseDLeftFilter's thread-safe readers,
+// compiled only with DLCBF_TESTING (the test builds of the library); the
+// shipped library has no hook and no check of one.
+//
+// A thread-safe reader answers "absent" only after re-reading the sequence
+// numbers of its candidate stripes unchanged. The concurrency test in
+// tests/dense_dleft_filter_test.cc must be able to catch a reader that
+// skips that re-check; its negative control sets SkipNegativeRecheck and
+// must see misses.
+#pragma once
+
+#ifndef DLCBF_TESTING
+#error "dense_dleft_testing.h is for test builds (DLCBF_TESTING) only"
+#endif
+
+#include <atomic>
+#include <cstdint>
+
+namespace dlcbf {
+namespace dense_testing {
+
+inline std::atomic<bool> g_skip_negative_recheck{false};
+inline std::atomic<uint32_t> g_reader_pause{0};
+
+// Process-wide switches; thread-safe.
+inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
+inline bool SkipNegativeRecheck() { return g_skip_negative_recheck.load(std::memory_order_relaxed); }
+// Readers pause about `spins` relax instructions between candidate blocks
+// (widens the window in which a concurrent move is seen half done).
+inline void SetReaderPause(uint32_t spins) { g_reader_pause.store(spins); }
+inline void ReaderPause() {
+  const uint32_t n = g_reader_pause.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace dense_testing
+}  // namespace dlcbf

@@ -1,0 +1,220 @@
+// Dense d-left counting Bloom filter ("dense dlCBF kernel"): variable-
+// occupancy buckets packed in 64-byte blocks.
+//
+// What it is
+//   The d-left counting Bloom filter of Bonomi, Mitzenmacher, Panigrahy,
+//   Singh and Varghese (ESA 2006) with the space of the best deletable
+//   filters. A key is hashed once; its true fingerprint f = (x, q) has a
+//   bucket address x in [B] and a remainder q in [Rn] (Rn = 2^r - 1, r = 8
+//   or 16: the two "remainder classes"). d invertible permutations
+//   P_i(x, q) = ((x + F_i(q)) mod B, q) give one candidate bucket in each
+//   of d subtables; subtable i is a run of 64-byte blocks, each holding
+//   K buckets. Inside a block the buckets have NO fixed size: the block
+//   stores its remainders packed in bucket order plus a unary directory of
+//   bucket sizes, as in the vector quotient filter's mini-filters, so a
+//   bucket holds as many remainders as the block has room for. A fingerprint
+//   goes to the least-loaded candidate block (ties to the left); several
+//   occurrences of a key are several copies of its remainder (no counter
+//   field: copies are denser than counters at these loads). The design note
+//   with the layout, the formulas and the measured figures' predictions is
+//   at the top of filter_policy/core/dense_dleft_filter.cc.
+//
+// Why it exists
+//   FastDLeftFilter (fast_dleft_filter.h) fixes four 16-bit cells per bucket
+//   and leaves about 20% of them empty, so it needs about 24 bits per key.
+//   With variable occupancy the same one-line-per-candidate query costs
+//   11.4 bits per key at r = 8 and 20.3 at r = 16 (design note).
+//
+// Guarantees (the dlCBF's)
+//   - No false negatives for any key inserted more often than erased,
+//     unless its Insert returned kOverflow (then nothing changed).
+//   - False positive iff the query's true fingerprint equals a stored one
+//     (P_i are bijections, so a remainder in subtable i's bucket belongs to
+//     exactly one fingerprint): 1 - (1 - 1/(B * Rn))^F for F stored
+//     fingerprints.
+//   - Erase is exact: it removes one copy of the key's own fingerprint,
+//     never another key's. Erasing an absent key returns kNotFound and
+//     changes nothing.
+//   - Multiplicity: Count returns the exact number of copies (no
+//     saturation). A copy takes a slot like a new key.
+//   - Full: when all d candidate blocks are full, one resident of a
+//     candidate block moves to another of its own candidates (found through
+//     P_i^-1); when no resident can move, Insert returns kOverflow and the
+//     filter is bit-for-bit unchanged.
+//
+// Thread safety
+//   - Default (thread_safe = false): like the std containers. Const calls
+//     may run concurrently; a non-const call needs exclusive access.
+//   - thread_safe = true: every call may come from any thread. Writers take
+//     one internal mutex; readers take no lock, load the table with acquire
+//     loads and accept a negative answer only after re-reading the sequence
+//     numbers of the stripes of all d candidate blocks unchanged, so a
+//     reader never sees a transient false negative (a resident moving
+//     between blocks, or slots shifting inside a block, included).
+//
+// Ownership
+//   The filter owns its table (64-byte aligned, zero-filled = empty).
+//
+// Errors
+//   Create/Deserialize/sizing return dlcbf::Status (status.h); mutations
+//   return OpResult. Nothing throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "dlcbf/core/op_result.h"
+#include "dlcbf/core/status.h"
+
+namespace dlcbf {
+
+struct DenseDLeftOptions {
+  // Remainder class: 8 (48 slots, 80 buckets per block) or 16 (28 slots,
+  // 36 buckets per block).
+  uint32_t remainder_bits = 8;
+  // d, subtables: 2, 3 or 4. A query reads one block per subtable.
+  uint32_t subtables = 2;
+  // Blocks per subtable (>= 1); the table has subtables * this many
+  // 64-byte blocks. Use a sizing helper.
+  uint64_t blocks_per_subtable = 1;
+  uint64_t seed = 0x5EEDDE45D1CBF001ULL;    // key hash seed and permutation keys
+  uint64_t max_bytes = uint64_t{1} << 36;   // refuse larger tables (64 GiB)
+  bool thread_safe = false;                 // see "Thread safety" above
+
+  // Sizing helpers. Each keeps `seed`, `subtables` and `thread_safe` from
+  // `*out` (so set those first) and sets the class and the block count.
+  // They never clamp: a request outside the kernel's range is
+  // InvalidArgument naming the argument and the range, and *out is left
+  // unchanged.
+  //   ForLoad:       remainder class r, load = fraction of the slots in use
+  //                  at `expected_items` keys, in (0, MaxLoad(r)].
+  //   ForBitsPerKey: the table is at most bits_per_key * expected_items
+  //                  bits; the 16-bit class when it fits at MaxLoad(16),
+  //                  else the 8-bit class (from 512 / (48 MaxLoad(8)) bits
+  //                  per key up).
+  //   ForFpr:        the smallest table whose predicted FPR at
+  //                  expected_items keys is <= fpr: the 8-bit class when it
+  //                  reaches fpr at a load >= 0.5, else the 16-bit class
+  //                  (down to the 16-bit class's FPR at load 0.05).
+  static Status ForLoad(uint64_t expected_items, double load, uint32_t remainder_bits,
+                        DenseDLeftOptions* out);
+  static Status ForBitsPerKey(uint64_t expected_items, double bits_per_key, DenseDLeftOptions* out);
+  static Status ForFpr(uint64_t expected_items, double fpr, DenseDLeftOptions* out);
+  // The highest load the sizing helpers use for class r (8 or 16): the
+  // load below which the d = 2 table did not overflow in the design note's
+  // trials.
+  static double MaxLoad(uint32_t remainder_bits);
+
+  // Predicted FPR with `items` fingerprints stored: 1 - (1 - 1/(B Rn))^items.
+  double PredictedFpr(uint64_t items) const;
+  uint64_t Blocks() const { return blocks_per_subtable * subtables; }
+  uint64_t Bytes() const { return 64 * Blocks(); }
+  uint32_t SlotsPerBlock() const;
+  uint32_t BucketsPerBlock() const;
+
+  // OK, or InvalidArgument naming the field and its range.
+  Status Validate() const;
+};
+
+struct DenseDLeftStats {
+  uint64_t items = 0;         // inserts minus erases that returned kOk
+  uint64_t bytes = 0;         // table bytes
+  double bits_per_item = 0;   // 8 * bytes / items (0 when empty)
+  double load = 0;            // items / (blocks * slots per block)
+  uint64_t relocations = 0;   // residents moved to make room
+  uint64_t overflows = 0;     // inserts that returned kOverflow
+  double predicted_fpr = 0;   // PredictedFpr(items)
+};
+
+class DenseDLeftFilter {
+ public:
+  // Validates `options` and allocates a zeroed (empty) table.
+  // InvalidArgument for a bad field; MemoryLimit above options.max_bytes or
+  // physical memory.
+  static Status Create(const DenseDLeftOptions& options, std::unique_ptr<DenseDLeftFilter>* out);
+
+  // Parses the format written by Serialize() (filter_policy/FORMATS.md,
+  // "dense dlCBF"). Corruption (with the reason) for any truncated,
+  // mis-sized, wrong-magic, bad-checksum or internally inconsistent input;
+  // never reads outside `data`, never aborts. `thread_safe` chooses the mode
+  // of the new filter (not part of the format).
+  static Status Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
+                            bool thread_safe = false);
+
+  ~DenseDLeftFilter();
+  DenseDLeftFilter(const DenseDLeftFilter&) = delete;
+  DenseDLeftFilter& operator=(const DenseDLeftFilter&) = delete;
+
+  // H(key) = XXH3-64(key, seed): the one hash per operation.
+  uint64_t Hash(std::string_view key) const;
+
+  // Adds one occurrence: kOk, or kOverflow (filter unchanged).
+  OpResult Insert(std::string_view key) { return InsertHash(Hash(key)); }
+  OpResult InsertHash(uint64_t hash);
+  // Removes one occurrence: kOk, or kNotFound (unchanged).
+  OpResult Erase(std::string_view key) { return EraseHash(Hash(key)); }
+  OpResult EraseHash(uint64_t hash);
+  // May the key be present? Never false for a stored key.
+  bool Contains(std::string_view key) const { return ContainsHash(Hash(key)); }
+  bool ContainsHash(uint64_t hash) const;
+  // Copies of the key's fingerprint (0 if absent).
+  uint32_t Count(std::string_view key) const { return CountHash(Hash(key)); }
+  uint32_t CountHash(uint64_t hash) const;
+
+  // Batched calls: the same results as the single calls in order (out[i]
+  // for key i), with the candidate blocks of a group of keys prefetched
+  // before any is probed. `out` must have room for n results.
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
+  void InsertBatch(const std::string_view* keys, size_t n, OpResult* out);
+  void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+  void EraseBatch(const std::string_view* keys, size_t n, OpResult* out);
+  void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+
+  // A hint: start loading the candidate blocks of `hash`. Any mode, any thread.
+  void PrefetchHash(uint64_t hash) const;
+  // Cache lines a query of `hash` reads: the blocks probed up to the first
+  // match (d for a negative query).
+  uint32_t LinesForHash(uint64_t hash) const;
+
+  // Empties the filter and resets the statistics.
+  void Clear();
+  // O(1) counters.
+  DenseDLeftStats Stats() const;
+
+  // The true fingerprint: bucket address in [B], remainder in [0, Rn).
+  struct TrueFingerprint {
+    uint64_t bucket;
+    uint32_t remainder;
+  };
+  TrueFingerprint FingerprintOfHash(uint64_t hash) const;
+  // The smallest hash whose true fingerprint is f (FingerprintOfHash of it
+  // gives f back): re-inserts a fingerprint through any *Hash call of a
+  // filter with the same geometry and seed, or a keyless migration.
+  uint64_t HashOfFingerprint(const TrueFingerprint& f) const;
+  // Calls fn(f, copies) for every stored fingerprint (recovered through
+  // P_i^-1), copies >= 1. In the thread-safe mode it holds the writer lock.
+  void ForEachFingerprint(const std::function<void(const TrueFingerprint&, uint32_t copies)>& fn) const;
+  // Adds `copies` occurrences of f: kOk, or kOverflow (unchanged);
+  // kNotFound (unchanged) when f is out of range.
+  OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t copies = 1);
+
+  // Appends the versioned little-endian format (filter_policy/FORMATS.md).
+  void Serialize(std::string* out) const;
+
+  const DenseDLeftOptions& options() const;
+  uint64_t bytes() const;
+  double PredictedFpr() const;
+
+  class Impl;
+
+ private:
+  explicit DenseDLeftFilter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlcbf

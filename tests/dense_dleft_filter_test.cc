@@ -1,0 +1,493 @@
+// Tests for DenseDLeftFilter, the dense dlCBF kernel (variable-occupancy
+// buckets): a multiset oracle over both remainder classes, every d and
+// both thread modes; the block codec against a portable reference; FPR
+// against the formula; overflow (moves, then kOverflow with the filter
+// unchanged); erasing absent keys; batched calls; keyless re-insertion;
+// sizing errors; the serialized form (round trip, golden bytes, every
+// truncation, bit flips); and an oracle race of lock-free readers against
+// relocating writers, with a negative control that must see misses.
+#include "dlcbf/core/dense_dleft_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "dlcbf/internal/hash.h"
+#include "filter_policy/core/dense_dleft_block.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/core/dense_dleft_testing.h"
+#endif
+#include "test_scale.h"
+
+namespace dlcbf {
+namespace {
+
+using testing_util::Scaled;
+
+std::unique_ptr<DenseDLeftFilter> Make(const DenseDLeftOptions& o) {
+  std::unique_ptr<DenseDLeftFilter> f;
+  Status s = DenseDLeftFilter::Create(o, &f);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return f;
+}
+
+DenseDLeftOptions Geometry(uint32_t r, uint32_t d, uint64_t bps, bool ts = false, uint64_t seed = 42) {
+  DenseDLeftOptions o;
+  o.remainder_bits = r;
+  o.subtables = d;
+  o.blocks_per_subtable = bps;
+  o.thread_safe = ts;
+  o.seed = seed;
+  return o;
+}
+
+std::string Bytes(const DenseDLeftFilter& f) {
+  std::string s;
+  f.Serialize(&s);
+  return s;
+}
+
+uint64_t Packed(const DenseDLeftFilter::TrueFingerprint& f) { return (f.bucket << 16) | f.remainder; }
+
+// ---- block codec ----------------------------------------------------------
+TEST(DenseBlockCodec, Select64MatchesNaive) {
+  std::mt19937_64 rng(1);
+  for (int it = 0; it < 20000; ++it) {
+    uint64_t x = rng() & rng();  // sparse and dense words
+    if (it % 3 == 0) x = rng();
+    if (x == 0) continue;
+    std::vector<int> ones;
+    for (int b = 0; b < 64; ++b) {
+      if ((x >> b) & 1) ones.push_back(b);
+    }
+    for (size_t j = 0; j < ones.size(); ++j) {
+      ASSERT_EQ(dense_detail::Select64Portable(x, static_cast<int>(j)), ones[j]) << std::hex << x << " j=" << j;
+      ASSERT_EQ(dense_detail::Select64(x, static_cast<int>(j)), ones[j]);
+    }
+  }
+}
+
+template <class C>
+void CheckMatchMasks() {
+  std::mt19937_64 rng(7);
+  alignas(64) uint8_t blk[64];
+  for (int it = 0; it < 5000; ++it) {
+    for (auto& b : blk) b = static_cast<uint8_t>(rng() % 4);  // many equal values
+    for (uint32_t v = 0; v < 4; ++v) {
+      ASSERT_EQ(dense_detail::MatchMask<C>(blk, v), dense_detail::MatchMaskPortable<C>(blk, v));
+    }
+  }
+}
+// The SSE2 compare (x86-64's baseline) and the portable loop of other
+// targets give the same mask; the portable loop is what the CI checks here.
+TEST(DenseBlockCodec, MatchMaskSse2EqualsPortable) {
+  CheckMatchMasks<dense_detail::Class8>();
+  CheckMatchMasks<dense_detail::Class16>();
+}
+
+template <class C>
+void CheckBlockOracle() {
+  std::mt19937_64 rng(11);
+  alignas(64) uint8_t blk[64] = {};
+  std::vector<std::vector<uint32_t>> model(C::kBuckets);
+  int used = 0;
+  const uint32_t vmax = (1u << C::kR) - 1;
+  for (int it = 0; it < 20000; ++it) {
+    const uint32_t j = static_cast<uint32_t>(rng() % C::kBuckets);
+    const uint32_t v = 1 + static_cast<uint32_t>(rng() % 3) * (vmax / 3);  // few values: many repeats
+    if (rng() % 2 == 0 && used < C::kSlots) {
+      dense_detail::InsertInBlock<C>(blk, j, v);
+      model[j].push_back(v);
+      ++used;
+    } else {
+      const int t = dense_detail::FindInBucket<C>(blk, j, v);
+      auto it2 = std::find(model[j].begin(), model[j].end(), v);
+      ASSERT_EQ(t >= 0, it2 != model[j].end());
+      if (t >= 0) {
+        dense_detail::RemoveFromBlock<C>(blk, t, j);
+        model[j].erase(it2);
+        --used;
+      }
+    }
+    ASSERT_EQ(dense_detail::Used<C>(blk), used);
+    ASSERT_EQ(dense_detail::CheckBlock<C>(blk), nullptr);
+    for (uint32_t b = 0; b < static_cast<uint32_t>(C::kBuckets); b += 7) {
+      ASSERT_EQ(dense_detail::CountInBucket<C>(blk, b, v),
+                static_cast<uint32_t>(std::count(model[b].begin(), model[b].end(), v)));
+    }
+  }
+}
+TEST(DenseBlockCodec, InsertRemoveAgainstBucketModel) {
+  CheckBlockOracle<dense_detail::Class8>();
+  CheckBlockOracle<dense_detail::Class16>();
+}
+
+// ---- the filter, every class x d x thread mode ---------------------------
+class DenseGeometryTest : public ::testing::TestWithParam<std::tuple<uint32_t, uint32_t, bool>> {
+ protected:
+  uint32_t r() const { return std::get<0>(GetParam()); }
+  uint32_t d() const { return std::get<1>(GetParam()); }
+  bool ts() const { return std::get<2>(GetParam()); }
+};
+
+// Every answer against a multiset of true fingerprints: Count is exact,
+// Erase succeeds iff a copy is stored, no stored key is ever missed.
+TEST_P(DenseGeometryTest, MultisetOracle) {
+  auto f = Make(Geometry(r(), d(), 16, ts()));
+  std::mt19937_64 rng(r() * 100 + d());
+  std::map<uint64_t, uint32_t> fps;       // packed fingerprint -> copies
+  std::map<uint64_t, uint32_t> keys;      // key -> times inserted - erased
+  const uint64_t pool = 16 * d() * f->options().SlotsPerBlock();  // ~ full table
+  const uint64_t ops = Scaled(60000, 5000);
+  uint64_t overflows = 0;
+  for (uint64_t it = 0; it < ops; ++it) {
+    const uint64_t key = rng() % pool;
+    const uint64_t h = internal::Mix64(key ^ 0xABCDEF);
+    const uint64_t p = Packed(f->FingerprintOfHash(h));
+    if (rng() % 100 < 55) {
+      const OpResult res = f->InsertHash(h);
+      if (res == OpResult::kOk) {
+        ++fps[p];
+        ++keys[key];
+      } else {
+        ASSERT_EQ(res, OpResult::kOverflow);
+        ++overflows;
+      }
+    } else if (keys.count(key) && keys[key] > 0) {
+      ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+      if (--fps[p] == 0) fps.erase(p);
+      --keys[key];
+    }
+    if (it % 97 == 0) {
+      for (const auto& [k, n] : keys) {
+        if (n == 0) continue;
+        const uint64_t hk = internal::Mix64(k ^ 0xABCDEF);
+        ASSERT_TRUE(f->ContainsHash(hk)) << "false negative, key " << k;
+        ASSERT_EQ(f->CountHash(hk), fps[Packed(f->FingerprintOfHash(hk))]);
+      }
+    }
+  }
+  uint64_t items = 0;
+  for (const auto& kv : fps) items += kv.second;
+  EXPECT_EQ(f->Stats().items, items);
+  EXPECT_EQ(f->Stats().overflows, overflows);
+  // ForEachFingerprint reports exactly the multiset (copies of one
+  // fingerprint may sit in several subtables: summed here).
+  std::map<uint64_t, uint32_t> seen;
+  f->ForEachFingerprint([&](const DenseDLeftFilter::TrueFingerprint& t, uint32_t c) { seen[Packed(t)] += c; });
+  EXPECT_EQ(seen, fps);
+}
+
+// Absent keys with unused fingerprints: kNotFound, table unchanged, and
+// every present key still found.
+TEST_P(DenseGeometryTest, EraseOfAbsentKeyHurtsNothing) {
+  auto f = Make(Geometry(r(), d(), 8, ts()));
+  std::set<uint64_t> fps;
+  std::vector<uint64_t> present;
+  const uint64_t n = static_cast<uint64_t>(0.8 * 8 * d() * f->options().SlotsPerBlock());
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t h = internal::Mix64(i);
+    ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+    present.push_back(h);
+    fps.insert(Packed(f->FingerprintOfHash(h)));
+  }
+  const std::string before = Bytes(*f);
+  uint64_t tried = 0;
+  for (uint64_t i = 1000000; tried < 20000; ++i) {
+    const uint64_t h = internal::Mix64(i);
+    if (fps.count(Packed(f->FingerprintOfHash(h)))) continue;
+    ++tried;
+    ASSERT_EQ(f->EraseHash(h), OpResult::kNotFound);
+  }
+  EXPECT_EQ(Bytes(*f), before);
+  for (uint64_t h : present) ASSERT_TRUE(f->ContainsHash(h));
+}
+
+// Fill a small table until inserts fail: moves happen first, every
+// kOverflow leaves the bytes unchanged, no inserted key is lost.
+TEST_P(DenseGeometryTest, OverflowLeavesFilterUnchanged) {
+  auto f = Make(Geometry(r(), d(), 64, ts()));
+  std::vector<uint64_t> in;
+  uint64_t fails = 0;
+  for (uint64_t i = 0; fails < 50; ++i) {
+    const uint64_t h = internal::Mix64(i * 7919);
+    const std::string before = fails < 10 ? Bytes(*f) : std::string();
+    const OpResult res = f->InsertHash(h);
+    if (res == OpResult::kOk) {
+      in.push_back(h);
+    } else {
+      ASSERT_EQ(res, OpResult::kOverflow);
+      if (fails < 10) {
+        ASSERT_EQ(Bytes(*f), before);
+      }
+      ++fails;
+    }
+  }
+  const DenseDLeftStats s = f->Stats();
+  // Residents move before an insert fails, unless the table is full to the
+  // last slot (then no resident has anywhere to go).
+  EXPECT_TRUE(s.relocations > 0 || s.load > 0.999) << "no move before kOverflow at load " << s.load;
+  EXPECT_EQ(s.overflows, fails);
+  EXPECT_GT(s.load, 0.9) << "d-left with moves fills small tables beyond 90%";
+  for (uint64_t h : in) ASSERT_TRUE(f->ContainsHash(h));
+}
+
+TEST_P(DenseGeometryTest, BatchedCallsEqualSingleCalls) {
+  auto f = Make(Geometry(r(), d(), 64, ts()));
+  auto g = Make(Geometry(r(), d(), 64, ts()));
+  std::vector<uint64_t> hs(5000);
+  for (size_t i = 0; i < hs.size(); ++i) hs[i] = internal::Mix64(i + 17);
+  std::vector<OpResult> res(hs.size());
+  f->InsertHashBatch(hs.data(), 3000, res.data());
+  for (size_t i = 0; i < 3000; ++i) ASSERT_EQ(res[i], g->InsertHash(hs[i]));
+  EXPECT_EQ(Bytes(*f), Bytes(*g));
+  std::unique_ptr<bool[]> out(new bool[hs.size()]);
+  f->ContainsHashBatch(hs.data(), hs.size(), out.get());
+  for (size_t i = 0; i < hs.size(); ++i) ASSERT_EQ(out[i], g->ContainsHash(hs[i])) << i;
+  f->EraseHashBatch(hs.data(), 1000, res.data());
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(res[i], g->EraseHash(hs[i]));
+  EXPECT_EQ(Bytes(*f), Bytes(*g));
+  // By key.
+  std::vector<std::string> ks = {"apple", "banana", "cherry", "apple"};
+  std::vector<std::string_view> kv(ks.begin(), ks.end());
+  std::vector<OpResult> kr(kv.size());
+  f->InsertBatch(kv.data(), kv.size(), kr.data());
+  for (size_t i = 0; i < kv.size(); ++i) ASSERT_EQ(kr[i], g->Insert(kv[i]));
+  EXPECT_EQ(f->Count("apple"), 2u);
+  f->ContainsBatch(kv.data(), kv.size(), out.get());
+  for (size_t i = 0; i < kv.size(); ++i) ASSERT_TRUE(out[i]);
+  f->EraseBatch(kv.data(), kv.size(), kr.data());
+  for (size_t i = 0; i < kv.size(); ++i) ASSERT_EQ(kr[i], OpResult::kOk);
+  EXPECT_EQ(f->Count("apple"), 0u);
+}
+
+// Keyless re-insertion: the fingerprints read back through P_i^-1 and
+// re-inserted by hash give a filter with the same answers.
+TEST_P(DenseGeometryTest, KeylessReinsertKeepsEveryAnswer) {
+  auto f = Make(Geometry(r(), d(), 32, ts()));
+  for (uint64_t i = 0; i < 32 * d() * f->options().SlotsPerBlock() * 8 / 10; ++i) {
+    ASSERT_EQ(f->InsertHash(internal::Mix64(i * 3)), OpResult::kOk);
+  }
+  auto g = Make(Geometry(r(), d(), 32, ts()));
+  f->ForEachFingerprint([&](const DenseDLeftFilter::TrueFingerprint& t, uint32_t c) {
+    ASSERT_EQ(f->FingerprintOfHash(f->HashOfFingerprint(t)).bucket, t.bucket);
+    ASSERT_EQ(g->InsertFingerprint(t, c), OpResult::kOk);
+  });
+  for (uint64_t i = 0; i < 200000; ++i) {
+    const uint64_t h = internal::Mix64(i * 3);
+    ASSERT_EQ(f->CountHash(h), g->CountHash(h));
+  }
+  EXPECT_EQ(g->InsertFingerprint({~uint64_t{0}, 1}, 1), OpResult::kNotFound);
+}
+
+TEST_P(DenseGeometryTest, SerializeRoundTripAndCorruption) {
+  auto f = Make(Geometry(r(), d(), 4, ts()));
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i)), OpResult::kOk);
+  const std::string s = Bytes(*f);
+  ASSERT_EQ(s.size(), 64 + 64 * 4 * d() + 8);
+  std::unique_ptr<DenseDLeftFilter> g;
+  ASSERT_TRUE(DenseDLeftFilter::Deserialize(s, &g, ts()).ok());
+  EXPECT_EQ(Bytes(*g), s);
+  EXPECT_EQ(g->Stats().items, 100u);
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(g->ContainsHash(internal::Mix64(i)));
+  for (size_t n = 0; n < s.size(); ++n) {
+    Status st = DenseDLeftFilter::Deserialize(std::string_view(s.data(), n), &g);
+    ASSERT_TRUE(st.IsCorruption()) << n;
+  }
+  std::mt19937_64 rng(5);
+  for (int it = 0; it < 300; ++it) {
+    std::string c = s;
+    c[rng() % c.size()] ^= static_cast<char>(1u << (rng() % 8));
+    ASSERT_TRUE(DenseDLeftFilter::Deserialize(c, &g).IsCorruption());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ClassesAndD, DenseGeometryTest,
+                         ::testing::Combine(::testing::Values(8u, 16u), ::testing::Values(2u, 3u, 4u),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<uint32_t, uint32_t, bool>>& i) {
+                           return "r" + std::to_string(std::get<0>(i.param)) + "_d" +
+                                  std::to_string(std::get<1>(i.param)) +
+                                  (std::get<2>(i.param) ? "_ts" : "");
+                         });
+
+// A directory that is not a valid encoding is Corruption, even with a
+// good checksum (the checksum is recomputed here).
+TEST(DenseDLeftFilter, InconsistentBlockIsCorruption) {
+  auto f = Make(Geometry(8, 2, 1));
+  ASSERT_EQ(f->InsertHash(1), OpResult::kOk);
+  std::string s = Bytes(*f);
+  auto reseal = [](std::string* x) {
+    x->resize(x->size() - 8);
+    const uint64_t h = internal::HashKey(x->data(), x->size(), 0);
+    for (int i = 0; i < 8; ++i) x->push_back(static_cast<char>(h >> (8 * i)));
+  };
+  std::unique_ptr<DenseDLeftFilter> g;
+  std::string a = s;
+  a[64 + 40] = 7;  // a free slot that is not 0
+  reseal(&a);
+  EXPECT_TRUE(DenseDLeftFilter::Deserialize(a, &g).IsCorruption());
+  std::string b = s;
+  b[64 + 63] = static_cast<char>(0x80);  // a directory bit above the last bucket
+  reseal(&b);
+  EXPECT_TRUE(DenseDLeftFilter::Deserialize(b, &g).IsCorruption());
+  std::string c = s;
+  c[32] = 5;  // item count
+  reseal(&c);
+  EXPECT_TRUE(DenseDLeftFilter::Deserialize(c, &g).IsCorruption());
+}
+
+// Version 1's bytes for a fixed input, pinned: any change to the hashing,
+// the permutations, the block encoding or the header is a new version.
+TEST(DenseDLeftFilter, GoldenBytesVersion1) {
+  for (uint32_t r : {8u, 16u}) {
+    auto f = Make(Geometry(r, 2, 1, false, 7));
+    for (const char* k : {"apple", "banana", "cherry", "apple"}) ASSERT_EQ(f->Insert(k), OpResult::kOk);
+    const std::string s = Bytes(*f);
+    std::string hex;
+    char buf[4];
+    for (unsigned char ch : s) {
+      std::snprintf(buf, sizeof(buf), "%02x", ch);
+      hex += buf;
+    }
+    const char* want =
+        r == 8 ? "644c444e010008023000500000000000010000000000000007000000000000000400000000000000eca105dc33d8010000000000000000000000000000000000a7ef000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000002000000000000200000000000000072ef0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001002000000000000000000000000fa356fbe8feb2519"
+               : "644c444e010010021c00240000000000010000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000006583e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001000000001000000b3993e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000008020000000000d53344c7222128da";
+    EXPECT_EQ(hex, want) << "r=" << r;
+  }
+}
+
+TEST(DenseDLeftFilter, FprMatchesFormula) {
+  for (uint32_t r : {8u, 16u}) {
+    DenseDLeftOptions o = Geometry(r, 2, 1);
+    const uint64_t n = 200000;
+    ASSERT_TRUE(DenseDLeftOptions::ForLoad(n, DenseDLeftOptions::MaxLoad(r), r, &o).ok());
+    auto f = Make(o);
+    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i)), OpResult::kOk);
+    const uint64_t q = r == 8 ? 400000 : 4000000;
+    uint64_t fp = 0;
+    for (uint64_t i = 0; i < q; ++i) fp += f->ContainsHash(internal::Mix64(i + (uint64_t{1} << 40)));
+    const double p = f->PredictedFpr();
+    // Binomial(q, p): 5 standard deviations (+1 for tiny expectations).
+    const double sd = std::sqrt(q * p * (1 - p));
+    EXPECT_NEAR(static_cast<double>(fp), q * p, 5 * sd + 1) << "r=" << r << " predicted " << p;
+    const double want_bpk = 512.0 / (o.SlotsPerBlock() * DenseDLeftOptions::MaxLoad(r));
+    EXPECT_NEAR(f->Stats().bits_per_item, want_bpk, 0.02 * want_bpk);
+  }
+}
+
+TEST(DenseDLeftFilter, SizingChoosesClassAndRejectsOutOfRange) {
+  DenseDLeftOptions o;
+  ASSERT_TRUE(DenseDLeftOptions::ForFpr(1000000, 0.005, &o).ok());
+  EXPECT_EQ(o.remainder_bits, 8u);
+  EXPECT_LE(o.PredictedFpr(1000000), 0.005 * 1.01);
+  ASSERT_TRUE(DenseDLeftOptions::ForFpr(1000000, 0.00003, &o).ok());
+  EXPECT_EQ(o.remainder_bits, 16u);
+  EXPECT_LE(o.PredictedFpr(1000000), 0.00003 * 1.01);
+  ASSERT_TRUE(DenseDLeftOptions::ForBitsPerKey(1000000, 12, &o).ok());
+  EXPECT_EQ(o.remainder_bits, 8u);
+  EXPECT_LE(o.Bytes() * 8.0 / 1e6, 12.0 + 0.01);
+  ASSERT_TRUE(DenseDLeftOptions::ForBitsPerKey(1000000, 21, &o).ok());
+  EXPECT_EQ(o.remainder_bits, 16u);
+  const DenseDLeftOptions keep = o;
+  Status s = DenseDLeftOptions::ForFpr(1000000, 1e-9, &o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("fpr must be in"), std::string::npos) << s.ToString();
+  s = DenseDLeftOptions::ForBitsPerKey(1000000, 8, &o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("bits_per_key"), std::string::npos) << s.ToString();
+  s = DenseDLeftOptions::ForLoad(1000, 0.99, 8, &o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("load must be in"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(DenseDLeftOptions::ForLoad(1000, 0.5, 12, &o).IsInvalidArgument());
+  EXPECT_EQ(o.Bytes(), keep.Bytes()) << "a rejected request leaves the options unchanged";
+  DenseDLeftOptions bad;
+  bad.subtables = 5;
+  std::unique_ptr<DenseDLeftFilter> f;
+  EXPECT_TRUE(DenseDLeftFilter::Create(bad, &f).IsInvalidArgument());
+  bad = DenseDLeftOptions();
+  bad.blocks_per_subtable = 1u << 20;
+  bad.max_bytes = 1u << 20;
+  EXPECT_TRUE(DenseDLeftFilter::Create(bad, &f).IsMemoryLimit());
+}
+
+// ---- the thread-safe mode: readers race relocating writers ---------------
+// Stable keys are inserted first and never erased; a writer churns other
+// keys at full load (moves and in-block shifts), readers check that every
+// stable key is always found. Returns the misses seen.
+uint64_t RaceMisses(uint32_t r, uint32_t pause) {
+  auto f = Make(Geometry(r, 2, 8, true, 99));
+  const uint32_t slots = f->options().SlotsPerBlock();
+  std::vector<uint64_t> stable;
+  for (uint64_t i = 0; stable.size() < 8 * 2 * slots / 2; ++i) {
+    if (f->InsertHash(internal::Mix64(i)) == OpResult::kOk) stable.push_back(internal::Mix64(i));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> misses{0};
+  std::vector<std::thread> readers;
+#ifdef DLCBF_TESTING
+  dense_testing::SetReaderPause(pause);
+#else
+  (void)pause;
+#endif
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&] {
+      uint64_t local = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (uint64_t h : stable) local += !f->ContainsHash(h);
+      }
+      misses += local;
+    });
+  }
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> churn;
+  const uint64_t steps = Scaled(300000, 20000);
+  for (uint64_t s = 0; s < steps; ++s) {
+    if (churn.size() < 8 * 2 * slots / 2 && rng() % 2 == 0) {
+      const uint64_t h = rng();
+      if (f->InsertHash(h) == OpResult::kOk) churn.push_back(h);
+    } else if (!churn.empty()) {
+      const size_t i = rng() % churn.size();
+      EXPECT_EQ(f->EraseHash(churn[i]), OpResult::kOk);
+      churn[i] = churn.back();
+      churn.pop_back();
+    }
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+#ifdef DLCBF_TESTING
+  dense_testing::SetReaderPause(0);
+#endif
+  EXPECT_GT(f->Stats().relocations, 0u) << "the race needs moves between blocks";
+  return misses.load();
+}
+
+TEST(DenseDLeftConcurrency, LockFreeReadersNeverMissAStableKey) {
+  for (uint32_t r : {8u, 16u}) EXPECT_EQ(RaceMisses(r, 64), 0u) << "r=" << r;
+}
+
+TEST(DenseDLeftConcurrency, NegativeControlWithoutRecheckMisses) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the fault hook is compiled only there)";
+#else
+  dense_testing::SetSkipNegativeRecheck(true);
+  uint64_t misses = 0;
+  for (int run = 0; run < 5 && misses == 0; ++run) misses += RaceMisses(8, 64);
+  dense_testing::SetSkipNegativeRecheck(false);
+  EXPECT_GT(misses, 0u) << "without the re-check, readers must be seen missing keys that writers move";
+#endif
+}
+
+}  // namespace
+}  // namespace dlcbf
