@@ -199,10 +199,9 @@ inline uint32_t CountInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
   } while (m != 0);
   return n;
 }
-// The first slot of bucket j holding v, or -1.
+// The first slot of bucket j among the matches m (a MatchMask), or -1.
 template <class C>
-inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
-  uint64_t m = MatchMask<C>(blk, v);
+inline int FirstInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
   if (m == 0) return -1;
   const typename C::Dir d = LoadDir<C>(blk);
   do {
@@ -211,6 +210,15 @@ inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
     m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
   } while (m != 0);
   return -1;
+}
+template <class C>
+inline bool AnyInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
+  return FirstInBucket<C>(blk, j, m) >= 0;
+}
+// The first slot of bucket j holding v, or -1.
+template <class C>
+inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
+  return FirstInBucket<C>(blk, j, MatchMask<C>(blk, v));
 }
 template <class C>
 inline bool InBucket(const uint8_t* blk, uint32_t j, uint32_t v) {

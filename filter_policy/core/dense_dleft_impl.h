@@ -86,6 +86,12 @@ class DenseDLeftFilter::Impl {
   template <class C>
   uint32_t Candidates(uint64_t h, Cand* c) const {
     const internal::Fingerprint f = hashing.FingerprintOf(h);
+    if (d == 2) {  // the common geometry, unrolled
+      const internal::Location l = hashing.Permute(1, f);
+      c[0] = Cand{f.bucket / C::kBuckets, static_cast<uint32_t>(f.bucket % C::kBuckets)};
+      c[1] = Cand{nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
+      return static_cast<uint32_t>(f.remainder) + 1;
+    }
     for (uint32_t i = 0; i < d; ++i) {
       const internal::Location l = hashing.Permute(i, f);
       c[i] = Cand{i * nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
@@ -195,6 +201,19 @@ class DenseDLeftFilter::Impl {
   bool Contains(uint64_t h) const {
     Cand c[kMaxD];
     const uint32_t v = Candidates<C>(h, c);
+    if constexpr (!TS) {
+      if (d == 2) {
+        // Both lines are loaded and compared before any branch depends on
+        // them, so the two cache misses overlap; most negatives stop at the
+        // combined mask.
+        const uint8_t* b0 = Blk(c[0].block);
+        const uint8_t* b1 = Blk(c[1].block);
+        const uint64_t m0 = dense_detail::MatchMask<C>(b0, v);
+        const uint64_t m1 = dense_detail::MatchMask<C>(b1, v);
+        if ((m0 | m1) == 0) return false;
+        return dense_detail::AnyInBucket<C>(b0, c[0].bucket, m0) || dense_detail::AnyInBucket<C>(b1, c[1].bucket, m1);
+      }
+    }
     return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
       return dense_detail::InBucket<C>(blk, c[i].bucket, v);
     });
@@ -229,6 +248,7 @@ class DenseDLeftFilter::Impl {
   }
   template <class C, bool TS>
   OpResult InsertAt(const Cand* c, uint32_t v) {
+    for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
     uint32_t best = 0;
     int best_used = C::kSlots + 1;
     for (uint32_t i = 0; i < d; ++i) {

@@ -5,6 +5,8 @@
 //   dlcbf-paper      DLeftCountingBloomFilter, paper geometry d4 L8 r14 c2
 //                    at load 0.75 (the general class, unchanged)
 //   fast-d2/d4@load  FastDLeftFilter (cache-line-local kernel), D = 2 or 4
+//   dense-r8/r16     DenseDLeftFilter (variable-occupancy buckets), remainder
+//                    class 8 or 16 bits, d = 2, at its MaxLoad
 //   rocksdb-bloom:x  RocksDB FastLocalBloom, x bits/key   } through the same
 //   rocksdb-ribbon:x RocksDB Ribbon, x bits/key            } adapter as
 //                                                          } sst_filter_bench
@@ -30,6 +32,8 @@
 // per query with LinesForHash; the general dlCBF: d, by construction).
 //
 // Usage: peer_bench [--n=100000,10000000] [--rounds=3] [--queries=2000000]
+//                   [--only=dense,cuckoo,vqf]  (configurations whose names
+//                                               start with one of these)
 //                   [--plot_dir=DIR]  (writes DIR/peer_bench.dat and .gp;
 //                                      runs gnuplot when installed)
 #include <algorithm>
@@ -49,6 +53,7 @@
 #include <unistd.h>
 
 #include "tools/bench/builtin_filter_adapter.h"
+#include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "rocksdb/filter_policy.h"
@@ -90,15 +95,15 @@ class Peer {
   virtual double LinesPerNegative(const uint64_t*, size_t) const { return -1; }
 };
 
-// ---- ours -------------------------------------------------------------------
-class OldDLeft : public Peer {
+// ---- ours ----------------------------------------------------------------------
+// The dlCBF kernels share one API shape, so one adapter times them all:
+// Make() creates the filter for n keys; the loops are compiled per kernel.
+template <class Filter>
+class KernelPeer : public Peer {
  public:
-  std::string Name() const override { return "dlcbf-paper(d4L8r14c2@.75)"; }
   double Insert(const uint64_t* k, size_t n) override {
-    dlcbf::DLeftOptions o;
-    o.SizeFor(n, 0.75);
     f_.reset();
-    if (!dlcbf::DLeftCountingBloomFilter::Create(o, &f_).ok()) return -1;
+    if (!Make(n)) return -1;
     auto t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
       if (f_->InsertHash(k[i]) != dlcbf::OpResult::kOk) return -1;
@@ -134,13 +139,35 @@ class OldDLeft : public Peer {
   }
   size_t Bytes() const override { return f_->bytes(); }
   double PredictedFpr() const override { return f_->PredictedFpr(); }
+
+ protected:
+  // Creates f_ sized for n keys; false on error.
+  virtual bool Make(size_t n) = 0;
+  std::unique_ptr<Filter> f_;
+};
+
+class OldDLeft : public KernelPeer<dlcbf::DLeftCountingBloomFilter> {
+ public:
+  std::string Name() const override { return "dlcbf-paper(d4L8r14c2@.75)"; }
   double LinesPerNegative(const uint64_t*, size_t) const override { return f_->options().subtables; }
 
  private:
-  std::unique_ptr<dlcbf::DLeftCountingBloomFilter> f_;
+  bool Make(size_t n) override {
+    dlcbf::DLeftOptions o;
+    o.SizeFor(n, 0.75);
+    return dlcbf::DLeftCountingBloomFilter::Create(o, &f_).ok();
+  }
 };
 
-class Fast : public Peer {
+// Lines a negative query reads, measured per query (LinesForHash).
+template <class Filter>
+double MeasuredLines(const Filter& f, const uint64_t* k, size_t n) {
+  uint64_t lines = 0;
+  for (size_t i = 0; i < n; ++i) lines += f.LinesForHash(k[i]);
+  return static_cast<double>(lines) / static_cast<double>(n);
+}
+
+class Fast : public KernelPeer<dlcbf::FastDLeftFilter> {
  public:
   Fast(uint32_t d, double load) : d_(d), load_(load) {}
   std::string Name() const override {
@@ -148,54 +175,34 @@ class Fast : public Peer {
     std::snprintf(b, sizeof(b), "fast-d%u@%.2f", d_, load_);
     return b;
   }
-  double Insert(const uint64_t* k, size_t n) override {
-    f_.reset();
-    if (!dlcbf::FastDLeftFilter::Create(dlcbf::FastDLeftOptions::ForLoad(n, load_, d_), &f_).ok()) return -1;
-    auto t0 = Clock::now();
-    for (size_t i = 0; i < n; ++i) {
-      if (f_->InsertHash(k[i]) != dlcbf::OpResult::kOk) return -1;
-    }
-    return NsPerOp(t0, Clock::now(), n);
-  }
-  double Query(const uint64_t* k, size_t n, uint64_t* pos) override {
-    uint64_t p = 0;
-    auto t0 = Clock::now();
-    for (size_t i = 0; i < n; ++i) p += f_->ContainsHash(k[i]);
-    auto t1 = Clock::now();
-    *pos = p;
-    return NsPerOp(t0, t1, n);
-  }
-  double QueryBatch(const uint64_t* k, size_t n, uint64_t* pos) override {
-    bool out[32];
-    uint64_t p = 0;
-    auto t0 = Clock::now();
-    for (size_t b = 0; b + 32 <= n; b += 32) {
-      f_->ContainsHashBatch(k + b, 32, out);
-      for (bool x : out) p += x;
-    }
-    auto t1 = Clock::now();
-    *pos = p;
-    return NsPerOp(t0, t1, n / 32 * 32);
-  }
-  double Erase(const uint64_t* k, size_t n) override {
-    auto t0 = Clock::now();
-    for (size_t i = 0; i < n; ++i) {
-      if (f_->EraseHash(k[i]) != dlcbf::OpResult::kOk) return -1;
-    }
-    return NsPerOp(t0, Clock::now(), n);
-  }
-  size_t Bytes() const override { return f_->bytes(); }
-  double PredictedFpr() const override { return f_->PredictedFpr(); }
-  double LinesPerNegative(const uint64_t* k, size_t n) const override {
-    uint64_t lines = 0;
-    for (size_t i = 0; i < n; ++i) lines += f_->LinesForHash(k[i]);
-    return static_cast<double>(lines) / static_cast<double>(n);
-  }
+  double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
 
  private:
+  bool Make(size_t n) override {
+    return dlcbf::FastDLeftFilter::Create(dlcbf::FastDLeftOptions::ForLoad(n, load_, d_), &f_).ok();
+  }
   uint32_t d_;
   double load_;
-  std::unique_ptr<dlcbf::FastDLeftFilter> f_;
+};
+
+// The dense kernel: remainder class r (8 or 16), d = 2, at `load`.
+class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
+ public:
+  Dense(uint32_t r, double load) : r_(r), load_(load) {}
+  std::string Name() const override {
+    char b[64];
+    std::snprintf(b, sizeof(b), "dense-r%u-d2@%.2f", r_, load_);
+    return b;
+  }
+  double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
+
+ private:
+  bool Make(size_t n) override {
+    dlcbf::DenseDLeftOptions o;
+    return dlcbf::DenseDLeftOptions::ForLoad(n, load_, r_, &o).ok() && dlcbf::DenseDLeftFilter::Create(o, &f_).ok();
+  }
+  uint32_t r_;
+  double load_;
 };
 
 // ---- RocksDB built-in filters (bench/builtin_filter_adapter.h) -------------
@@ -374,10 +381,22 @@ std::vector<size_t> ParseSizes(const std::string& s) {
   return v;
 }
 
+// Is a configuration named `name` selected by --only (a comma-separated
+// list of name prefixes; empty = all)?
+bool Selected(const std::string& name, const std::string& only) {
+  if (only.empty()) return true;
+  std::stringstream ss(only);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    if (!tok.empty() && name.rfind(tok, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string sizes = "100000,10000000", plot_dir;
+  std::string sizes = "100000,10000000", plot_dir, only;
   int rounds = 3;
   size_t max_queries = 2000000;
   for (int i = 1; i < argc; ++i) {
@@ -390,8 +409,10 @@ int main(int argc, char** argv) {
       max_queries = std::strtoull(a.c_str() + 10, nullptr, 10);
     } else if (a.rfind("--plot_dir=", 0) == 0) {
       plot_dir = a.substr(11);
+    } else if (a.rfind("--only=", 0) == 0) {
+      only = a.substr(7);
     } else {
-      std::fprintf(stderr, "usage: peer_bench [--n=N1,N2] [--rounds=R] [--queries=Q] [--plot_dir=DIR]\n");
+      std::fprintf(stderr, "usage: peer_bench [--n=N1,N2] [--rounds=R] [--queries=Q] [--plot_dir=DIR] [--only=A,B]\n");
       return 2;
     }
   }
@@ -447,6 +468,8 @@ int main(int argc, char** argv) {
       [] { return std::unique_ptr<Peer>(new Fast(2, 0.80)); },
       [] { return std::unique_ptr<Peer>(new Fast(2, 0.70)); },
       [] { return std::unique_ptr<Peer>(new Fast(4, 0.80)); },
+      [] { return std::unique_ptr<Peer>(new Dense(8, 0.93)); },
+      [] { return std::unique_ptr<Peer>(new Dense(16, 0.90)); },
       [] {
         return std::unique_ptr<Peer>(new Builtin(
             "rocksdb-bloom:10", std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10))));
@@ -483,7 +506,10 @@ int main(int argc, char** argv) {
     std::vector<uint64_t> hits(std::min(n, q));
     for (auto& k : hits) k = present[rng() % n];
     std::vector<std::unique_ptr<Peer>> peers;
-    for (auto& m : makers) peers.push_back(m());
+    for (auto& m : makers) {
+      std::unique_ptr<Peer> p = m();
+      if (Selected(p->Name(), only)) peers.push_back(std::move(p));
+    }
     std::vector<Figures> fig(peers.size());
     for (int r = 0; r < rounds; ++r) {
       for (size_t c = 0; c < peers.size(); ++c) {
