@@ -1,9 +1,10 @@
 // Fuzz target 2: deserialization of the dlCBF, the counting Bloom filter,
-// the autoscaling Bloom filter and the fast dlCBF kernel (the ElasticFilter
-// has no serialized form).
+// the autoscaling Bloom filter, the fast and the dense dlCBF kernels (the
+// ElasticFilter has no serialized form).
 //
 // The first byte picks the structure and the thread-safety mode (0xF0 and
-// above: FastDLeftFilter, bit 0 = thread-safe); the rest
+// above: FastDLeftFilter, 0xE0..0xEF: DenseDLeftFilter; bit 0 =
+// thread-safe); the rest
 // is the serialized bytes, tried as given and with a fixed checksum (see
 // fuzz_util.h). Deserialize must return OK or an error and never crash or
 // read out of bounds. When it accepts the input, the filter is exercised
@@ -18,6 +19,7 @@
 
 #include "dlcbf/core/autoscaling_bloom_filter.h"
 #include "dlcbf/core/counting_bloom_filter.h"
+#include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "fuzz_util.h"
@@ -32,7 +34,7 @@ void Exercise(Filter* f, const std::string& accepted, const uint8_t* keys, size_
   f->Serialize(&again);
   if (again != accepted) Fail("Serialize(Deserialize(x)) != x");
   for (size_t i = 0; i < n && i < 64; ++i) {
-    rocksdb::Slice k(reinterpret_cast<const char*>(keys + i), std::min<size_t>(n - i, 4));
+    const std::string_view k(reinterpret_cast<const char*>(keys + i), std::min<size_t>(n - i, 4));
     (void)f->Contains(k);
     if (i % 3 == 0) {
       if (f->Insert(k) == dlcbf::OpResult::kOk && !f->Contains(k)) {
@@ -117,6 +119,21 @@ void Fast(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   if (!dlcbf::FastDLeftFilter::Deserialize(out, &g).ok()) Fail("fast dlCBF re-load failed");
 }
 
+void Dense(const std::string& s, bool ts, const uint8_t* d, size_t n) {
+  std::unique_ptr<dlcbf::DenseDLeftFilter> f;
+  if (!dlcbf::DenseDLeftFilter::Deserialize(s, &f, ts).ok()) return;
+  if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
+  Exercise(f.get(), s, d, n);
+  (void)f->Count("x");
+  uint64_t items = 0;
+  f->ForEachFingerprint([&items](const dlcbf::DenseDLeftFilter::TrueFingerprint&, uint32_t c) { items += c; });
+  if (items != f->Stats().items) Fail("dense dlCBF: ForEachFingerprint disagrees with the item count");
+  std::string out;
+  f->Serialize(&out);
+  std::unique_ptr<dlcbf::DenseDLeftFilter> g;
+  if (!dlcbf::DenseDLeftFilter::Deserialize(out, &g).ok()) Fail("dense dlCBF re-load failed");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -130,6 +147,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool ts = (sel & 4) != 0;
     if (sel >= 0xF0) {
       Fast(s, (sel & 1) != 0, body, n);
+      continue;
+    }
+    if (sel >= 0xE0) {
+      Dense(s, (sel & 1) != 0, body, n);
       continue;
     }
     switch (sel % 4) {
