@@ -24,16 +24,21 @@ __extension__ typedef unsigned __int128 u128;
 constexpr int kBlockBytes = 64;
 constexpr int kBlockWords = 8;
 
-// ---- bit helpers (portable; the compiler uses POPCNT/BMI2 when enabled) ---
+// ---- bit helpers ----------------------------------------------------------
+// Population count: the POPCNT instruction in the kernel instances compiled
+// for it (kHw; dense_dleft_filter.cc picks them at run time when the CPU
+// has it), else a branch-free SWAR count (x86-64's baseline has no POPCNT,
+// and __builtin_popcountll there is a library call).
+template <bool kHw>
 inline int Pop64(uint64_t x) {
-#if defined(__POPCNT__)
-  return __builtin_popcountll(x);
-#else
-  x = x - ((x >> 1) & 0x5555555555555555ULL);
-  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
-#endif
+  if constexpr (kHw) {
+    return __builtin_popcountll(x);
+  } else {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+  }
 }
 
 // Position of the j-th (0-based) set bit of x; precondition j < Pop64(x).
@@ -61,6 +66,7 @@ struct Class8 {
   static constexpr int kMaskBitsPerSlot = 1;  // SSE2 movemask bits per slot
   using Dir = u128;
   using Slot = uint8_t;
+  static constexpr bool kHwPopcnt = false;
 };
 struct Class16 {
   static constexpr int kR = 16;
@@ -70,6 +76,13 @@ struct Class16 {
   static constexpr int kMaskBitsPerSlot = 2;
   using Dir = uint64_t;
   using Slot = uint16_t;
+  static constexpr bool kHwPopcnt = false;
+};
+// A class with POPCNT: the same layout, kernel instances compiled for CPUs
+// that have the instruction.
+template <class Base>
+struct WithPopcnt : Base {
+  static constexpr bool kHwPopcnt = true;
 };
 
 template <class C>
@@ -109,19 +122,29 @@ inline void StoreDir(uint8_t* blk, typename C::Dir d) {
     std::memcpy(blk + 56, &d, 8);
   }
 }
-inline int PopDir(u128 d) { return Pop64(static_cast<uint64_t>(d)) + Pop64(static_cast<uint64_t>(d >> 64)); }
-inline int PopDir(uint64_t d) { return Pop64(d); }
+template <class C>
+inline int PopDir(typename C::Dir d) {
+  if constexpr (C::kDirWords == 2) {
+    return Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d)) + Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d >> 64));
+  } else {
+    return Pop64<C::kHwPopcnt>(d);
+  }
+}
 template <class Dir>
 inline Dir LowMask(int n) {  // n < bits of Dir
   return (Dir{1} << n) - 1;
 }
 // Position of the j-th zero (bucket j's terminator).
-inline int SelectZero(uint64_t d, int j) { return Select64(~d, j); }
-inline int SelectZero(u128 d, int j) {
-  const uint64_t lo = ~static_cast<uint64_t>(d);
-  const int zl = Pop64(lo);
-  if (j < zl) return Select64(lo, j);
-  return 64 + Select64(~static_cast<uint64_t>(d >> 64), j - zl);
+template <class C>
+inline int SelectZero(typename C::Dir d, int j) {
+  if constexpr (C::kDirWords == 2) {
+    const uint64_t lo = ~static_cast<uint64_t>(d);
+    const int zl = Pop64<C::kHwPopcnt>(lo);
+    if (j < zl) return Select64(lo, j);
+    return 64 + Select64(~static_cast<uint64_t>(d >> 64), j - zl);
+  } else {
+    return Select64(~d, j);
+  }
 }
 // Is slot t (the t-th stored remainder) in bucket j? It is iff the bit at
 // t + j is a 1 with exactly t ones (and so j zeros) below it.
@@ -129,7 +152,7 @@ template <class C>
 inline bool SlotInBucket(typename C::Dir d, int t, int j) {
   const int p = t + j;
   using Dir = typename C::Dir;
-  return ((d >> p) & 1) != 0 && PopDir(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
+  return ((d >> p) & 1) != 0 && PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
 }
 // The bucket of slot t (t < used): the zeros below its bit.
 template <class C>
@@ -137,7 +160,7 @@ inline int BucketOfSlot(typename C::Dir d, int t) {
   // The t-th one sits at select1(t); the zeros below it number select1 - t.
   if constexpr (C::kDirWords == 2) {
     const uint64_t lo = static_cast<uint64_t>(d);
-    const int ol = Pop64(lo);
+    const int ol = Pop64<C::kHwPopcnt>(lo);
     const int pos = t < ol ? Select64(lo, t) : 64 + Select64(static_cast<uint64_t>(d >> 64), t - ol);
     return pos - t;
   } else {
@@ -227,7 +250,7 @@ inline bool InBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
 
 template <class C>
 inline int Used(const uint8_t* blk) {
-  return PopDir(LoadDir<C>(blk));
+  return PopDir<C>(LoadDir<C>(blk));
 }
 
 // ---- mutation (on a block the caller owns) -------------------------------
@@ -243,8 +266,8 @@ inline void InsertInBlock(uint8_t* blk, uint32_t j, uint32_t v) {
   using Dir = typename C::Dir;
   constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
   const Dir d = LoadDir<C>(blk);
-  const int used = PopDir(d);
-  const int p = SelectZero(d, static_cast<int>(j));  // bucket j's terminator
+  const int used = PopDir<C>(d);
+  const int p = SelectZero<C>(d, static_cast<int>(j));  // bucket j's terminator
   const int t = p - static_cast<int>(j);               // new slot index
   const Dir low = LowMask<Dir>(p);
   StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
@@ -258,7 +281,7 @@ inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
   using Dir = typename C::Dir;
   constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
   const Dir d = LoadDir<C>(blk);
-  const int used = PopDir(d);
+  const int used = PopDir<C>(d);
   const int p = t + static_cast<int>(j);
   const Dir low = LowMask<Dir>(p);
   StoreDir<C>(blk, static_cast<Dir>(((d >> 1) & ~low) | (d & low)));
@@ -273,7 +296,7 @@ template <class C>
 inline const char* CheckBlock(const uint8_t* blk) {
   using Dir = typename C::Dir;
   const Dir d = LoadDir<C>(blk);
-  const int used = PopDir(d);
+  const int used = PopDir<C>(d);
   if (used > C::kSlots) return "block directory: more remainders than slots";
   const int top = used + C::kBuckets;  // first bit above the last terminator
   if (top < Layout<C>::kDirBits && (d >> top) != 0) return "block directory: bits set above the last bucket";

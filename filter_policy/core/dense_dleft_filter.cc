@@ -213,15 +213,70 @@ Status DenseDLeftOptions::ForFpr(uint64_t n, double fpr, DenseDLeftOptions* out)
 // ---------------------------------------------------------------------------
 // Filter
 // ---------------------------------------------------------------------------
-// Runs fn(Class, std::bool_constant<thread_safe>) for the filter's mode:
-// the one place that turns the runtime mode into kernel instances.
-template <class M, class Fn>
-auto Dispatch(M& m, Fn&& fn) {
-  if (m.r8) return m.opt.thread_safe ? fn(Class8{}, std::true_type{}) : fn(Class8{}, std::false_type{});
-  return m.opt.thread_safe ? fn(Class16{}, std::true_type{}) : fn(Class16{}, std::false_type{});
+namespace {
+
+// The entry points of each mode. The POPCNT instances are compiled for
+// that instruction (target attribute) with the whole kernel inlined
+// (flatten), so the block codec's popcounts become single instructions;
+// they are chosen only on CPUs that have it. Everything else, and every
+// instance of the portable classes, is plain x86-64 (or any target).
+template <class C, bool TS>
+struct Entry {
+  static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Contains<C, TS>(h); }
+  static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Count<C, TS>(h); }
+  static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Insert<C, TS>(h); }
+  static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
+};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DLCBF_DENSE_HAVE_POPCNT_INSTANCES 1
+#define DLCBF_POPCNT_FN __attribute__((target("popcnt"), flatten))
+template <class C, bool TS>
+struct EntryPopcnt {
+  DLCBF_POPCNT_FN static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Contains<C, TS>(h); }
+  DLCBF_POPCNT_FN static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Count<C, TS>(h); }
+  DLCBF_POPCNT_FN static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Insert<C, TS>(h); }
+  DLCBF_POPCNT_FN static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
+};
+#undef DLCBF_POPCNT_FN
+#endif
+
+template <template <class, bool> class E, class C, bool TS>
+constexpr DenseOps MakeOps() {
+  return DenseOps{&E<C, TS>::Contains, &E<C, TS>::Count, &E<C, TS>::Insert, &E<C, TS>::Erase};
 }
-#define DLCBF_DENSE_CALL(m, OP, arg) \
-  Dispatch(m, [&](auto c, auto ts) { return (m).template OP<decltype(c), decltype(ts)::value>(arg); })
+
+// [r8][thread_safe]
+constexpr DenseOps kPortableOps[2][2] = {
+    {MakeOps<Entry, Class16, false>(), MakeOps<Entry, Class16, true>()},
+    {MakeOps<Entry, Class8, false>(), MakeOps<Entry, Class8, true>()}};
+#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
+using Class8P = dense_detail::WithPopcnt<Class8>;
+using Class16P = dense_detail::WithPopcnt<Class16>;
+constexpr DenseOps kPopcntOps[2][2] = {
+    {MakeOps<EntryPopcnt, Class16P, false>(), MakeOps<EntryPopcnt, Class16P, true>()},
+    {MakeOps<EntryPopcnt, Class8P, false>(), MakeOps<EntryPopcnt, Class8P, true>()}};
+#endif
+
+bool CpuHasPopcnt() {
+#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
+#ifdef DLCBF_TESTING
+  if (dense_testing::ForcePortable()) return false;
+#endif
+  static const bool has = __builtin_cpu_supports("popcnt");
+  return has;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const DenseOps* SelectDenseOps(bool r8, bool thread_safe) {
+#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
+  if (CpuHasPopcnt()) return &kPopcntOps[r8][thread_safe];
+#endif
+  return &kPortableOps[r8][thread_safe];
+}
 
 DenseDLeftFilter::DenseDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DenseDLeftFilter::~DenseDLeftFilter() = default;
@@ -253,24 +308,24 @@ OpResult DenseDLeftFilter::InsertHash(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
   if (m.opt.thread_safe) g.lock();
-  return DLCBF_DENSE_CALL(m, Insert, hash);
+  return m.ops->insert(m, hash);
 }
 
 OpResult DenseDLeftFilter::EraseHash(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
   if (m.opt.thread_safe) g.lock();
-  return DLCBF_DENSE_CALL(m, Erase, hash);
+  return m.ops->erase(m, hash);
 }
 
 bool DenseDLeftFilter::ContainsHash(uint64_t hash) const {
   const Impl& m = *impl_;
-  return DLCBF_DENSE_CALL(m, Contains, hash);
+  return m.ops->contains(m, hash);
 }
 
 uint32_t DenseDLeftFilter::CountHash(uint64_t hash) const {
   const Impl& m = *impl_;
-  return DLCBF_DENSE_CALL(m, Count, hash);
+  return m.ops->count(m, hash);
 }
 
 uint32_t DenseDLeftFilter::LinesForHash(uint64_t hash) const {
@@ -301,7 +356,7 @@ void DenseDLeftFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool*
   for (size_t base = 0; base < n; base += kBatch) {
     const size_t len = std::min(kBatch, n - base);
     for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
-    for (size_t i = 0; i < len; ++i) out[base + i] = DLCBF_DENSE_CALL(m, Contains, hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = m.ops->contains(m, hashes[base + i]);
   }
 }
 

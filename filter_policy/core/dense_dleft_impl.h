@@ -18,12 +18,25 @@
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/memory.h"
 #include "filter_policy/core/dense_dleft_block.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/core/dense_dleft_testing.h"
 #endif
 
 namespace dlcbf {
+
+// The kernel instances of one mode (class x thread safety x POPCNT), as a
+// table of entry points: Impl::Init picks one, so a call costs one
+// predictable indirect call and no mode branches.
+struct DenseOps {
+  bool (*contains)(const DenseDLeftFilter::Impl&, uint64_t);
+  uint32_t (*count)(const DenseDLeftFilter::Impl&, uint64_t);
+  OpResult (*insert)(DenseDLeftFilter::Impl&, uint64_t);
+  OpResult (*erase)(DenseDLeftFilter::Impl&, uint64_t);
+};
+// Defined in dense_dleft_filter.cc.
+const DenseOps* SelectDenseOps(bool r8, bool thread_safe);
 
 class DenseDLeftFilter::Impl {
  public:
@@ -44,6 +57,7 @@ class DenseDLeftFilter::Impl {
   uint64_t nb = 0;        // blocks per subtable
   uint64_t nblocks = 0;   // d * nb
   bool r8 = true;
+  const DenseOps* ops = nullptr;
   internal::Hashing hashing;
   std::unique_ptr<uint8_t[], FreeDeleter> mem;
   uint64_t items = 0, relocations = 0, overflows = 0;
@@ -65,14 +79,13 @@ class DenseDLeftFilter::Impl {
     g.cells = 1;
     g.remainder_bits = opt.remainder_bits;
     hashing = internal::Hashing(g, opt.seed, keys);
+    ops = SelectDenseOps(r8, opt.thread_safe);
   }
 
-  // Zero-filled, 64-byte aligned; the stripes in the thread-safe mode.
+  // Zero-filled (huge pages when large); the stripes in the thread-safe mode.
   bool Allocate() {
-    const uint64_t bytes = 64 * nblocks;
-    void* p = std::aligned_alloc(64, bytes);
+    void* p = internal::AllocateZeroedTable(64 * nblocks);
     if (p == nullptr) return false;
-    std::memset(p, 0, bytes);
     mem.reset(static_cast<uint8_t*>(p));
     if (opt.thread_safe) {
       seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);

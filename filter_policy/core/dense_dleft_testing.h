@@ -21,10 +21,15 @@ namespace dense_testing {
 
 inline std::atomic<bool> g_skip_negative_recheck{false};
 inline std::atomic<uint32_t> g_reader_pause{0};
+inline std::atomic<bool> g_force_portable{false};
 
 // Process-wide switches; thread-safe.
 inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
 inline bool SkipNegativeRecheck() { return g_skip_negative_recheck.load(std::memory_order_relaxed); }
+// Filters created while this is on use the portable kernel instances (no
+// POPCNT), so the suites check the path of CPUs without the instruction.
+inline void SetForcePortable(bool on) { g_force_portable.store(on); }
+inline bool ForcePortable() { return g_force_portable.load(std::memory_order_relaxed); }
 // Readers pause about `spins` relax instructions between candidate blocks
 // (widens the window in which a concurrent move is seen half done).
 inline void SetReaderPause(uint32_t spins) { g_reader_pause.store(spins); }
