@@ -260,33 +260,52 @@ inline typename C::Slot GetSlot(const uint8_t* blk, int t) {
   std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
   return s;
 }
+// The slot area as words: slot t is bits [t kR, (t + 1) kR) of it.
+template <class C>
+constexpr int kSlotWords = C::kSlots * C::kR / 64;
+template <class C>
+inline void ShiftSlotsUp(uint8_t* blk, int t, uint32_t v) {  // opens slot t, writes v
+  constexpr int kW = kSlotWords<C>;
+  static_assert(C::kSlots * C::kR == 64 * kW, "the slot area is whole words");
+  uint64_t w[kW];
+  std::memcpy(w, blk, sizeof(w));
+  const int wi = (t * C::kR) >> 6, off = (t * C::kR) & 63;
+  for (int i = kW - 1; i > wi; --i) w[i] = (w[i] << C::kR) | (w[i - 1] >> (64 - C::kR));
+  const uint64_t low = (uint64_t{1} << off) - 1;
+  w[wi] = (w[wi] & low) | ((w[wi] & ~low) << C::kR) | (static_cast<uint64_t>(v) << off);
+  std::memcpy(blk, w, sizeof(w));
+}
+template <class C>
+inline void ShiftSlotsDown(uint8_t* blk, int t) {  // closes slot t; the last slot becomes 0
+  constexpr int kW = kSlotWords<C>;
+  uint64_t w[kW];
+  std::memcpy(w, blk, sizeof(w));
+  const int wi = (t * C::kR) >> 6, off = (t * C::kR) & 63;
+  const uint64_t low = (uint64_t{1} << off) - 1;
+  w[wi] = (w[wi] & low) | ((w[wi] >> C::kR) & ~low) | (wi + 1 < kW ? w[wi + 1] << (64 - C::kR) : 0);
+  for (int i = wi + 1; i < kW; ++i) w[i] = (w[i] >> C::kR) | (i + 1 < kW ? w[i + 1] << (64 - C::kR) : 0);
+  std::memcpy(blk, w, sizeof(w));
+}
+
 // Adds value v to bucket j. Precondition: Used < kSlots.
 template <class C>
 inline void InsertInBlock(uint8_t* blk, uint32_t j, uint32_t v) {
   using Dir = typename C::Dir;
-  constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
   const Dir d = LoadDir<C>(blk);
-  const int used = PopDir<C>(d);
   const int p = SelectZero<C>(d, static_cast<int>(j));  // bucket j's terminator
-  const int t = p - static_cast<int>(j);               // new slot index
   const Dir low = LowMask<Dir>(p);
   StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
-  std::memmove(blk + (t + 1) * kS, blk + t * kS, static_cast<size_t>(used - t) * kS);
-  const typename C::Slot s = static_cast<typename C::Slot>(v);
-  std::memcpy(blk + t * kS, &s, kS);
+  ShiftSlotsUp<C>(blk, p - static_cast<int>(j), v);  // new slot: p - j ones below
 }
 // Removes slot t, which is in bucket j.
 template <class C>
 inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
   using Dir = typename C::Dir;
-  constexpr int kS = static_cast<int>(sizeof(typename C::Slot));
   const Dir d = LoadDir<C>(blk);
-  const int used = PopDir<C>(d);
   const int p = t + static_cast<int>(j);
   const Dir low = LowMask<Dir>(p);
   StoreDir<C>(blk, static_cast<Dir>(((d >> 1) & ~low) | (d & low)));
-  std::memmove(blk + t * kS, blk + (t + 1) * kS, static_cast<size_t>(used - t - 1) * kS);
-  std::memset(blk + (used - 1) * kS, 0, kS);
+  ShiftSlotsDown<C>(blk, t);
 }
 
 // Why the block is not a valid encoding, or nullptr: the bits above the

@@ -224,6 +224,9 @@ template <class C, bool TS>
 struct Entry {
   static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Contains<C, TS>(h); }
   static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Count<C, TS>(h); }
+  static void ContainsBatch(const DenseDLeftFilter::Impl& m, const uint64_t* h, size_t n, bool* out) {
+    m.ContainsBatch<C, TS>(h, n, out);
+  }
   static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Insert<C, TS>(h); }
   static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
 };
@@ -234,6 +237,9 @@ template <class C, bool TS>
 struct EntryPopcnt {
   DLCBF_POPCNT_FN static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Contains<C, TS>(h); }
   DLCBF_POPCNT_FN static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Count<C, TS>(h); }
+  DLCBF_POPCNT_FN static void ContainsBatch(const DenseDLeftFilter::Impl& m, const uint64_t* h, size_t n, bool* out) {
+    m.ContainsBatch<C, TS>(h, n, out);
+  }
   DLCBF_POPCNT_FN static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Insert<C, TS>(h); }
   DLCBF_POPCNT_FN static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
 };
@@ -242,7 +248,7 @@ struct EntryPopcnt {
 
 template <template <class, bool> class E, class C, bool TS>
 constexpr DenseOps MakeOps() {
-  return DenseOps{&E<C, TS>::Contains, &E<C, TS>::Count, &E<C, TS>::Insert, &E<C, TS>::Erase};
+  return DenseOps{&E<C, TS>::Contains, &E<C, TS>::Count, &E<C, TS>::ContainsBatch, &E<C, TS>::Insert, &E<C, TS>::Erase};
 }
 
 // [r8][thread_safe]
@@ -348,15 +354,14 @@ void DenseDLeftFilter::PrefetchHash(uint64_t hash) const {
 }
 
 namespace {
-constexpr size_t kBatch = 16;  // keys whose blocks are in flight together
+constexpr size_t kBatch = DenseDLeftFilter::Impl::kBatch;  // keys whose blocks are in flight together
 }  // namespace
 
 void DenseDLeftFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {
   const Impl& m = *impl_;
   for (size_t base = 0; base < n; base += kBatch) {
     const size_t len = std::min(kBatch, n - base);
-    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
-    for (size_t i = 0; i < len; ++i) out[base + i] = m.ops->contains(m, hashes[base + i]);
+    m.ops->contains_batch(m, hashes + base, len, out + base);
   }
 }
 

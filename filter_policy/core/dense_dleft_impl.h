@@ -32,6 +32,7 @@ namespace dlcbf {
 struct DenseOps {
   bool (*contains)(const DenseDLeftFilter::Impl&, uint64_t);
   uint32_t (*count)(const DenseDLeftFilter::Impl&, uint64_t);
+  void (*contains_batch)(const DenseDLeftFilter::Impl&, const uint64_t*, size_t, bool*);  // n <= Impl::kBatch
   OpResult (*insert)(DenseDLeftFilter::Impl&, uint64_t);
   OpResult (*erase)(DenseDLeftFilter::Impl&, uint64_t);
 };
@@ -214,6 +215,10 @@ class DenseDLeftFilter::Impl {
   bool Contains(uint64_t h) const {
     Cand c[kMaxD];
     const uint32_t v = Candidates<C>(h, c);
+    return Probe<C, TS>(c, v);
+  }
+  template <class C, bool TS>
+  bool Probe(const Cand* c, uint32_t v) const {
     if constexpr (!TS) {
       if (d == 2) {
         // Both lines are loaded and compared before any branch depends on
@@ -230,6 +235,19 @@ class DenseDLeftFilter::Impl {
     return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
       return dense_detail::InBucket<C>(blk, c[i].bucket, v);
     });
+  }
+  // out[i] = Contains(h[i]) for n <= kBatch keys: every candidate line is
+  // prefetched before the first probe.
+  static constexpr size_t kBatch = 16;
+  template <class C, bool TS>
+  void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
+    Cand c[kBatch][kMaxD];
+    uint32_t v[kBatch];
+    for (size_t k = 0; k < n; ++k) {
+      v[k] = Candidates<C>(h[k], c[k]);
+      for (uint32_t i = 0; i < d; ++i) __builtin_prefetch(Blk(c[k][i].block), 0, 3);
+    }
+    for (size_t k = 0; k < n; ++k) out[k] = Probe<C, TS>(c[k], v[k]);
   }
   template <class C, bool TS>
   uint32_t Count(uint64_t h) const {
