@@ -298,11 +298,13 @@ class Cuckoo : public Peer {
 #ifdef DLCBF_HAVE_VQF
 class Vqf : public Peer {
  public:
-  std::string Name() const override { return "vqf-8"; }
+  std::string Name() const override { return "vqf-" + std::to_string(TAG_BITS); }
   double Insert(const uint64_t* k, size_t n) override {
     Free();
-    // Its own sizing rule (examples in its repository): slots = n / 0.9.
-    f_ = vqf_init(static_cast<uint64_t>(static_cast<double>(n) / 0.90) + 64);
+    // Its own sizing rule (examples in its repository): slots = n / 0.9
+    // (n / 0.85 for 16-bit tags, whose blocks hold 28 instead of 48).
+    const double load = TAG_BITS == 16 ? 0.85 : 0.90;
+    f_ = vqf_init(static_cast<uint64_t>(static_cast<double>(n) / load) + 64);
     if (f_ == nullptr) return -1;
     auto t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
@@ -456,8 +458,8 @@ int main(int argc, char** argv) {
   std::printf("# skipped: cuckoo-12 (configure with -DDLCBF_CUCKOO_DIR=<checkout of efficient/cuckoofilter>)\n");
 #endif
 #ifdef DLCBF_HAVE_VQF
-  std::printf("# vqf: splatlab/vqf from %s (8-bit tags, built with -O3 -march=native: it needs AVX2/AVX-512)\n",
-              DLCBF_VQF_DIR_STR);
+  std::printf("# vqf: splatlab/vqf from %s (%d-bit tags, built with -O3 -march=native: it needs AVX2/AVX-512)\n",
+              DLCBF_VQF_DIR_STR, TAG_BITS);
 #else
   std::printf("# skipped: vqf-8 (configure with -DDLCBF_VQF_DIR=<checkout of splatlab/vqf>)\n");
 #endif
@@ -469,7 +471,7 @@ int main(int argc, char** argv) {
       [] { return std::unique_ptr<Peer>(new Fast(2, 0.70)); },
       [] { return std::unique_ptr<Peer>(new Fast(4, 0.80)); },
       [] { return std::unique_ptr<Peer>(new Dense(8, 0.93)); },
-      [] { return std::unique_ptr<Peer>(new Dense(16, 0.90)); },
+      [] { return std::unique_ptr<Peer>(new Dense(16, 0.92)); },
       [] {
         return std::unique_ptr<Peer>(new Builtin(
             "rocksdb-bloom:10", std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10))));
