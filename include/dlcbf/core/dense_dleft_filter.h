@@ -105,9 +105,9 @@ struct DenseDLeftOptions {
                         DenseDLeftOptions* out);
   static Status ForBitsPerKey(uint64_t expected_items, double bits_per_key, DenseDLeftOptions* out);
   static Status ForFpr(uint64_t expected_items, double fpr, DenseDLeftOptions* out);
-  // The highest load the sizing helpers use for class r (8 or 16): the
-  // load below which the d = 2 table did not overflow in the design note's
-  // trials.
+  // The highest load the sizing helpers use for class r (8 or 16): 0.93 /
+  // 0.92, below the load of the first move (and far below the first
+  // kOverflow) in the design note's d = 2 trials.
   static double MaxLoad(uint32_t remainder_bits);
 
   // Predicted FPR with `items` fingerprints stored: 1 - (1 - 1/(B Rn))^items.
@@ -200,8 +200,9 @@ class DenseDLeftFilter {
   // Calls fn(f, copies) for every stored fingerprint (recovered through
   // P_i^-1), copies >= 1. In the thread-safe mode it holds the writer lock.
   void ForEachFingerprint(const std::function<void(const TrueFingerprint&, uint32_t copies)>& fn) const;
-  // Adds `copies` occurrences of f: kOk, or kOverflow (unchanged);
-  // kNotFound (unchanged) when f is out of range.
+  // Adds `copies` occurrences of f: kOk, or kOverflow (the stored
+  // multiset unchanged: copies added before the failing one are taken
+  // back); kNotFound (unchanged) when f is out of range.
   OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t copies = 1);
 
   // Appends the versioned little-endian format (filter_policy/FORMATS.md).
