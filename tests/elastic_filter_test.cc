@@ -3,7 +3,7 @@
 // negative, its FPR after migration matches the model, erase keeps
 // working, saturated fingerprints stay pinned, and concurrent readers
 // never miss a published key across the migration. Every scenario runs on
-// both d-left kernels (ElasticKernel::kGeneral and kFast).
+// every d-left kernel (ElasticKernel::kGeneral, kFast and kDense).
 #include "dlcbf/core/elastic_filter.h"
 #include "dlcbf/internal/elastic_testing.h"
 
@@ -36,17 +36,22 @@ ElasticOptions Opts(bool thread_safe = false) {
 uint64_t FpSpace(const ElasticFilter& f) {
   const ElasticOptions& o = f.options();
   if (o.kernel == ElasticKernel::kFast) return o.fast.blocks * (8 / o.fast.subtables) * 8191;
+  if (o.kernel == ElasticKernel::kDense) {
+    return o.dense.blocks_per_subtable * o.dense.BucketsPerBlock() * ((uint64_t{1} << o.dense.remainder_bits) - 1);
+  }
   return o.dleft.buckets_per_subtable * ((uint64_t{1} << o.dleft.remainder_bits) - 1);
 }
 // Cells counted by migrate_at_load.
 uint64_t Cells(const ElasticFilter& f) {
   const ElasticOptions& o = f.options();
   if (o.kernel == ElasticKernel::kFast) return 32 * o.fast.blocks;
+  if (o.kernel == ElasticKernel::kDense) return o.dense.Blocks() * o.dense.SlotsPerBlock();
   return uint64_t{o.dleft.subtables} * o.dleft.buckets_per_subtable * o.dleft.cells_per_bucket;
 }
 uint64_t KernelBytes(const ElasticFilter& f) {
   const ElasticOptions& o = f.options();
   if (o.kernel == ElasticKernel::kFast) return o.fast.Bytes();
+  if (o.kernel == ElasticKernel::kDense) return o.dense.Bytes();
   std::unique_ptr<DLeftCountingBloomFilter> ref;
   EXPECT_TRUE(DLeftCountingBloomFilter::Create(o.dleft, &ref).ok());
   return ref ? ref->bytes() : 0;
@@ -97,9 +102,12 @@ class ElasticKernelTest : public ::testing::TestWithParam<ElasticKernel> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ElasticKernelTest,
-                         ::testing::Values(ElasticKernel::kGeneral, ElasticKernel::kFast),
+                         ::testing::Values(ElasticKernel::kGeneral, ElasticKernel::kFast,
+                                           ElasticKernel::kDense),
                          [](const ::testing::TestParamInfo<ElasticKernel>& i) {
-                           return i.param == ElasticKernel::kFast ? "Fast" : "General";
+                           return i.param == ElasticKernel::kFast    ? "Fast"
+                                  : i.param == ElasticKernel::kDense ? "Dense"
+                                                                     : "General";
                          });
 
 TEST(ElasticOptionsTest, ValidateNamesTheField) {
@@ -172,6 +180,41 @@ TEST(ElasticOptionsTest, DefaultKernelIsFastAndRefusesGeneralGeometry) {
       EXPECT_TRUE(bad.Validate().ok()) << field.first << ": " << bad.Validate().ToString();
     }
   }
+}
+
+// The dense kernel: sized by ForLoad at min(sizing_load, MaxLoad) of its
+// remainder class; its own errors and foreign fields are named.
+TEST(ElasticOptionsTest, DenseKernelSizingAndFields) {
+  ElasticOptions o = Opts();
+  o.kernel = ElasticKernel::kDense;
+  o.dense.remainder_bits = 16;
+  auto f = Make(o);
+  ASSERT_TRUE(f);
+  DenseDLeftOptions want;
+  want.remainder_bits = 16;
+  ASSERT_TRUE(DenseDLeftOptions::ForLoad(kSizing, 0.75, 16, &want).ok());
+  EXPECT_EQ(f->options().dense.blocks_per_subtable, want.blocks_per_subtable);
+  EXPECT_EQ(f->MemoryUsage().bytes, want.Bytes());
+  o.sizing_load = 0.99;  // above MaxLoad: capped
+  f = Make(o);
+  ASSERT_TRUE(f);
+  ASSERT_TRUE(DenseDLeftOptions::ForLoad(kSizing, DenseDLeftOptions::MaxLoad(16), 16, &want).ok());
+  EXPECT_EQ(f->options().dense.blocks_per_subtable, want.blocks_per_subtable);
+  auto invalid = [](const ElasticOptions& x, const char* field) {
+    const rocksdb::Status s = x.Validate();
+    EXPECT_TRUE(s.IsInvalidArgument()) << field;
+    EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
+  };
+  ElasticOptions bad = o;
+  bad.dense.remainder_bits = 12;
+  invalid(bad, "dense.remainder_bits must be 8 or 16");
+  bad = o;
+  bad.fast.subtables = 4;  // a fast-kernel field while the kernel is kDense
+  invalid(bad, "fast.subtables");
+  bad = Opts();
+  bad.kernel = ElasticKernel::kFast;
+  bad.dense.remainder_bits = 16;  // a dense-kernel field while the kernel is kFast
+  invalid(bad, "dense.remainder_bits");
 }
 
 // The fast kernel is sized by ForLoad at min(sizing_load, MaxLoad).
@@ -273,12 +316,21 @@ TEST_P(ElasticKernelTest, ThreeTimesSizingWithThreeProbes) {
 
 // Keys inserted more often than the dlCBF counter can count: their
 // fingerprints are pinned at migration, so no number of erases removes
-// them (the dlCBF's sticky rule carried over).
+// them (the dlCBF's sticky rule carried over). The dense kernel stores
+// copies, so its multiplicities are exact and carry over exactly instead.
 TEST_P(ElasticKernelTest, SaturatedFingerprintsArePinnedAcrossMigration) {
   auto f = Make(Opts());
-  for (int i = 0; i < 10; ++i) f->Insert("hot");  // dlCBF counter saturates
-  for (uint64_t i = 0; f->mode() == ElasticMode::kDLeft; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(f->Insert("hot"), OpResult::kOk);  // dlCBF counter saturates
+  for (uint64_t i = 0; f->mode() == ElasticMode::kDLeft; ++i) ASSERT_EQ(f->Insert(Key(i)), OpResult::kOk);
   const ElasticStats st = f->Stats();
+  if (GetParam() == ElasticKernel::kDense) {
+    EXPECT_EQ(st.pinned_fingerprints, 0u);
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_TRUE(f->Contains("hot")) << "copy " << i << " of 10 still stored";
+      EXPECT_EQ(f->Erase("hot"), OpResult::kOk);
+    }
+    return;
+  }
   EXPECT_GE(st.pinned_fingerprints, 1u);
   for (int i = 0; i < 20; ++i) EXPECT_EQ(f->Erase("hot"), OpResult::kOk);
   EXPECT_TRUE(f->Contains("hot"));
@@ -305,10 +357,15 @@ TEST_P(ElasticKernelTest, DLeftModeBeforeMigration) {
   EXPECT_EQ(st.migration_cause, MigrationCause::kNone);
   EXPECT_EQ(st.migrated_at_insert, 0u);
   EXPECT_NEAR(st.predicted_fpr,
-              GetParam() == ElasticKernel::kFast ? st.fast.predicted_fpr : st.dleft.predicted_fpr,
+              GetParam() == ElasticKernel::kFast    ? st.fast.predicted_fpr
+              : GetParam() == ElasticKernel::kDense ? st.dense.predicted_fpr
+                                                    : st.dleft.predicted_fpr,
               0);
   if (GetParam() == ElasticKernel::kFast) {
     EXPECT_EQ(st.fast.items, kSizing);
+  }
+  if (GetParam() == ElasticKernel::kDense) {
+    EXPECT_EQ(st.dense.items, kSizing);
   }
   EXPECT_EQ(f->Erase(Key(0)), OpResult::kOk);
   EXPECT_EQ(f->Stats().items, kSizing - 1);

@@ -13,13 +13,15 @@
 //     to full fences);
 //   - drift: sized for 10k entries, fed 1M: correct, one migration, FPR
 //     within a derived tolerance of the model at 1x, 2x, 10x, 100x;
-//   - both kernels: the fast one is the default; ctest runs the oracle,
+//   - every kernel: the fast one is the default; ctest runs the oracle,
 //     timestamp, concurrency, reclaim and rep tests again with
-//     DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 (memtable_index_general_kernel),
-//     which makes Factory() below switch every index to the general kernel
-//     (ids and byte accounting of each kernel are tested explicitly).
+//     DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 (memtable_index_general_kernel)
+//     and DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1 (memtable_index_dense_kernel),
+//     which make Factory() below switch every index to that kernel (ids
+//     and byte accounting of each kernel are tested explicitly).
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/memtable_index.h"
+#include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "filter_policy/rocksdb/common/reader_sections.h"
 
@@ -92,10 +94,16 @@ void RegisterOnce() {
 }
 
 
-// DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1: every factory of this file uses
-// the general kernel (see the file comment).
+// DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 / DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1:
+// every factory of this file uses the general / the dense kernel (see the
+// file comment; the dense switch leaves factories that chose the general
+// kernel alone).
 bool ForceGeneralKernel() {
   const char* v = std::getenv("DLCBF_TEST_MEMTABLE_GENERAL_KERNEL");
+  return v != nullptr && v[0] == '1';
+}
+bool ForceDenseKernel() {
+  const char* v = std::getenv("DLCBF_TEST_MEMTABLE_DENSE_KERNEL");
   return v != nullptr && v[0] == '1';
 }
 
@@ -103,6 +111,7 @@ std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& options,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
   MemTableIndexOptions o = options;
   if (ForceGeneralKernel()) o.fast_kernel = false;
+  if (ForceDenseKernel() && o.fast_kernel) o.dense_kernel = true;
   std::shared_ptr<MemTableRepFactory> f;
   Status s = NewDLeftIndexedMemTableRepFactory(std::move(base), o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -153,6 +162,7 @@ TEST(MemTableIndexId, CanonicalRoundTrip) {
       {"dlcbf_index:5000:L4", "dlcbf_index:5000:L4"},
       {"dlcbf_index:fast:5000", "dlcbf_index:5000"},  // fast is the default
       {"dlcbf_index:5000:general:prefix", "dlcbf_index:5000:general:prefix"},
+      {"dlcbf_index:dense:5000:prefix", "dlcbf_index:5000:dense:prefix"},
       {"dlcbf_index:general:r12:5000", "dlcbf_index:5000:r12"},
       {"dlcbf_index:5000:trust_comparator:ts8:cap0.5",
        "dlcbf_index:5000:trust_comparator:ts8:cap0.5"},
@@ -203,6 +213,9 @@ TEST(MemTableIndexId, BadParametersNameTheField) {
       {"dlcbf_index:5000:r12:fast", "fast_kernel"},  // d/L/r are the general kernel's
       {"dlcbf_index:5000:fast:general", "fast_kernel"},
       {"dlcbf_index:5000:general:fast", "fast_kernel"},
+      {"dlcbf_index:5000:dense:general", "dense_kernel"},
+      {"dlcbf_index:5000:fast:dense", "dense_kernel"},
+      {"dlcbf_index:5000:r12:dense", "dense_kernel"},  // d/L/r are the general kernel's
       {"dlcbf_index:growthnan", "abf_growth"},
       {"dlcbf_index:growth-2", "abf_growth"},
       {"dlcbf_index:cap0", "max_write_buffer_fraction"},
@@ -981,6 +994,38 @@ TEST(MemTableIndexAccounting, FastKernelBytes) {
     st = StatsOf(opts.memtable_factory);
     EXPECT_GE(st.total.skipped_searches, 4900u);
   }
+}
+
+// The dense kernel: the bytes are DenseDLeftOptions::ForLoad(n, 0.75, 16)
+// (24.4 bits per entry) plus the 8 KiB dedupe cache; lookups are exact for
+// present keys and skip the memtable for absent ones.
+TEST(MemTableIndexAccounting, DenseKernelBytes) {
+  TempDir dir;
+  MemTableIndexOptions o;
+  o.expected_entries = 100000;
+  o.dense_kernel = true;
+  Options opts;
+  opts.create_if_missing = true;
+  opts.write_buffer_size = 64 << 20;
+  opts.memtable_factory = Factory(o);
+  EXPECT_EQ(opts.memtable_factory->GetId(), "dlcbf_index:100000:dense");
+  DB* raw = nullptr;
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
+  ASSERT_EQ(st.live.size(), 1u);
+  EXPECT_TRUE(st.live[0].dense_kernel);
+  EXPECT_FALSE(st.live[0].fast_kernel);
+  DenseDLeftOptions want;
+  want.remainder_bits = 16;
+  ASSERT_TRUE(DenseDLeftOptions::ForLoad(100000, 0.75, 16, &want).ok());
+  EXPECT_EQ(st.live[0].index_bytes - 8192, want.Bytes());
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key('f', i), "v").ok());
+  std::string v;
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key('f', i), &v).ok()) << i;
+  for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
+  st = StatsOf(opts.memtable_factory);
+  EXPECT_GE(st.total.skipped_searches, 4990u);  // FPR 0.0018 % at sizing: ~0 of 5000
 }
 
 TEST(MemTableIndexAccounting, SmallWriteBufferCapsTheIndex) {

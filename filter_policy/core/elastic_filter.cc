@@ -80,7 +80,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dlcbf/internal/dleft_layout.h"
@@ -129,7 +131,40 @@ FastDLeftOptions SizedFast(const ElasticOptions& o) {
   return f;
 }
 
+// The kDense kernel's options after sizing (see ElasticOptions::dense). A
+// sizing request out of range leaves the blocks as given; *why says why.
+DenseDLeftOptions SizedDense(const ElasticOptions& o, dlcbf::Status* why = nullptr) {
+  DenseDLeftOptions d = o.dense;
+  d.thread_safe = o.thread_safe;
+  if (o.expected_items > 0) {
+    const double load = std::min(o.sizing_load, DenseDLeftOptions::MaxLoad(d.remainder_bits));
+    dlcbf::Status s = DenseDLeftOptions::ForLoad(o.expected_items, load, d.remainder_bits, &d);
+    if (why != nullptr) *why = s;
+  }
+  return d;
+}
+
 }  // namespace
+
+// The first FastDLeftOptions / DenseDLeftOptions field (thread_safe aside)
+// that differs from its default, or nullptr.
+static const char* ChangedFastField(const FastDLeftOptions& f) {
+  const FastDLeftOptions def;
+  if (f.subtables != def.subtables) return "subtables";
+  if (f.blocks != def.blocks) return "blocks";
+  if (f.seed != def.seed) return "seed";
+  if (f.max_bytes != def.max_bytes) return "max_bytes";
+  return nullptr;
+}
+static const char* ChangedDenseField(const DenseDLeftOptions& d) {
+  const DenseDLeftOptions def;
+  if (d.remainder_bits != def.remainder_bits) return "remainder_bits";
+  if (d.subtables != def.subtables) return "subtables";
+  if (d.blocks_per_subtable != def.blocks_per_subtable) return "blocks_per_subtable";
+  if (d.seed != def.seed) return "seed";
+  if (d.max_bytes != def.max_bytes) return "max_bytes";
+  return nullptr;
+}
 
 // The first DLeftOptions field (thread_safe aside: ElasticOptions overrides
 // it) that differs from its default, or nullptr.
@@ -152,15 +187,38 @@ rocksdb::Status ElasticOptions::Validate() const {
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
     return Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
-  if (kernel != ElasticKernel::kGeneral && kernel != ElasticKernel::kFast) {
-    return Status::InvalidArgument("kernel must be kGeneral or kFast");
+  if (kernel != ElasticKernel::kGeneral && kernel != ElasticKernel::kFast &&
+      kernel != ElasticKernel::kDense) {
+    return Status::InvalidArgument("kernel must be kGeneral, kFast or kDense");
+  }
+  // A field of a kernel that is not chosen would be silently ignored.
+  const char* kernel_name = kernel == ElasticKernel::kFast ? "kFast"
+                            : kernel == ElasticKernel::kDense ? "kDense" : "kGeneral";
+  if (kernel != ElasticKernel::kGeneral) {
+    if (const char* field = ChangedDLeftField(dleft)) {
+      return Status::InvalidArgument(std::string("dleft.") + field + " is set but kernel is " +
+                                     kernel_name + ", which does not use it; set kernel = kGeneral");
+    }
+  }
+  if (kernel != ElasticKernel::kDense) {
+    if (const char* field = ChangedDenseField(dense)) {
+      return Status::InvalidArgument(std::string("dense.") + field + " is set but kernel is " +
+                                     kernel_name + ", which does not use it; set kernel = kDense");
+    }
+  }
+  if (kernel != ElasticKernel::kFast) {
+    if (const char* field = ChangedFastField(fast)) {
+      return Status::InvalidArgument(std::string("fast.") + field + " is set but kernel is " +
+                                     kernel_name + ", which does not use it; set kernel = kFast");
+    }
+  }
+  if (kernel == ElasticKernel::kDense) {
+    dlcbf::Status why;
+    const DenseDLeftOptions d = SizedDense(*this, &why);
+    if (why.ok()) why = d.Validate();
+    if (!why.ok()) return Status::InvalidArgument("dense." + why.message());
   }
   if (kernel == ElasticKernel::kFast) {
-    if (const char* field = ChangedDLeftField(dleft)) {
-      return Status::InvalidArgument(
-          std::string("dleft.") + field +
-          " is set but kernel is kFast, which does not use it; set kernel = kGeneral");
-    }
     Status s = SizedFast(*this).Validate();
     if (s.IsInvalidArgument()) {
       // "FastDLeftOptions::subtables: ..." -> "fast.subtables: ..."
@@ -207,9 +265,134 @@ rocksdb::Status ElasticOptions::Validate() const {
   return Status::OK();
 }
 
+
+// ---------------------------------------------------------------------------
+// The kernel contract. Each method forwards to the kernel's own call of the
+// same name (one virtual call per operation, where the kernel itself is an
+// out-of-line call anyway); what differs between kernels is how their true
+// fingerprints are packed and copied, and which stats they fill.
+// ---------------------------------------------------------------------------
+namespace internal {
+class CountingKernel {
+ public:
+  using PackedFn = std::function<void(uint64_t packed, uint32_t count)>;
+  virtual ~CountingKernel() = default;
+  virtual OpResult InsertHash(uint64_t h) = 0;
+  virtual OpResult EraseHash(uint64_t h) = 0;
+  virtual bool ContainsHash(uint64_t h) const = 0;
+  virtual void ContainsHashBatch(const uint64_t* h, size_t n, bool* out) const = 0;
+  virtual void PrefetchHash(uint64_t h) const = 0;
+  // Copy units: the stored fingerprints are reported unit range by unit
+  // range, [first, end) with both multiples of UnitsPerStep() (or end =
+  // Units()), each fingerprint in exactly one unit. Kernels whose moves
+  // cross the table have one unit (copied in one go).
+  virtual uint64_t Units() const { return 1; }
+  virtual uint64_t UnitsPerStep() const { return 1; }
+  virtual void ForEachPacked(uint64_t first, uint64_t end, const PackedFn& fn) const = 0;
+  // The mode-kDLeft fields of `st`: the kernel's own stats, bytes and
+  // predicted FPR.
+  virtual void FillStats(ElasticStats* st) const = 0;
+  // The kernel's serialized form, where the filter offers it (kFast).
+  virtual bool Serialize(std::string*) const { return false; }
+};
+}  // namespace internal
+
+namespace {
+
+// The forwarding shared by every kernel.
+template <class F>
+class KernelOf : public internal::CountingKernel {
+ public:
+  explicit KernelOf(std::unique_ptr<F> f) : f_(std::move(f)) {}
+  OpResult InsertHash(uint64_t h) override { return f_->InsertHash(h); }
+  OpResult EraseHash(uint64_t h) override { return f_->EraseHash(h); }
+  bool ContainsHash(uint64_t h) const override { return f_->ContainsHash(h); }
+  void ContainsHashBatch(const uint64_t* h, size_t n, bool* out) const override {
+    f_->ContainsHashBatch(h, n, out);
+  }
+  const F& filter() const { return *f_; }
+
+ protected:
+  std::unique_ptr<F> f_;
+};
+
+class GeneralKernel final : public KernelOf<DLeftCountingBloomFilter> {
+ public:
+  using KernelOf::KernelOf;
+  void PrefetchHash(uint64_t) const override {}  // d lines: nothing to hint cheaply
+  void ForEachPacked(uint64_t, uint64_t, const PackedFn& fn) const override {
+    f_->ForEachFingerprint(
+        [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) { fn(f.packed, count); });
+  }
+  void FillStats(ElasticStats* st) const override {
+    st->dleft = f_->Stats();
+    st->bytes = st->dleft.bytes;
+    st->predicted_fpr = st->dleft.predicted_fpr;
+  }
+};
+
+class FastKernel final : public KernelOf<FastDLeftFilter> {
+ public:
+  using KernelOf::KernelOf;
+  void PrefetchHash(uint64_t h) const override { f_->PrefetchHash(h); }
+  uint64_t Units() const override { return f_->options().blocks; }
+  uint64_t UnitsPerStep() const override { return FastDLeftFilter::kGroupBlocks; }
+  void ForEachPacked(uint64_t first, uint64_t end, const PackedFn& fn) const override {
+    // Packed as block << 16 | bucket << 13 | remainder (FastPackedOfHash).
+    f_->ForEachFingerprintInBlocks(first, end, [&](const FastDLeftFilter::TrueFingerprint& f, uint32_t count) {
+      fn((f.block << 16) | (uint64_t{f.bucket} << 13) | f.remainder, count);
+    });
+  }
+  void FillStats(ElasticStats* st) const override {
+    st->fast = f_->Stats();
+    st->bytes = st->fast.bytes;
+    st->predicted_fpr = st->fast.predicted_fpr;
+  }
+  bool Serialize(std::string* out) const override {
+    f_->Serialize(out);
+    return true;
+  }
+};
+
+class DenseKernel final : public KernelOf<DenseDLeftFilter> {
+ public:
+  DenseKernel(std::unique_ptr<DenseDLeftFilter> f, const internal::Hashing* hashing)
+      : KernelOf(std::move(f)), hashing_(hashing) {}
+  void PrefetchHash(uint64_t h) const override { f_->PrefetchHash(h); }
+  void ForEachPacked(uint64_t, uint64_t, const PackedFn& fn) const override {
+    // Packed as internal::Hashing::Pack (bucket * Rn + remainder), the same
+    // mapping PackedOfHash applies to later keys.
+    f_->ForEachFingerprint([&](const DenseDLeftFilter::TrueFingerprint& f, uint32_t copies) {
+      fn(hashing_->Pack(internal::Fingerprint{f.bucket, f.remainder}), copies);
+    });
+  }
+  void FillStats(ElasticStats* st) const override {
+    st->dense = f_->Stats();
+    st->bytes = st->dense.bytes;
+    st->predicted_fpr = st->dense.predicted_fpr;
+  }
+
+ private:
+  const internal::Hashing* hashing_;  // owned by the ElasticFilter, outlives this
+};
+
+rocksdb::Status ToRocksStatus(const dlcbf::Status& s) {
+  if (s.ok()) return rocksdb::Status::OK();
+  if (s.IsMemoryLimit()) return rocksdb::Status::MemoryLimit(s.message());
+  if (s.IsNotSupported()) return rocksdb::Status::NotSupported(s.message());
+  if (s.IsCorruption()) return rocksdb::Status::Corruption(s.message());
+  return rocksdb::Status::InvalidArgument(s.message());
+}
+
+}  // namespace
+
 ElasticFilter::ElasticFilter(const ElasticOptions& options) : options_(options) {
   if (fast()) {
     options_.fast = SizedFast(options_);
+    return;
+  }
+  if (options_.kernel == ElasticKernel::kDense) {
+    options_.dense = SizedDense(options_);
     return;
   }
   if (options_.expected_items > 0) {
@@ -258,17 +441,14 @@ rocksdb::Status ElasticFilter::Adopt(const ElasticOptions& options,
 bool ElasticFilter::SerializeKernel(std::string* out) const {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
-  if (!fast() || abf_ != nullptr || fast_ == nullptr) return false;
-  fast_->Serialize(out);
-  return true;
+  if (abf_ != nullptr || kernel_ == nullptr) return false;
+  return kernel_->Serialize(out);
 }
 
 rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {
-  rocksdb::Status s;
-  if (given != nullptr) {
-    fast_ = std::move(given);
-  } else {
-    s = FastDLeftFilter::Create(options_.fast, &fast_);
+  std::unique_ptr<FastDLeftFilter> fast_ = std::move(given);
+  if (fast_ == nullptr) {
+    rocksdb::Status s = FastDLeftFilter::Create(options_.fast, &fast_);
     if (!s.ok()) return s;
   }
   fast_blocks_ = options_.fast.blocks;
@@ -294,6 +474,7 @@ rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) 
   dleft_bytes_ = fast_->bytes();
   fingerprint_space_ = static_cast<double>(fast_blocks_) *
                        static_cast<double>(fast_bucket_mask_ + 1) * 8191.0;
+  kernel_.reset(new FastKernel(std::move(fast_)));
   return rocksdb::Status::OK();
 }
 
@@ -310,11 +491,43 @@ uint64_t ElasticFilter::PackedOfHash(uint64_t h) const {
 }
 
 rocksdb::Status ElasticFilter::Init() {
-  if (fast()) return InitFast();
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft_);
+  switch (options_.kernel) {
+    case ElasticKernel::kFast: return InitFast();
+    case ElasticKernel::kDense: return InitDense();
+    case ElasticKernel::kGeneral: break;
+  }
+  return InitGeneral();
+}
+
+// Self-check: our phase-1 mapping must agree with the kernel's, or
+// migrated fingerprints and later lookups would disagree (false
+// negatives). Then keep it: keys are mapped to fingerprints through it
+// after the kernel is gone.
+template <class K>
+rocksdb::Status ElasticFilter::KeepHashing(const K& kernel, const internal::Hashing& h) {
+  uint64_t state = 0xE1A571CULL;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t x = internal::SplitMix64(&state);
+    const std::string key = "elastic-self-check-" + std::to_string(i);
+    const auto f = kernel.FingerprintOfHash(x);
+    uint64_t packed;
+    if constexpr (std::is_same_v<K, DenseDLeftFilter>) {
+      packed = h.Pack(internal::Fingerprint{f.bucket, f.remainder});
+    } else {
+      packed = f.packed;
+    }
+    if (packed != h.Pack(h.FingerprintOf(x)) || kernel.Hash(key) != h.Hash(key.data(), key.size())) {
+      return rocksdb::Status::NotSupported("ElasticFilter: internal::Hashing disagrees with the kernel");
+    }
+  }
+  hashing_.reset(new internal::Hashing(h));
+  return rocksdb::Status::OK();
+}
+
+rocksdb::Status ElasticFilter::InitGeneral() {
+  std::unique_ptr<DLeftCountingBloomFilter> dleft;
+  rocksdb::Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft);
   if (!s.ok()) return s;
-  // The dlCBF's phase-1 hashing, kept so keys can be mapped to fingerprints
-  // after the dlCBF is gone.
   internal::Geometry g;
   g.subtables = options_.dleft.subtables;
   g.buckets = options_.dleft.buckets_per_subtable;
@@ -322,28 +535,38 @@ rocksdb::Status ElasticFilter::Init() {
   g.remainder_bits = options_.dleft.remainder_bits;
   g.counter_bits = options_.dleft.counter_bits;
   internal::PermutationKeys keys;
-  const std::vector<uint64_t> pk = dleft_->permutation_keys();
+  const std::vector<uint64_t> pk = dleft->permutation_keys();
   for (size_t i = 0; i + 1 < pk.size() && i / 2 < internal::kMaxSubtables; i += 2) {
     keys.k[i / 2][0] = pk[i];
     keys.k[i / 2][1] = pk[i + 1];
   }
-  hashing_.reset(new internal::Hashing(g, options_.dleft.seed, keys));
-  // Self-check: our mapping must agree with the dlCBF's, or migrated
-  // fingerprints and later lookups would disagree (false negatives).
-  uint64_t state = 0xE1A571CULL;
-  for (int i = 0; i < 16; ++i) {
-    const uint64_t h = internal::SplitMix64(&state);
-    const std::string key = "elastic-self-check-" + std::to_string(i);
-    if (dleft_->FingerprintOfHash(h).packed != hashing_->Pack(hashing_->FingerprintOf(h)) ||
-        dleft_->Hash(key) != hashing_->Hash(key.data(), key.size())) {
-      return rocksdb::Status::NotSupported(
-          "ElasticFilter: internal::Hashing disagrees with DLeftCountingBloomFilter");
-    }
-  }
-  dleft_capacity_ = dleft_->capacity_cells();
-  dleft_max_counter_ = dleft_->max_counter();
-  dleft_bytes_ = dleft_->bytes();
+  s = KeepHashing(*dleft, internal::Hashing(g, options_.dleft.seed, keys));
+  if (!s.ok()) return s;
+  dleft_capacity_ = dleft->capacity_cells();
+  dleft_max_counter_ = dleft->max_counter();
+  dleft_bytes_ = dleft->bytes();
   fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
+  kernel_.reset(new GeneralKernel(std::move(dleft)));
+  return rocksdb::Status::OK();
+}
+
+rocksdb::Status ElasticFilter::InitDense() {
+  std::unique_ptr<DenseDLeftFilter> dense;
+  rocksdb::Status s = ToRocksStatus(DenseDLeftFilter::Create(options_.dense, &dense));
+  if (!s.ok()) return s;
+  const DenseDLeftOptions& o = options_.dense;
+  internal::Geometry g;  // phase 1 needs B and Rn only
+  g.subtables = o.subtables;
+  g.buckets = o.blocks_per_subtable * o.BucketsPerBlock();
+  g.cells = 1;
+  g.remainder_bits = o.remainder_bits;
+  s = KeepHashing(*dense, internal::Hashing(g, o.seed, internal::PermutationKeys::FromSeed(o.seed)));
+  if (!s.ok()) return s;
+  dleft_capacity_ = o.Blocks() * o.SlotsPerBlock();
+  dleft_max_counter_ = UINT32_MAX;  // copies: nothing saturates, nothing is pinned
+  dleft_bytes_ = dense->bytes();
+  fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
+  kernel_.reset(new DenseKernel(std::move(dense), hashing_.get()));
   return rocksdb::Status::OK();
 }
 
@@ -400,26 +623,12 @@ void ElasticFilter::CopyGroups(uint64_t groups) {
     if (count >= dleft_max_counter_) pinned_.insert(packed);
     ++copied_fingerprints_;
   };
-  if (!fast()) {  // the general kernel relocates across the table: all at once
-    if (copied_blocks_ == 0) {
-      dleft_->ForEachFingerprint(
-          [&](const DLeftCountingBloomFilter::TrueFingerprint& f, uint32_t count) {
-            carry(f.packed, count);
-          });
-    }
-    copied_blocks_ = 1;  // all copied
-    return;
-  }
-  const uint64_t n = fast_blocks_;
+  const uint64_t n = kernel_->Units();
   if (copied_blocks_ >= n) return;
-  const uint64_t left = (n - copied_blocks_ + FastDLeftFilter::kGroupBlocks - 1) /
-                        FastDLeftFilter::kGroupBlocks;  // groups still to copy
-  const uint64_t end = std::min<uint64_t>(
-      n, copied_blocks_ + std::min(groups, left) * FastDLeftFilter::kGroupBlocks);
-  fast_->ForEachFingerprintInBlocks(
-      copied_blocks_, end, [&](const FastDLeftFilter::TrueFingerprint& f, uint32_t count) {
-        carry((f.block << 16) | (uint64_t{f.bucket} << 13) | f.remainder, count);
-      });
+  const uint64_t step = kernel_->UnitsPerStep();
+  const uint64_t left = (n - copied_blocks_ + step - 1) / step;  // steps still to copy
+  const uint64_t end = std::min<uint64_t>(n, copied_blocks_ + std::min(groups, left) * step);
+  kernel_->ForEachPacked(copied_blocks_, end, carry);
   copied_blocks_ = end;
 }
 
@@ -431,10 +640,7 @@ void ElasticFilter::FinishMigration(MigrationCause cause) {
   abf_ = std::move(pending_);
   published_.store(abf_.get(), std::memory_order_release);  // the switch
   migrating_flag_.store(false, std::memory_order_release);
-  if (!options_.thread_safe) {  // no reader can be inside it
-    dleft_.reset();
-    fast_.reset();
-  }
+  if (!options_.thread_safe) kernel_.reset();  // no reader can be inside it
 
   cause_ = cause;
   migrated_at_insert_ = inserts_;
@@ -489,7 +695,7 @@ OpResult ElasticFilter::InsertHash(uint64_t hash) {
   if (options_.thread_safe) lock.lock();
   ++inserts_;
   if (abf_ == nullptr) {
-    if ((fast() ? fast_->InsertHash(hash) : dleft_->InsertHash(hash)) == OpResult::kOk) {
+    if (kernel_->InsertHash(hash) == OpResult::kOk) {
       ++items_;
       if (pending_ != nullptr) {  // incremental migration under way
         MirrorInsert(hash);
@@ -499,7 +705,7 @@ OpResult ElasticFilter::InsertHash(uint64_t hash) {
         const uint64_t mapped = pending_->Prefault(prefaulted_bytes_, 16 << 10);
         prefaulted_bytes_ += mapped;
         if (mapped == 0) CopyGroups(1);
-        if (copied_blocks_ >= fast_blocks_) FinishMigration(MigrationCause::kIncremental);
+        if (copied_blocks_ >= kernel_->Units()) FinishMigration(MigrationCause::kIncremental);
         return OpResult::kOk;
       }
       if (incremental_ && !load_migration_failed_ &&
@@ -533,7 +739,7 @@ OpResult ElasticFilter::EraseHash(uint64_t hash) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
   if (abf_ == nullptr) {
-    const OpResult r = fast() ? fast_->EraseHash(hash) : dleft_->EraseHash(hash);
+    const OpResult r = kernel_->EraseHash(hash);
     if (r == OpResult::kOk) {
       if (items_ > 0) --items_;
       if (pending_ != nullptr) MirrorErase(hash);
@@ -556,7 +762,7 @@ OpResult ElasticFilter::EraseHash(uint64_t hash) {
 
 bool ElasticFilter::ContainsHash(uint64_t hash) const {
   const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
-  if (a == nullptr) return fast() ? fast_->ContainsHash(hash) : dleft_->ContainsHash(hash);
+  if (a == nullptr) return kernel_->ContainsHash(hash);
   return a->ContainsHash(ProbeHash(hash));
 }
 
@@ -569,11 +775,7 @@ void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* ou
 void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {
   const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
   if (a == nullptr) {
-    if (fast()) {
-      fast_->ContainsHashBatch(hashes, n, out);
-    } else {
-      dleft_->ContainsHashBatch(hashes, n, out);
-    }
+    kernel_->ContainsHashBatch(hashes, n, out);
     return;
   }
   uint64_t probe[32];  // the ABF's batched probe prefetches its words
@@ -586,7 +788,7 @@ void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* ou
 
 void ElasticFilter::PrefetchHash(uint64_t hash) const {
   __builtin_prefetch(&mu_, 1);
-  if (published_.load(std::memory_order_acquire) == nullptr && fast()) fast_->PrefetchHash(hash);
+  if (published_.load(std::memory_order_acquire) == nullptr) kernel_->PrefetchHash(hash);
 }
 
 ElasticMode ElasticFilter::mode() const {
@@ -597,10 +799,7 @@ ElasticMode ElasticFilter::mode() const {
 void ElasticFilter::ReleaseRetired() {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
-  if (abf_ != nullptr) {
-    dleft_.reset();
-    fast_.reset();
-  }
+  if (abf_ != nullptr) kernel_.reset();
 }
 
 ElasticFilter::Memory ElasticFilter::MemoryUsage() const {
@@ -611,7 +810,7 @@ ElasticFilter::Memory ElasticFilter::MemoryUsage() const {
     m.bytes = dleft_bytes_ + (pending_ != nullptr ? pending_->counting().bytes() : 0);
   } else {
     m.bytes = abf_->counting().bytes();
-    m.retained_bytes = (dleft_ != nullptr || fast_ != nullptr) ? dleft_bytes_ : 0;
+    m.retained_bytes = kernel_ != nullptr ? dleft_bytes_ : 0;
   }
   return m;
 }
@@ -633,21 +832,14 @@ ElasticStats ElasticFilter::Stats() const {
     st.mode = ElasticMode::kDLeft;
     st.migration_in_progress = pending_ != nullptr;
     st.migration_copied_blocks = pending_ != nullptr ? copied_blocks_ : 0;
-    if (fast()) {
-      st.fast = fast_->Stats();
-      st.bytes = st.fast.bytes + (pending_ != nullptr ? pending_->counting().bytes() : 0);
-      st.predicted_fpr = st.fast.predicted_fpr;
-      return st;
-    }
-    st.dleft = dleft_->Stats();
-    st.bytes = st.dleft.bytes;
-    st.predicted_fpr = st.dleft.predicted_fpr;
+    kernel_->FillStats(&st);
+    if (pending_ != nullptr) st.bytes += pending_->counting().bytes();
     return st;
   }
   st.mode = ElasticMode::kAutoscaling;
   st.abf = abf_->Stats();
   st.bytes = abf_->counting().bytes();
-  st.retained_bytes = (dleft_ != nullptr || fast_ != nullptr) ? dleft_bytes_ : 0;
+  st.retained_bytes = kernel_ != nullptr ? dleft_bytes_ : 0;
   // A stored fingerprint collision (<= n distinct fingerprints) or an ABF
   // false positive on a fresh fingerprint.
   const double n = static_cast<double>(st.abf.n);

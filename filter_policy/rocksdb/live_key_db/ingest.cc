@@ -25,7 +25,7 @@ namespace dlcbf {
 // ---------------------------------------------------------------------------
 // Ingestion
 // ---------------------------------------------------------------------------
-Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args) {
+rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args) {
   std::vector<std::pair<CfState*, const rocksdb::IngestExternalFileArg*>> work;
   for (const auto& a : args) {
     CfState* cf = Lookup(a.column_family);
@@ -53,30 +53,30 @@ Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternalFileArg>&
     const rocksdb::Options cf_opts = base->GetOptions(w.second->column_family);
     for (const std::string& file : w.second->external_files) {
       rocksdb::SstFileReader reader(cf_opts);
-      Status s = reader.Open(file);
+      rocksdb::Status s = reader.Open(file);
       if (!s.ok()) {
         undo_all();
         return s;
       }
       std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
       std::vector<std::string> pending;  // keys the index may hold: read them
-      auto flush_pending = [&]() -> Status {
-        if (pending.empty()) return Status::OK();
+      auto flush_pending = [&]() -> rocksdb::Status {
+        if (pending.empty()) return rocksdb::Status::OK();
         std::vector<ColumnFamilyHandle*> hs(pending.size(), cf->handle);
         std::vector<Slice> ks(pending.begin(), pending.end());
         std::vector<PinnableSlice> vals(ks.size());
-        std::vector<Status> sts(ks.size());
+        std::vector<rocksdb::Status> sts(ks.size());
         base->MultiGet(ReadOptions(), ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
         epochs.Bump(kLivenessReads, ks.size());
         for (size_t i = 0; i < ks.size(); ++i) {
           if (sts[i].ok()) continue;  // live already: counted
           const uint64_t h = Hash(ks[i]);
-          Status is = IndexInsert(cf, cf->active.load(), h);
+          rocksdb::Status is = IndexInsert(cf, cf->active.load(), h);
           if (!is.ok()) return is;
           added.push_back(Added{cf, pending[i], h});
         }
         pending.clear();
-        return Status::OK();
+        return rocksdb::Status::OK();
       };
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         epochs.Bump(kIngestedKeys);
@@ -98,7 +98,7 @@ Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternalFileArg>&
       }
     }
   }
-  Status s = base->IngestExternalFiles(args);
+  rocksdb::Status s = base->IngestExternalFiles(args);
   if (!s.ok()) {
     for (const Added& a : added) {
       if (ReadLiveness(a.cf->handle, a.key) == Liveness::kNotLive) {

@@ -99,7 +99,7 @@ void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<i
 LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
 }  // namespace internal
 
-Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
+rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   {
     std::lock_guard<std::mutex> l(cf_mu);
     for (ColumnFamilyHandle* h : handles) AddFamily(h);
@@ -121,19 +121,19 @@ Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
     }
   }
   for (CfState* cf : todo) {
-    Status s = Rebuild(cf, loaded.empty() ? "open: no usable index file" : "open: not in the index file",
+    rocksdb::Status s = Rebuild(cf, loaded.empty() ? "open: no usable index file" : "open: not in the index file",
                        /*automatic=*/false);
     if (!s.ok()) return s;
   }
   if (opt.persist_index && env->FileExists(IndexPath()).ok()) {
     // From here on every write makes the file stale: never leave it behind.
-    Status s = env->DeleteFile(IndexPath());
+    rocksdb::Status s = env->DeleteFile(IndexPath());
     if (!s.ok()) {
       rocksdb::Warn(log, "LiveKeyDB: cannot delete %s: %s", IndexPath().c_str(), s.ToString().c_str());
     }
   }
   bg = std::thread([this] { BackgroundLoop(); });
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 
@@ -147,29 +147,29 @@ LiveKeyDB::~LiveKeyDB() {
   if (!rep_->closed) Close().PermitUncheckedError();
 }
 
-Status LiveKeyDB::Open(const rocksdb::Options& options, const LiveKeyIndexOptions& index_options,
+rocksdb::Status LiveKeyDB::Open(const rocksdb::Options& options, const LiveKeyIndexOptions& index_options,
                        const std::string& path, LiveKeyDB** dbptr) {
-  if (dbptr == nullptr) return Status::InvalidArgument("dbptr must not be null");
+  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
   *dbptr = nullptr;
   std::vector<ColumnFamilyDescriptor> cfds{
       ColumnFamilyDescriptor(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(options))};
   std::vector<ColumnFamilyHandle*> handles;
   LiveKeyDB* db = nullptr;
-  Status s = Open(rocksdb::DBOptions(options), index_options, path, cfds, &handles, &db);
+  rocksdb::Status s = Open(rocksdb::DBOptions(options), index_options, path, cfds, &handles, &db);
   if (!s.ok()) return s;
   for (ColumnFamilyHandle* h : handles) db->GetBaseDB()->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   *dbptr = db;
   return s;
 }
 
-Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
+rocksdb::Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
                        const std::string& path,
                        const std::vector<ColumnFamilyDescriptor>& column_families,
                        std::vector<ColumnFamilyHandle*>* handles, LiveKeyDB** dbptr) {
-  if (dbptr == nullptr) return Status::InvalidArgument("dbptr must not be null");
+  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
   *dbptr = nullptr;
-  if (handles == nullptr) return Status::InvalidArgument("handles must not be null");
-  Status s = index_options.Validate();
+  if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
+  rocksdb::Status s = index_options.Validate();
   if (!s.ok()) return s;
   DB* base = nullptr;
   s = compat::OpenDB(db_options, path, column_families, handles, &base);
@@ -190,12 +190,12 @@ Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const LiveKeyIndexO
 
 const LiveKeyIndexOptions& LiveKeyDB::index_options() const { return rep_->opt; }
 
-Status LiveKeyDB::Close() {
+rocksdb::Status LiveKeyDB::Close() {
   Rep& r = *rep_;
-  if (r.closed) return Status::OK();
+  if (r.closed) return rocksdb::Status::OK();
   r.StopBackground();
   if (r.opt.persist_index) {
-    Status ps = r.Persist();
+    rocksdb::Status ps = r.Persist();
     if (!ps.ok()) {
       rocksdb::Warn(r.log, "LiveKeyDB: could not persist the index (the next Open rebuilds): %s",
                     ps.ToString().c_str());
@@ -215,9 +215,9 @@ Status LiveKeyDB::Close() {
   return db_->Close();
 }
 
-Status LiveKeyDB::Resume() { return db_->Resume(); }
+rocksdb::Status LiveKeyDB::Resume() { return db_->Resume(); }
 
-Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
+rocksdb::Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
   std::vector<CfState*> todo;
   {
     std::lock_guard<std::mutex> l(rep_->cf_mu);
@@ -227,7 +227,7 @@ Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
       if (column_family != nullptr && cf->id != column_family->GetID()) continue;
       if (!cf->indexed) {
         if (column_family != nullptr) {
-          return Status::NotSupported("LiveKeyDB: column family is not indexed", cf->bypass_reason);
+          return rocksdb::Status::NotSupported("LiveKeyDB: column family is not indexed", cf->bypass_reason);
         }
         continue;
       }
@@ -235,14 +235,14 @@ Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
     }
   }
   if (column_family != nullptr && todo.empty()) {
-    return Status::InvalidArgument("LiveKeyDB: unknown column family");
+    return rocksdb::Status::InvalidArgument("LiveKeyDB: unknown column family");
   }
   for (CfState* cf : todo) {
-    Status s = rep_->Rebuild(cf, "requested", /*automatic=*/false);
+    rocksdb::Status s = rep_->Rebuild(cf, "requested", /*automatic=*/false);
     if (!s.ok()) return s;
     rep_->MaybeReschedule(cf);
   }
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 bool LiveKeyDB::WaitForBackgroundRebuilds(uint64_t timeout_ms) {
@@ -309,12 +309,12 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
 
 #if DLCBF_ROCKSDB_DB_READS_FINAL
 // RocksDB >= 9.0: every Get overload ends here; no timestamp = indexed read.
-Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, PinnableSlice* value, std::string* timestamp) {
   if (timestamp == nullptr) {
     if (!rep_->MayBeLive(options, column_family, key)) {
       if (value != nullptr) value->Reset();
-      return Status::NotFound();
+      return rocksdb::Status::NotFound();
     }
     return db_->Get(options, column_family, key, value, nullptr);
   }
@@ -322,27 +322,27 @@ Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_fam
   return db_->Get(options, column_family, key, value, timestamp);
 }
 #else
-Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, PinnableSlice* value) {
   if (!rep_->MayBeLive(options, column_family, key)) {
     if (value != nullptr) value->Reset();
-    return Status::NotFound();
+    return rocksdb::Status::NotFound();
   }
   return db_->Get(options, column_family, key, value);
 }
 
-Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Get(const ReadOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, PinnableSlice* value, std::string* timestamp) {
   rep_->epochs.Bump(kBypassed);
   return db_->Get(options, column_family, key, value, timestamp);
 }
 #endif
 
-Status LiveKeyDB::GetEntity(const ReadOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::GetEntity(const ReadOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, rocksdb::PinnableWideColumns* columns) {
   if (!rep_->MayBeLive(options, column_family, key)) {
     if (columns != nullptr) columns->Reset();
-    return Status::NotFound();
+    return rocksdb::Status::NotFound();
   }
   return db_->GetEntity(options, column_family, key, columns);
 }
@@ -381,7 +381,7 @@ void ProbeKeys(EpochDomain* epochs, const std::atomic<const CfTable*>& table, ui
 #if DLCBF_ROCKSDB_DB_READS_FINAL
 void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
                          ColumnFamilyHandle** column_families, const Slice* keys,
-                         PinnableSlice* values, std::string* timestamps, Status* statuses,
+                         PinnableSlice* values, std::string* timestamps, rocksdb::Status* statuses,
                          const bool sorted_input) {
   if (timestamps == nullptr) {
     MultiGetIndexed(options, num_keys, column_families, keys, values, statuses, sorted_input);
@@ -392,7 +392,7 @@ void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
                 sorted_input);
 }
 #else
-std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
+std::vector<rocksdb::Status> LiveKeyDB::MultiGet(const ReadOptions& options,
                                         const std::vector<ColumnFamilyHandle*>& column_family,
                                         const std::vector<Slice>& keys,
                                         std::vector<std::string>* values) {
@@ -418,11 +418,11 @@ std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
   r.epochs.Bump(kLookups, indexed);
   r.epochs.Bump(kShortCircuited, n - where.size());
   r.epochs.Bump(kBypassed, n - indexed);
-  std::vector<Status> out(n, Status::NotFound());
+  std::vector<rocksdb::Status> out(n, rocksdb::Status::NotFound());
   values->assign(n, std::string());
   if (where.empty()) return out;
   std::vector<std::string> sub_vals;
-  std::vector<Status> sub = db_->MultiGet(options, sub_cf, sub_keys, &sub_vals);
+  std::vector<rocksdb::Status> sub = db_->MultiGet(options, sub_cf, sub_keys, &sub_vals);
   for (size_t j = 0; j < where.size(); ++j) {
     out[where[j]] = sub[j];
     if (j < sub_vals.size()) (*values)[where[j]] = std::move(sub_vals[j]);
@@ -430,7 +430,7 @@ std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
   return out;
 }
 
-std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
+std::vector<rocksdb::Status> LiveKeyDB::MultiGet(const ReadOptions& options,
                                         const std::vector<ColumnFamilyHandle*>& column_family,
                                         const std::vector<Slice>& keys,
                                         std::vector<std::string>* values,
@@ -441,13 +441,13 @@ std::vector<Status> LiveKeyDB::MultiGet(const ReadOptions& options,
 
 void LiveKeyDB::MultiGet(const ReadOptions& options, const size_t num_keys,
                          ColumnFamilyHandle** column_families, const Slice* keys,
-                         PinnableSlice* values, Status* statuses, const bool sorted_input) {
+                         PinnableSlice* values, rocksdb::Status* statuses, const bool sorted_input) {
   MultiGetIndexed(options, num_keys, column_families, keys, values, statuses, sorted_input);
 }
 
 void LiveKeyDB::MultiGet(const ReadOptions& options, ColumnFamilyHandle* column_family,
                          const size_t num_keys, const Slice* keys, PinnableSlice* values,
-                         Status* statuses, const bool sorted_input) {
+                         rocksdb::Status* statuses, const bool sorted_input) {
   std::vector<ColumnFamilyHandle*> cfs(num_keys, column_family);
   MultiGet(options, num_keys, cfs.data(), keys, values, statuses, sorted_input);
 }
@@ -455,7 +455,7 @@ void LiveKeyDB::MultiGet(const ReadOptions& options, ColumnFamilyHandle* column_
 
 void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_keys,
                                 ColumnFamilyHandle** column_families, const Slice* keys,
-                                PinnableSlice* values, Status* statuses, const bool sorted_input) {
+                                PinnableSlice* values, rocksdb::Status* statuses, const bool sorted_input) {
   Rep& r = *rep_;
   if (Rep::BypassRead(options) || num_keys == 0) {
     r.epochs.Bump(kBypassed, num_keys);
@@ -480,7 +480,7 @@ void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_key
   for (size_t i = 0; i < num_keys; ++i) {
     if (!maybe[i]) {
       values[i].Reset();
-      statuses[i] = Status::NotFound();
+      statuses[i] = rocksdb::Status::NotFound();
     }
   }
   if (where.empty()) return;
@@ -491,7 +491,7 @@ void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_key
     sub_keys.push_back(keys[i]);
   }
   std::vector<PinnableSlice> sub_vals(where.size());
-  std::vector<Status> sub_st(where.size());
+  std::vector<rocksdb::Status> sub_st(where.size());
   db_->MultiGet(options, where.size(), sub_cf.data(), sub_keys.data(), sub_vals.data(),
                 sub_st.data(), sorted_input);
   for (size_t j = 0; j < where.size(); ++j) {
@@ -521,94 +521,94 @@ bool LiveKeyDB::KeyMayExist(const ReadOptions& options, ColumnFamilyHandle* colu
 // ---- writes ------------------------------------------------------------------------
 
 namespace {
-Status TimestampOnIndexed(const ColumnFamilyHandle* h) {
-  return Status::InvalidArgument("LiveKeyDB: column family '" + h->GetName() +
+rocksdb::Status TimestampOnIndexed(const ColumnFamilyHandle* h) {
+  return rocksdb::Status::InvalidArgument("LiveKeyDB: column family '" + h->GetName() +
                                  "' is indexed and has no user-defined timestamps");
 }
 }  // namespace
 
-Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& value) {
   if (column_family == nullptr) return db_->Put(options, column_family, key, value);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->Put(options, column_family, key, value); });
 }
 
-Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& ts, const Slice& value) {
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Put(options, column_family, key, ts, value);
 }
 
-Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, const rocksdb::WideColumns& columns) {
   if (column_family == nullptr) return db_->PutEntity(options, column_family, key, columns);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->PutEntity(options, column_family, key, columns); });
 }
 
-Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& value) {
   if (column_family == nullptr) return db_->Merge(options, column_family, key, value);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->Merge(options, column_family, key, value); });
 }
 
-Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& ts, const Slice& value) {
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Merge(options, column_family, key, ts, value);
 }
 
-Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key) {
   if (column_family == nullptr) return db_->Delete(options, column_family, key);
   return rep_->Remove(column_family, key, /*may_erase=*/true,
                       [&] { return db_->Delete(options, column_family, key); });
 }
 
-Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key, const Slice& ts) {
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Delete(options, column_family, key, ts);
 }
 
-Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key) {
   if (column_family == nullptr) return db_->SingleDelete(options, column_family, key);
   return rep_->Remove(column_family, key, rep_->opt.trust_single_delete,
                       [&] { return db_->SingleDelete(options, column_family, key); });
 }
 
-Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key, const Slice& ts) {
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->SingleDelete(options, column_family, key, ts);
 }
 
-Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key) {
   if (rep_->Lookup(column_family) == nullptr) {
     return db_->DeleteRange(options, column_family, begin_key, end_key);
   }
   WriteBatch batch;
-  Status s = batch.DeleteRange(column_family, begin_key, end_key);
+  rocksdb::Status s = batch.DeleteRange(column_family, begin_key, end_key);
   if (!s.ok()) return s;
   return rep_->WriteBatchImpl(options, &batch);
 }
 
-Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key, const Slice& ts) {
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->DeleteRange(options, column_family, begin_key, end_key, ts);
 }
 
-Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* updates) {
+rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* updates) {
   if (updates == nullptr) return db_->Write(options, updates);
   return rep_->WriteBatchImpl(options, updates);
 }
 
-Status LiveKeyDB::IngestExternalFile(ColumnFamilyHandle* column_family,
+rocksdb::Status LiveKeyDB::IngestExternalFile(ColumnFamilyHandle* column_family,
                                      const std::vector<std::string>& external_files,
                                      const rocksdb::IngestExternalFileOptions& options) {
   rocksdb::IngestExternalFileArg arg;
@@ -618,18 +618,18 @@ Status LiveKeyDB::IngestExternalFile(ColumnFamilyHandle* column_family,
   return rep_->Ingest({arg});
 }
 
-Status LiveKeyDB::IngestExternalFiles(const std::vector<rocksdb::IngestExternalFileArg>& args) {
+rocksdb::Status LiveKeyDB::IngestExternalFiles(const std::vector<rocksdb::IngestExternalFileArg>& args) {
   return rep_->Ingest(args);
 }
 
 // ---- column families -------------------------------------------------------------
 
-Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFamilyOptions& options,
+rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFamilyOptions& options,
                                                const std::string& column_family_name,
                                                const rocksdb::ImportColumnFamilyOptions& import_options,
                                                const rocksdb::ExportImportFilesMetaData& metadata,
                                                ColumnFamilyHandle** handle) {
-  Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
+  rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                metadata, handle);
   if (!s.ok()) return s;
   CfState* cf = nullptr;
@@ -650,35 +650,35 @@ Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFamilyOption
   return s;
 }
 
-Status LiveKeyDB::CreateColumnFamily(const rocksdb::ColumnFamilyOptions& options,
+rocksdb::Status LiveKeyDB::CreateColumnFamily(const rocksdb::ColumnFamilyOptions& options,
                                      const std::string& column_family_name,
                                      ColumnFamilyHandle** handle) {
-  Status s = db_->CreateColumnFamily(options, column_family_name, handle);
+  rocksdb::Status s = db_->CreateColumnFamily(options, column_family_name, handle);
   if (!s.ok()) return s;
   return rep_->RegisterNew({*handle});
 }
 
-Status LiveKeyDB::CreateColumnFamilies(const rocksdb::ColumnFamilyOptions& options,
+rocksdb::Status LiveKeyDB::CreateColumnFamilies(const rocksdb::ColumnFamilyOptions& options,
                                        const std::vector<std::string>& column_family_names,
                                        std::vector<ColumnFamilyHandle*>* handles) {
-  Status s = db_->CreateColumnFamilies(options, column_family_names, handles);
-  Status r = rep_->RegisterNew(*handles);  // those created before a failure too
+  rocksdb::Status s = db_->CreateColumnFamilies(options, column_family_names, handles);
+  rocksdb::Status r = rep_->RegisterNew(*handles);  // those created before a failure too
   return s.ok() ? r : s;
 }
 
-Status LiveKeyDB::CreateColumnFamilies(const std::vector<ColumnFamilyDescriptor>& column_families,
+rocksdb::Status LiveKeyDB::CreateColumnFamilies(const std::vector<ColumnFamilyDescriptor>& column_families,
                                        std::vector<ColumnFamilyHandle*>* handles) {
-  Status s = db_->CreateColumnFamilies(column_families, handles);
-  Status r = rep_->RegisterNew(*handles);
+  rocksdb::Status s = db_->CreateColumnFamilies(column_families, handles);
+  rocksdb::Status r = rep_->RegisterNew(*handles);
   return s.ok() ? r : s;
 }
 
-Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
+rocksdb::Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
   Rep& r = *rep_;
   CfState* cf = column_family != nullptr ? r.FindState(column_family->GetID()) : nullptr;
   if (cf == nullptr || cf->dropped) return db_->DropColumnFamily(column_family);
   std::unique_ptr<LiveKeyIndex> retired;
-  Status s;
+  rocksdb::Status s;
   {
     std::lock_guard<std::mutex> rl(r.rebuild_mu);
     r.LockAll();
@@ -702,22 +702,22 @@ Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
   return s;
 }
 
-Status LiveKeyDB::DropColumnFamilies(const std::vector<ColumnFamilyHandle*>& column_families) {
+rocksdb::Status LiveKeyDB::DropColumnFamilies(const std::vector<ColumnFamilyHandle*>& column_families) {
   for (ColumnFamilyHandle* h : column_families) {
-    Status s = DropColumnFamily(h);
+    rocksdb::Status s = DropColumnFamily(h);
     if (!s.ok()) return s;
   }
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
-Status LiveKeyDB::DestroyColumnFamilyHandle(ColumnFamilyHandle* column_family) {
+rocksdb::Status LiveKeyDB::DestroyColumnFamilyHandle(ColumnFamilyHandle* column_family) {
   Rep& r = *rep_;
   if (column_family != nullptr && !r.closed) {
     std::lock_guard<std::mutex> l(r.cf_mu);
     auto it = r.cfs.find(column_family->GetID());
     if (it != r.cfs.end() && it->second->handle == column_family) {
       it->second->handle_released = true;  // destroyed at Close
-      return Status::OK();
+      return rocksdb::Status::OK();
     }
   }
   return db_->DestroyColumnFamilyHandle(column_family);

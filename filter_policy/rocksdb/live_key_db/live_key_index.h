@@ -44,7 +44,6 @@ namespace dlcbf {
 namespace live_key {
 
 using rocksdb::Slice;
-using rocksdb::Status;
 
 
 // ---------------------------------------------------------------------------
@@ -62,22 +61,22 @@ class LiveKeyIndex {
     return f;
   }
 
-  static Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
+  static rocksdb::Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
                        std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    Status s = FastDLeftFilter::Create(KernelOptions(o, sized_for), &f);
+    rocksdb::Status s = FastDLeftFilter::Create(KernelOptions(o, sized_for), &f);
     if (!s.ok()) return s;
     return Wrap(o, sized_for, 0, epochs, std::move(f), out);
   }
 
-  static Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
+  static rocksdb::Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    Status s = FastDLeftFilter::Deserialize(blob, &f, /*thread_safe=*/true);
+    rocksdb::Status s = FastDLeftFilter::Deserialize(blob, &f, /*thread_safe=*/true);
     if (!s.ok()) return s;
-    if (f->options().seed != o.dleft.seed) return Status::Corruption("hash seed differs");
-    if (f->options().subtables != 2) return Status::Corruption("kernel is not D = 2");
-    if (sized_for == 0) return Status::Corruption("sized_for is 0");
+    if (f->options().seed != o.dleft.seed) return rocksdb::Status::Corruption("hash seed differs");
+    if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");
+    if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
     return Wrap(o, sized_for, entries, epochs, std::move(f), out);
   }
 
@@ -100,9 +99,9 @@ class LiveKeyIndex {
   // its own: the ElasticFilter serializes its writers (one lock less on
   // every new-key Put; each costs a dependent cache miss after the base
   // write has evicted it).
-  Status Insert(uint64_t h) {
+  rocksdb::Status Insert(uint64_t h) {
     if (elastic_->InsertHash(h) != OpResult::kOk) {
-      return Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
+      return rocksdb::Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
     entries_.fetch_add(1, std::memory_order_relaxed);
     // Free the ElasticFilter's frozen dlCBF once it migrated and no reader
@@ -116,7 +115,7 @@ class LiveKeyIndex {
         elastic_released_.store(true, std::memory_order_release);
       }
     }
-    return Status::OK();
+    return rocksdb::Status::OK();
   }
 
   // Only for keys counted on behalf of the caller (see the invariant).
@@ -156,20 +155,20 @@ class LiveKeyIndex {
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
 
-  static Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
+  static rocksdb::Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
                      EpochDomain* epochs, std::unique_ptr<FastDLeftFilter> kernel,
                      std::unique_ptr<LiveKeyIndex>* out) {
     ElasticOptions eo;
     eo.kernel = ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
     std::unique_ptr<ElasticFilter> e;
-    Status s = ElasticFilter::Adopt(eo, std::move(kernel), entries, &e);
+    rocksdb::Status s = ElasticFilter::Adopt(eo, std::move(kernel), entries, &e);
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->elastic_ = std::move(e);
     idx->entries_.store(entries);
     *out = std::move(idx);
-    return Status::OK();
+    return rocksdb::Status::OK();
   }
 
 

@@ -24,43 +24,43 @@ namespace dlcbf {
 // ---------------------------------------------------------------------------
 // Options and stats
 // ---------------------------------------------------------------------------
-Status LiveKeyIndexOptions::Validate() const {
+rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (expected_keys == 0 || expected_keys > kMaxExpectedKeys) {
-    return Status::InvalidArgument("expected_keys must be in [1, 2^40]");
+    return rocksdb::Status::InvalidArgument("expected_keys must be in [1, 2^40]");
   }
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
-    return Status::InvalidArgument("sizing_load must be in (0, 1]");
+    return rocksdb::Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
   DLeftOptions d = dleft;
   d.SizeFor(expected_keys, sizing_load);
-  Status s = d.Validate();
+  rocksdb::Status s = d.Validate();
   if (s.IsInvalidArgument()) {
-    return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+    return rocksdb::Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
   }
   if (!s.ok()) return s;
   if (d.counter_bits == 0) {
-    return Status::InvalidArgument("dleft.counter_bits must be >= 1 (live keys are erased)");
+    return rocksdb::Status::InvalidArgument("dleft.counter_bits must be >= 1 (live keys are erased)");
   }
   if (abf_counter_bits < 1 || abf_counter_bits > 8) {
-    return Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
+    return rocksdb::Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
   }
   if (!(auto_rebuild_drift == 0.0 || (auto_rebuild_drift > 1.0 && std::isfinite(auto_rebuild_drift)))) {
-    return Status::InvalidArgument("auto_rebuild_drift must be 0 (off) or a finite value > 1");
+    return rocksdb::Status::InvalidArgument("auto_rebuild_drift must be 0 (off) or a finite value > 1");
   }
   if (!(rebuild_headroom >= 1.0 && rebuild_headroom <= 1000.0)) {
-    return Status::InvalidArgument("rebuild_headroom must be in [1, 1000]");
+    return rocksdb::Status::InvalidArgument("rebuild_headroom must be in [1, 1000]");
   }
   if (lock_stripes == 0 || lock_stripes > (1u << 20) || (lock_stripes & (lock_stripes - 1)) != 0) {
-    return Status::InvalidArgument("lock_stripes must be a power of two in [1, 2^20]");
+    return rocksdb::Status::InvalidArgument("lock_stripes must be a power of two in [1, 2^20]");
   }
   if (index_file_name.empty() || index_file_name.find('/') != std::string::npos ||
       index_file_name == "." || index_file_name == "..") {
-    return Status::InvalidArgument("index_file_name must be a plain file name (no '/')");
+    return rocksdb::Status::InvalidArgument("index_file_name must be a plain file name (no '/')");
   }
   if (rebuild_progress_interval == 0) {
-    return Status::InvalidArgument("rebuild_progress_interval must be >= 1");
+    return rocksdb::Status::InvalidArgument("rebuild_progress_interval must be >= 1");
   }
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 std::string LiveKeyStats::ToString() const {

@@ -71,16 +71,16 @@ std::string BaseName(const std::string& path) {
   return p == std::string::npos ? path : path.substr(p + 1);
 }
 
-Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
+rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
                            const std::string& data) {
   const std::string final_name = dir + "/" + name;
   const std::string tmp = final_name + ".tmp";
   std::unique_ptr<rocksdb::WritableFile> f;
-  Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
+  rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
   if (s.ok()) s = f->Append(data);
   if (s.ok()) s = f->Sync();
   if (f) {
-    Status c = f->Close();
+    rocksdb::Status c = f->Close();
     if (s.ok()) s = c;
   }
   if (s.ok()) s = env->RenameFile(tmp, final_name);
@@ -99,7 +99,7 @@ Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std:
 // The SST set: the numbers of every live SST file of the DB (all column
 // families), sorted; with `smallest_seqno`, each file's smallest sequence
 // number in the same order.
-Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
+rocksdb::Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
                                 std::vector<uint64_t>* smallest_seqno) {
   std::vector<rocksdb::LiveFileMetaData> files;
   base->GetLiveFilesMetaData(&files);
@@ -116,10 +116,10 @@ Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
     numbers->push_back(e.first);
     if (smallest_seqno) smallest_seqno->push_back(e.second);
   }
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
-Status LiveKeyDB::Rep::Persist() {
+rocksdb::Status LiveKeyDB::Rep::Persist() {
   std::vector<CfState*> fams;
   {
     std::lock_guard<std::mutex> l(cf_mu);
@@ -130,7 +130,7 @@ Status LiveKeyDB::Rep::Persist() {
     }
   }
   std::string identity;
-  Status s = base->GetDbIdentity(identity);
+  rocksdb::Status s = base->GetDbIdentity(identity);
   if (!s.ok()) return s;
   // No compaction may change the SST set after it is recorded (a
   // compaction at the bottom level zeroes sequence numbers, so its output
@@ -167,7 +167,7 @@ Status LiveKeyDB::Rep::Persist() {
   }
   if (n == 0) {
     rocksdb::Info(log, "LiveKeyDB: no index to persist (%u in elastic mode)", skipped);
-    return Status::OK();
+    return rocksdb::Status::OK();
   }
   internal::PutFixed32(&body, n);
   body.append(entries);
@@ -189,7 +189,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     return;
   }
   std::string data;
-  Status s = rocksdb::ReadFileToString(env, path, &data);
+  rocksdb::Status s = rocksdb::ReadFileToString(env, path, &data);
   if (!s.ok()) return Reject("unreadable: " + s.ToString());
   if (data.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8) return Reject("truncated");
   const size_t body = data.size() - 8;

@@ -24,11 +24,11 @@ namespace dlcbf {
 // ---------------------------------------------------------------------------
 // Rebuild
 // ---------------------------------------------------------------------------
-Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
+rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
   std::lock_guard<std::mutex> rl(rebuild_mu);
-  if (cf->dropped) return Status::OK();
-  if (!cf->indexed) return Status::NotSupported("LiveKeyDB: column family is not indexed");
-  if (closing.load()) return Status::Aborted("LiveKeyDB: closing");
+  if (cf->dropped) return rocksdb::Status::OK();
+  if (!cf->indexed) return rocksdb::Status::NotSupported("LiveKeyDB: column family is not indexed");
+  if (closing.load()) return rocksdb::Status::Aborted("LiveKeyDB: closing");
   cf->rebuild_running.store(true);
   const auto t0 = std::chrono::steady_clock::now();
 
@@ -46,7 +46,7 @@ Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool auto
       std::max<uint64_t>(opt.expected_keys, want >= 1e15 ? uint64_t{1} << 50 : static_cast<uint64_t>(want)));
 
   std::unique_ptr<LiveKeyIndex> fresh;
-  Status s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
+  rocksdb::Status s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
   if (!s.ok()) {
     cf->rebuild_running.store(false);
     failed_rebuilds.fetch_add(1);
@@ -82,7 +82,7 @@ Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool auto
                     cf->name.c_str(), keys, SecondsSince(t0));
     }
     if ((keys & 0xFFF) == 0 && closing.load(std::memory_order_relaxed)) {
-      s = Status::Aborted("LiveKeyDB: closing");
+      s = rocksdb::Status::Aborted("LiveKeyDB: closing");
       break;
     }
   }
@@ -150,7 +150,7 @@ Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool auto
   rocksdb::Info(log, "LiveKeyDB: rebuilt '%s': %" PRIu64 " keys in %.2f s, %" PRIu64
                 " concurrent updates replayed, writers paused %" PRIu64 " us",
                 cf->name.c_str(), keys, secs, deltas, pause_us);
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 

@@ -97,7 +97,6 @@ using rocksdb::Iterator;
 using rocksdb::PinnableSlice;
 using rocksdb::ReadOptions;
 using rocksdb::Slice;
-using rocksdb::Status;
 using rocksdb::WriteBatch;
 using rocksdb::WriteOptions;
 using namespace live_key;  // NOLINT: the Rep is this namespace's user
@@ -210,7 +209,7 @@ struct LiveKeyDB::Rep {
   Liveness ReadLiveness(ColumnFamilyHandle* h, const Slice& key) {
     epochs.Bump(kLivenessReads);
     PinnableSlice v;
-    const Status s = base->Get(ReadOptions(), h, key, &v);
+    const rocksdb::Status s = base->Get(ReadOptions(), h, key, &v);
     if (s.ok()) return Liveness::kLive;
     if (s.IsNotFound()) return Liveness::kNotLive;
     return Liveness::kUnknown;
@@ -225,8 +224,8 @@ struct LiveKeyDB::Rep {
   }
 
   // Callers hold the key's stripe (or all stripes).
-  Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
-    Status s = idx->Insert(h);
+  rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
+    rocksdb::Status s = idx->Insert(h);
     if (!s.ok()) return s;
     epochs.Bump(kIndexInserts);
     if (cf->rebuilding.load(std::memory_order_relaxed)) {
@@ -294,7 +293,7 @@ struct LiveKeyDB::Rep {
 
   // Put / Merge / PutEntity of one key.
   template <class WriteFn>
-  Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
+  rocksdb::Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
     std::mutex& stripe = stripes[StripeOf(id, hash)];
@@ -310,10 +309,10 @@ struct LiveKeyDB::Rep {
       return UpsertWithFault(p, hash, insert, write);
     }
     if (insert) {
-      Status s = IndexInsert(p.cf, p.idx, hash);
+      rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) return s;  // nothing written
     }
-    Status s = write();
+    rocksdb::Status s = write();
     if (!s.ok() && insert && ReadLiveness(h, key) == Liveness::kNotLive) {
       IndexErase(p.cf, p.idx, hash);
       epochs.Bump(kUndone);
@@ -324,8 +323,8 @@ struct LiveKeyDB::Rep {
   // The deliberately wrong order (internal/live_key_db_testing.h): base
   // write, pause, index insert. Only the oracle's negative control runs it.
   template <class WriteFn>
-  Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
-    Status s = write();
+  rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
+    rocksdb::Status s = write();
     if (s.ok() && insert) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       s = IndexInsert(p.cf, p.idx, hash);
@@ -335,7 +334,7 @@ struct LiveKeyDB::Rep {
 
   // Delete / SingleDelete of one key.
   template <class WriteFn>
-  Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
+  rocksdb::Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
     std::mutex& stripe = stripes[StripeOf(id, hash)];
@@ -346,13 +345,13 @@ struct LiveKeyDB::Rep {
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
     const bool was_live = p.contains && ReadLiveness(h, key) == Liveness::kLive;
-    Status s = write();
+    rocksdb::Status s = write();
     if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash);
     return s;
   }
 
-  Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
-  Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);
+  rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
+  rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);
 
   // ---- column families -------------------------------------------------------------
   CfState* AddFamily(ColumnFamilyHandle* h) {  // cf_mu held; no index yet
@@ -375,9 +374,9 @@ struct LiveKeyDB::Rep {
     cfs[st->id] = std::move(st);
     return raw;
   }
-  Status CreateEmptyIndex(CfState* cf) {
+  rocksdb::Status CreateEmptyIndex(CfState* cf) {
     std::unique_ptr<LiveKeyIndex> idx;
-    Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
+    rocksdb::Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
     if (!s.ok()) return s;
     std::lock_guard<std::mutex> sl(swap_mu);
     cf->owned = std::move(idx);
@@ -385,14 +384,14 @@ struct LiveKeyDB::Rep {
     return s;
   }
   // Registers freshly created (empty) families.
-  Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles) {
+  rocksdb::Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles) {
     std::lock_guard<std::mutex> l(cf_mu);
-    Status result;
+    rocksdb::Status result;
     for (ColumnFamilyHandle* h : handles) {
       if (h == nullptr) continue;
       CfState* cf = AddFamily(h);
       if (cf->indexed) {
-        Status s = CreateEmptyIndex(cf);
+        rocksdb::Status s = CreateEmptyIndex(cf);
         if (!s.ok()) {  // leave it unindexed rather than fail the creation
           cf->indexed = false;
           cf->bypass_reason = "index creation failed: " + s.ToString();
@@ -410,7 +409,7 @@ struct LiveKeyDB::Rep {
   }
 
   // ---- rebuild -----------------------------------------------------------------------
-  Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
+  rocksdb::Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
 
   void ScheduleRebuild(CfState* cf) {
     if (closing.load(std::memory_order_relaxed)) return;
@@ -451,7 +450,7 @@ struct LiveKeyDB::Rep {
             why = buf;
           }
         }
-        Status s = Rebuild(cf, why, /*automatic=*/true);
+        rocksdb::Status s = Rebuild(cf, why, /*automatic=*/true);
         if (!s.ok() && !closing.load()) {
           rocksdb::Warn(log, "LiveKeyDB: automatic rebuild of '%s' failed: %s", cf->name.c_str(),
                         s.ToString().c_str());
@@ -476,10 +475,10 @@ struct LiveKeyDB::Rep {
 
   // ---- persistence -------------------------------------------------------------------
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
-  Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
-  Status Persist();
+  rocksdb::Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
+  rocksdb::Status Persist();
   void LoadFromFile(std::vector<CfState*>* loaded);
-  Status Init(const std::vector<ColumnFamilyHandle*>& handles);
+  rocksdb::Status Init(const std::vector<ColumnFamilyHandle*>& handles);
 };
 
 

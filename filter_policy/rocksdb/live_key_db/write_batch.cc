@@ -38,39 +38,39 @@ struct BatchOp {
 class BatchCollector : public WriteBatch::Handler {
  public:
   std::vector<BatchOp> ops;
-  Status PutCF(uint32_t cf, const Slice& key, const Slice&) override { return Add(OpKind::kPut, cf, key); }
-  Status PutEntityCF(uint32_t cf, const Slice& key, const Slice&) override {
+  rocksdb::Status PutCF(uint32_t cf, const Slice& key, const Slice&) override { return Add(OpKind::kPut, cf, key); }
+  rocksdb::Status PutEntityCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kPut, cf, key);
   }
-  Status PutBlobIndexCF(uint32_t cf, const Slice& key, const Slice&) override {
+  rocksdb::Status PutBlobIndexCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kPut, cf, key);
   }
-  Status MergeCF(uint32_t cf, const Slice& key, const Slice&) override {
+  rocksdb::Status MergeCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kMerge, cf, key);
   }
-  Status DeleteCF(uint32_t cf, const Slice& key) override { return Add(OpKind::kDelete, cf, key); }
-  Status SingleDeleteCF(uint32_t cf, const Slice& key) override {
+  rocksdb::Status DeleteCF(uint32_t cf, const Slice& key) override { return Add(OpKind::kDelete, cf, key); }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice& key) override {
     return Add(OpKind::kSingleDelete, cf, key);
   }
-  Status DeleteRangeCF(uint32_t cf, const Slice& b, const Slice& e) override {
+  rocksdb::Status DeleteRangeCF(uint32_t cf, const Slice& b, const Slice& e) override {
     ops.push_back(BatchOp{OpKind::kRange, cf, b, e});
-    return Status::OK();
+    return rocksdb::Status::OK();
   }
   void LogData(const Slice&) override {}
-  Status MarkBeginPrepare(bool) override { return Unsupported(); }
-  Status MarkEndPrepare(const Slice&) override { return Unsupported(); }
-  Status MarkNoop(bool) override { return Status::OK(); }
-  Status MarkRollback(const Slice&) override { return Unsupported(); }
-  Status MarkCommit(const Slice&) override { return Unsupported(); }
-  Status MarkCommitWithTimestamp(const Slice&, const Slice&) override { return Unsupported(); }
+  rocksdb::Status MarkBeginPrepare(bool) override { return Unsupported(); }
+  rocksdb::Status MarkEndPrepare(const Slice&) override { return Unsupported(); }
+  rocksdb::Status MarkNoop(bool) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkRollback(const Slice&) override { return Unsupported(); }
+  rocksdb::Status MarkCommit(const Slice&) override { return Unsupported(); }
+  rocksdb::Status MarkCommitWithTimestamp(const Slice&, const Slice&) override { return Unsupported(); }
 
  private:
-  Status Add(OpKind k, uint32_t cf, const Slice& key) {
+  rocksdb::Status Add(OpKind k, uint32_t cf, const Slice& key) {
     ops.push_back(BatchOp{k, cf, key, Slice()});
-    return Status::OK();
+    return rocksdb::Status::OK();
   }
-  static Status Unsupported() {
-    return Status::NotSupported("LiveKeyDB: write batches with transaction markers");
+  static rocksdb::Status Unsupported() {
+    return rocksdb::Status::NotSupported("LiveKeyDB: write batches with transaction markers");
   }
 };
 
@@ -86,9 +86,9 @@ struct Overlay {
 
 }  // namespace
 
-Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
+rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
   BatchCollector col;
-  Status s = batch->Iterate(&col);
+  rocksdb::Status s = batch->Iterate(&col);
   if (!s.ok()) return s;
 
   // Indexed families of the batch (the table is read once).
@@ -227,7 +227,7 @@ Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch)
       ks.push_back(ov[i].key);
     }
     std::vector<PinnableSlice> vals(ks.size());
-    std::vector<Status> sts(ks.size());
+    std::vector<rocksdb::Status> sts(ks.size());
     base->MultiGet(ReadOptions(), ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
     epochs.Bump(kLivenessReads, ks.size());
     for (size_t j = 0; j < need_read.size(); ++j) {

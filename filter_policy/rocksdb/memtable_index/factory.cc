@@ -112,11 +112,11 @@ class DLeftIndexedMemTableRepFactory final : public MemTableRepFactory {
 }  // namespace
 
 
-Status NewDLeftIndexedMemTableRepFactory(std::shared_ptr<MemTableRepFactory> base,
+rocksdb::Status NewDLeftIndexedMemTableRepFactory(std::shared_ptr<MemTableRepFactory> base,
                                          const MemTableIndexOptions& options,
                                          std::shared_ptr<MemTableRepFactory>* out) {
-  if (out == nullptr) return Status::InvalidArgument("dlcbf_index", "out is null");
-  Status s = options.Validate();
+  if (out == nullptr) return rocksdb::Status::InvalidArgument("dlcbf_index", "out is null");
+  rocksdb::Status s = options.Validate();
   if (!s.ok()) return s;
   const bool base_is_default = base == nullptr;
   if (base_is_default) base = std::make_shared<rocksdb::SkipListFactory>();
@@ -124,7 +124,7 @@ Status NewDLeftIndexedMemTableRepFactory(std::shared_ptr<MemTableRepFactory> bas
     return Invalid("base", "must not be another dlcbf_index factory");
   }
   out->reset(new DLeftIndexedMemTableRepFactory(std::move(base), base_is_default, options));
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 MemTableRepFactory* NewDLeftIndexedMemTableRepFactory(std::shared_ptr<MemTableRepFactory> base,
@@ -136,16 +136,16 @@ MemTableRepFactory* NewDLeftIndexedMemTableRepFactory(std::shared_ptr<MemTableRe
   return new DLeftIndexedMemTableRepFactory(std::move(base), base_is_default, options);
 }
 
-Status GetMemTableIndexStats(const MemTableRepFactory* factory, MemTableIndexFactoryStats* out) {
+rocksdb::Status GetMemTableIndexStats(const MemTableRepFactory* factory, MemTableIndexFactoryStats* out) {
   if (factory == nullptr || out == nullptr) {
-    return Status::InvalidArgument("dlcbf_index", "null factory or output");
+    return rocksdb::Status::InvalidArgument("dlcbf_index", "null factory or output");
   }
   if (std::strcmp(factory->Name(), kMemTableIndexClassName) != 0) {
-    return Status::InvalidArgument("dlcbf_index",
+    return rocksdb::Status::InvalidArgument("dlcbf_index",
                                    std::string("not a dlcbf_index factory: ") + factory->Name());
   }
   static_cast<const DLeftIndexedMemTableRepFactory*>(factory)->GetStats(out);
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 // ---------------------------------------------------------------------------
@@ -165,7 +165,7 @@ int RegisterDLeftIndexedMemTableRepFactory(rocksdb::ObjectLibrary& library) {
          std::string* errmsg) -> MemTableRepFactory* {
         MemTableIndexOptions options;
         std::string base_id;
-        Status s = ParseMemTableIndexId(uri, &options, &base_id);
+        rocksdb::Status s = ParseMemTableIndexId(uri, &options, &base_id);
         std::shared_ptr<MemTableRepFactory> base;
         if (s.ok() && !base_id.empty()) {
           rocksdb::ConfigOptions cfg;
@@ -177,10 +177,10 @@ int RegisterDLeftIndexedMemTableRepFactory(rocksdb::ObjectLibrary& library) {
             s = MemTableRepFactory::CreateFromString(cfg, base_id, &base);
           } catch (const std::exception& e) {
             base.reset();
-            s = Status::InvalidArgument(std::string("RocksDB threw while parsing it: ") + e.what());
+            s = rocksdb::Status::InvalidArgument(std::string("RocksDB threw while parsing it: ") + e.what());
           } catch (...) {
             base.reset();
-            s = Status::InvalidArgument("RocksDB threw while parsing it");
+            s = rocksdb::Status::InvalidArgument("RocksDB threw while parsing it");
           }
           if (s.ok() && base == nullptr) s = Invalid("base", "empty base id");
           if (!s.ok()) {

@@ -25,7 +25,6 @@ using rocksdb::MemTableRep;
 using rocksdb::MemTableRepFactory;
 using rocksdb::Slice;
 using rocksdb::SliceTransform;
-using rocksdb::Status;
 
 inline constexpr uint32_t kDefaultSubtables = 2;
 inline constexpr uint32_t kDefaultCells = 3;

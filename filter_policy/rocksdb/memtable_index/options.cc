@@ -40,14 +40,14 @@ using option_string::StartsWith;
 }  // namespace
 
 namespace memtable_index {
-Status Invalid(const std::string& field, const std::string& why) {
-  return Status::InvalidArgument("dlcbf_index: " + field, why);
+rocksdb::Status Invalid(const std::string& field, const std::string& why) {
+  return rocksdb::Status::InvalidArgument("dlcbf_index: " + field, why);
 }
 
 }  // namespace
 
 
-Status MemTableIndexOptions::Validate() const {
+rocksdb::Status MemTableIndexOptions::Validate() const {
   if (budget_bytes == 0) {
     if (expected_entries < 1 || expected_entries > kMaxEntries) {
       return Invalid("expected_entries", "must be in [1, 2^32]");
@@ -55,8 +55,14 @@ Status MemTableIndexOptions::Validate() const {
   } else if (budget_bytes < 64 || budget_bytes > kMaxBudget) {
     return Invalid("budget_bytes", "must be 0 or in [64, 2^34]");
   }
-  if (fast_kernel && (subtables != kDefaultSubtables || cells_per_bucket != kDefaultCells ||
-                      remainder_bits != kDefaultRemainderBits)) {
+  const bool general_geometry = subtables != kDefaultSubtables || cells_per_bucket != kDefaultCells ||
+                                remainder_bits != kDefaultRemainderBits;
+  if (dense_kernel && (!fast_kernel || general_geometry)) {
+    return Invalid("dense_kernel",
+                   "the dense kernel was chosen together with the general kernel (fast_kernel = "
+                   "false, or a subtables / cells_per_bucket / remainder_bits field): pick one");
+  }
+  if (fast_kernel && general_geometry) {
     return Invalid("fast_kernel",
                    "subtables, cells_per_bucket and remainder_bits set the general kernel's "
                    "geometry; set fast_kernel = false (id field \"general\") to use them");
@@ -83,7 +89,7 @@ Status MemTableIndexOptions::Validate() const {
   if (!(max_write_buffer_fraction > 0.0 && max_write_buffer_fraction <= 1.0)) {
     return Invalid("max_write_buffer_fraction", "must be in (0, 1]");
   }
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& base_id) {
@@ -101,6 +107,7 @@ std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& ba
       o.remainder_bits == kDefaultRemainderBits) {
     id += ":general";
   }
+  if (o.dense_kernel) id += ":dense";
   if (FormatDecimal(o.abf_growth) != FormatDecimal(kDefaultGrowth)) {
     id += ":growth" + FormatDecimal(o.abf_growth);
   }
@@ -115,10 +122,10 @@ std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& ba
   return id;
 }
 
-Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options,
+rocksdb::Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options,
                             std::string* base_id) {
   if (options == nullptr || base_id == nullptr) {
-    return Status::InvalidArgument("dlcbf_index", "null output");
+    return rocksdb::Status::InvalidArgument("dlcbf_index", "null output");
   }
   MemTableIndexOptions o;
   base_id->clear();
@@ -129,10 +136,10 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
              StartsWith(id, "DLeftIndexedMemTableRepFactory:", &rest)) {
     if (rest.empty()) return Invalid("id", "empty field after ':' in \"" + id + "\"");
   } else {
-    return Status::InvalidArgument("dlcbf_index", "not a dlcbf_index id: \"" + id + "\"");
+    return rocksdb::Status::InvalidArgument("dlcbf_index", "not a dlcbf_index id: \"" + id + "\"");
   }
   bool sized = false;
-  int kernel = 0;           // 0: not named, 1: "fast", 2: "general"
+  int kernel = 0;           // 0: not named, 1: "fast", 2: "general", 3: "dense"
   bool geometry = false;    // a d, L or r field
   while (!rest.empty()) {
     std::string field, value;
@@ -177,10 +184,11 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
         return Invalid("expected_prefixes", "\"" + value + "\" is not an integer in [0, 2^32]");
       }
       o.expected_prefixes = u;
-    } else if (field == "fast" || field == "general") {
-      const int k = field == "fast" ? 1 : 2;
+    } else if (field == "fast" || field == "general" || field == "dense") {
+      const int k = field == "fast" ? 1 : field == "general" ? 2 : 3;
       if (kernel != 0 && kernel != k) {
-        return Invalid("fast_kernel", "both \"fast\" and \"general\" in \"" + id + "\"");
+        return Invalid(k == 3 || kernel == 3 ? "dense_kernel" : "fast_kernel",
+                       "more than one of \"fast\", \"general\" and \"dense\" in \"" + id + "\"");
       }
       kernel = k;
     } else if (field == "trust_comparator") {
@@ -227,11 +235,12 @@ Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions* options
     }
   }
   // The kernel: as named, else the general one when its geometry is given.
-  o.fast_kernel = kernel == 1 || (kernel == 0 && !geometry);
-  Status s = o.Validate();
+  o.fast_kernel = kernel == 1 || kernel == 3 || (kernel == 0 && !geometry);
+  o.dense_kernel = kernel == 3;
+  rocksdb::Status s = o.Validate();
   if (!s.ok()) return s;
   *options = o;
-  return Status::OK();
+  return rocksdb::Status::OK();
 }
 
 double MemTableIndexStats::MeasuredFpr() const {
@@ -250,7 +259,7 @@ std::string MemTableIndexStats::ToString() const {
       " skipped=%" PRIu64 " delegated=%" PRIu64 " false_positives=%" PRIu64 " measured_fpr=%.4g",
       active ? 1 : 0, bypass_reason.empty() ? "" : " bypass=", bypass_reason.c_str(),
       column_family_id, timestamp_size, dlcbf::ToString(mode), migrations,
-      dlcbf::ToString(migration_cause), fast_kernel ? "fast" : "general", abf_probes, entries,
+      dlcbf::ToString(migration_cause), dense_kernel ? "dense" : fast_kernel ? "fast" : "general", abf_probes, entries,
       index_inserts, sized_for, index_bytes, retained_bytes, capped ? " capped" : "", predicted_fpr, gets, skipped_searches, delegated,
       false_positives, MeasuredFpr());
   std::string out(buf, n > 0 ? std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1) : 0);

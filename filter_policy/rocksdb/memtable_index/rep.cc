@@ -3,8 +3,8 @@
 // without searching the base rep; reader reclamation and counters.
 //
 // Design note
-//   Index. One ElasticFilter (thread_safe) per memtable. Two kernels
-//   (MemTableIndexOptions::fast_kernel):
+//   Index. One ElasticFilter (thread_safe) per memtable. Three kernels
+//   (MemTableIndexOptions::fast_kernel, dense_kernel):
 //
 //   Fast kernel (the default; id field "fast"): FastDLeftFilter with D = 2
 //   (filter_policy/core/fast_dleft_filter.cc): every candidate bucket of a
@@ -19,6 +19,17 @@
 //   a per-stripe sequence number, so a relocation or spill of another key
 //   never hides an indexed one (tests/fast_dleft_filter_test.cc, with a
 //   negative control).
+//
+//   Dense kernel (id field "dense"): DenseDLeftFilter, 16-bit remainders,
+//   d = 2 (filter_policy/core/dense_dleft_filter.cc): variable-occupancy
+//   buckets in 64-byte blocks, 512 / (28 * 0.75) = 24.4 bits per expected
+//   key, FPR at sizing 2 * 0.75 * 28 / (36 * 65535) = 0.0018 %; a probe
+//   reads two lines (requested together). Not the default: at equal memory
+//   the fast kernel's one-line probe is cheaper, and its 0.073 % already
+//   costs under a nanosecond of skiplist search per negative Get on
+//   average. Its lock-free readers validate negatives against the stripes
+//   of both candidate blocks (tests/dense_dleft_filter_test.cc, with a
+//   negative control). It migrates in one go, on overflow (~1.3x sizing).
 //
 //   General kernel (id field "general", or any d/L/r field): a dlCBF with
 //   d = 2 subtables, L = 3 cells per bucket, r = 14 remainder bits and c = 1
@@ -131,7 +142,10 @@ namespace memtable_index {
 
 ElasticOptions IndexFilterOptions(const MemTableIndexOptions& o, uint64_t entries) {
   ElasticOptions eo;
-  if (o.fast_kernel) {
+  if (o.dense_kernel) {
+    eo.kernel = ElasticKernel::kDense;
+    eo.dense.remainder_bits = 16;
+  } else if (o.fast_kernel) {
     eo.kernel = ElasticKernel::kFast;
     eo.fast.subtables = 2;
   } else {
@@ -410,7 +424,8 @@ class IndexedRep final : public MemTableRep {
       s.sized_for = main->sized_for;
       s.predicted_fpr = es.predicted_fpr;
       s.retained_bytes = es.retained_bytes;
-      s.fast_kernel = options_.fast_kernel;
+      s.fast_kernel = options_.fast_kernel && !options_.dense_kernel;
+      s.dense_kernel = options_.dense_kernel;
       if (es.mode == ElasticMode::kAutoscaling) s.abf_probes = es.abf.counting.num_probes;
       s.migrated_items = es.migrated_items;
     }
@@ -592,9 +607,10 @@ class IndexedRep final : public MemTableRep {
     // estimate (8 x arena block size while that is < 1 MiB).
     // Fast kernel: 512 bits per block of 32 cells, plus one spare line per
     // 8 blocks, at the sizing load.
-    const double bits_per_entry = options_.fast_kernel
-                                      ? 512.0 * (1.0 + 1.0 / 8.0) / (32.0 * kSizingLoad)
-                                      : (options_.remainder_bits + kCounterBits) / kSizingLoad;
+    // Dense kernel: 512 bits per block of 28 slots at the sizing load.
+    const double bits_per_entry = options_.dense_kernel  ? 512.0 / (28.0 * kSizingLoad)
+                                  : options_.fast_kernel ? 512.0 * (1.0 + 1.0 / 8.0) / (32.0 * kSizingLoad)
+                                                         : (options_.remainder_bits + kCounterBits) / kSizingLoad;
     uint64_t key_entries = options_.expected_entries;
     if (options_.budget_bytes > 0) {
       key_entries = std::max<uint64_t>(

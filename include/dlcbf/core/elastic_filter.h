@@ -5,11 +5,13 @@
 // What it is
 //   Mode kDLeft: a d-left counting Bloom filter sized for an expected number
 //   of keys (exact erase, FPR ~ F / (B * Rn), Bonomi et al. 2006 Claim 3).
-//   Two kernels (ElasticOptions::kernel): kGeneral, the paper's layout with
-//   any geometry (DLeftCountingBloomFilter, options.dleft), or kFast, the
+//   Three kernels (ElasticOptions::kernel): kGeneral, the paper's layout
+//   with any geometry (DLeftCountingBloomFilter, options.dleft); kFast, the
 //   cache-line-local FastDLeftFilter (options.fast: one 64-byte line per
-//   query, fixed cells). Both migrate the same way; below, "the dlCBF" is
-//   whichever kernel was chosen.
+//   query, fixed cells); kDense, the variable-occupancy DenseDLeftFilter
+//   (options.dense: half the fast kernel's space, d lines per query). All
+//   migrate the same way, through one internal kernel contract; below, "the
+//   dlCBF" is whichever kernel was chosen.
 //   When an insert returns kOverflow (every candidate bucket full even after
 //   relocation), or live items pass migrate_at_load * capacity, the filter
 //   migrates to mode kAutoscaling: an AutoscalingBloomFilter whose counter
@@ -86,6 +88,7 @@
 #include <unordered_set>
 
 #include "dlcbf/core/autoscaling_bloom_filter.h"
+#include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "rocksdb/slice.h"
@@ -94,7 +97,8 @@
 namespace dlcbf {
 
 namespace internal {
-class Hashing;  // internal/dleft_layout.h
+class Hashing;          // internal/dleft_layout.h
+class CountingKernel;   // the kernel contract, elastic_filter.cc
 }  // namespace internal
 
 enum class ElasticMode : uint8_t {
@@ -117,6 +121,7 @@ const char* ToString(MigrationCause cause);
 enum class ElasticKernel : uint8_t {
   kGeneral = 0,  // DLeftCountingBloomFilter (ElasticOptions::dleft)
   kFast = 1,     // FastDLeftFilter (ElasticOptions::fast)
+  kDense = 2,    // DenseDLeftFilter (ElasticOptions::dense)
 };
 
 struct ElasticOptions {
@@ -139,6 +144,16 @@ struct ElasticOptions {
   // FastDLeftOptions::MaxLoad(subtables))). The kernel's counters are
   // 2-bit (saturate at 4).
   FastDLeftOptions fast;
+  // kDense: the initial kernel (remainder_bits 8 or 16, subtables, seed,
+  // max_bytes). If expected_items > 0, Create sizes it with
+  // DenseDLeftOptions::ForLoad(expected_items, min(sizing_load,
+  // DenseDLeftOptions::MaxLoad(remainder_bits))). Multiplicities are
+  // copies (nothing saturates, nothing is pinned at migration). It
+  // migrates in one go (its moves cross blocks, like the general kernel's
+  // relocations): incremental_migration does not apply. The fields of the
+  // kernels not chosen must keep their defaults (Validate names the first
+  // one that does not).
+  DenseDLeftOptions dense;
   uint64_t expected_items = 0;
   double sizing_load = 0.75;  // 6 of 8 cells, the paper's §5.1 load
 
@@ -207,6 +222,7 @@ struct ElasticStats {
 
   DLeftStats dleft;        // filled in mode kDLeft, kernel kGeneral
   FastDLeftStats fast;     // filled in mode kDLeft, kernel kFast
+  DenseDLeftStats dense;   // filled in mode kDLeft, kernel kDense
   AutoscalingStats abf;    // filled in mode kAutoscaling
 };
 
@@ -294,6 +310,12 @@ class ElasticFilter {
   // freed (it depends on blocks and subtables only).
   uint64_t FastPackedOfHash(uint64_t key_hash) const;
   rocksdb::Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
+  rocksdb::Status InitGeneral();
+  rocksdb::Status InitDense();
+  // Keeps phase 1 of a kernel that hashes through internal::Hashing
+  // (general, dense) and checks it against the kernel's own.
+  template <class K>
+  rocksdb::Status KeepHashing(const K& kernel, const internal::Hashing& h);
   bool fast() const { return options_.kernel == ElasticKernel::kFast; }
   // Migration steps; the caller holds mu_ (thread_safe) or is the only
   // writer. Start allocates the ABF aside (false if it could not), Copy
@@ -317,8 +339,11 @@ class ElasticFilter {
   uint64_t dleft_bytes_ = 0;
   double fingerprint_space_ = 1;  // B * Rn
 
-  std::unique_ptr<DLeftCountingBloomFilter> dleft_;  // kGeneral
-  std::unique_ptr<FastDLeftFilter> fast_;            // kFast
+  // The one contract ElasticFilter needs of a dlCBF kernel (insert,
+  // erase, probe, the stored fingerprints in copy units, stats), with one
+  // implementation per kernel (elastic_filter.cc). Null after migration
+  // (non-thread-safe) or ReleaseRetired.
+  std::unique_ptr<internal::CountingKernel> kernel_;
   uint64_t fast_blocks_ = 0;                         // kFast: N
   uint32_t fast_bucket_mask_ = 0;                    // kFast: Bb - 1
   std::unique_ptr<AutoscalingBloomFilter> abf_;

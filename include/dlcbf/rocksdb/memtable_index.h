@@ -149,6 +149,15 @@ struct MemTableIndexOptions {
   // non-default value requires fast_kernel = false (Validate says so); in
   // an id, a d/L/r field selects the general kernel by itself.
   bool fast_kernel = true;
+  // Id field "dense": the variable-occupancy DenseDLeftFilter
+  // (ElasticKernel::kDense, 16-bit remainders, d = 2) instead. Sized at 75 %
+  // of its slots: 512 / (28 * 0.75) = 24.4 bits per entry, FPR at sizing
+  // 2 * 0.75 * 28 / (36 * 65535) = 0.0018 % (40x below the fast kernel's in
+  // the same memory), at two 64-byte lines per probe instead of one; it
+  // overflows (and migrates, in one go) at about 0.99 of its slots, ~1.3x
+  // the sizing. Requires fast_kernel = true (the default) and the default
+  // general-kernel geometry (Validate names the conflict).
+  bool dense_kernel = false;
 
   // General kernel only: d subtables of buckets with L cells of r remainder
   // bits plus one counter bit (r + 1 bits per cell, sized at 75 % load, so
@@ -221,6 +230,7 @@ struct MemTableIndexStats {
   bool capped = false;           // sizing reduced by max_write_buffer_fraction
   double predicted_fpr = 0;      // model, whole-key index
   bool fast_kernel = false;      // the dlCBF is FastDLeftFilter (else general)
+  bool dense_kernel = false;     // the dlCBF is DenseDLeftFilter
   uint32_t abf_probes = 0;       // k of the ABF after migration (0 before)
   uint64_t migrated_items = 0;   // items in the dlCBF when it migrated
 
@@ -274,6 +284,7 @@ rocksdb::Status GetMemTableIndexStats(const rocksdb::MemTableRepFactory* factory
 //     general           the general kernel (fast_kernel = false)
 //     fast              the fast kernel (the default; accepted for ids
 //                       written before it was)
+//     dense             the dense kernel (dense_kernel = true)
 //     d<2..8>           subtables                   dlcbf_index:1000000:d4:L8
 //     L<1..64>          cells per bucket            (d, L, r: the general
 //     r<4..30>          remainder bits               kernel; they select it)
