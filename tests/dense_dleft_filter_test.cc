@@ -342,6 +342,11 @@ TEST(DenseDLeftFilter, InconsistentBlockIsCorruption) {
   b[64 + 63] = static_cast<char>(0x80);  // a directory bit above the last bucket
   reseal(&b);
   EXPECT_TRUE(DenseDLeftFilter::Deserialize(b, &g).IsCorruption());
+  std::string e = s;  // the one remainder after the last bucket: bit 80 set, bits 0..79 all terminators
+  for (int i = 48; i < 64; ++i) e[64 + i] = 0;
+  e[64 + 58] = 1;  // bit 80 = bit 16 of the high directory word (bytes 56..63)
+  reseal(&e);
+  EXPECT_TRUE(DenseDLeftFilter::Deserialize(e, &g).IsCorruption());
   std::string c = s;
   c[32] = 5;  // item count
   reseal(&c);

@@ -308,9 +308,10 @@ inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
   ShiftSlotsDown<C>(blk, t);
 }
 
-// Why the block is not a valid encoding, or nullptr: the bits above the
-// last terminator are 0, exactly kBuckets terminators lie within
-// kSlots + kBuckets bits, used slots hold non-zero values, free slots 0.
+// Why the block is not a valid encoding, or nullptr: at most kSlots ones,
+// the bits above the last terminator are 0, the last bit below them is a
+// terminator (so all kBuckets terminators come after the last one), used
+// slots hold non-zero values, free slots 0.
 template <class C>
 inline const char* CheckBlock(const uint8_t* blk) {
   using Dir = typename C::Dir;
@@ -319,6 +320,9 @@ inline const char* CheckBlock(const uint8_t* blk) {
   if (used > C::kSlots) return "block directory: more remainders than slots";
   const int top = used + C::kBuckets;  // first bit above the last terminator
   if (top < Layout<C>::kDirBits && (d >> top) != 0) return "block directory: bits set above the last bucket";
+  // With nothing above, [0, top) holds `used` ones and K zeros; every one
+  // belongs to a bucket iff the last of those bits is a terminator.
+  if (((d >> (top - 1)) & 1) != 0) return "block directory: remainders after the last bucket";
   for (int t = 0; t < C::kSlots; ++t) {
     const bool zero = GetSlot<C>(blk, t) == 0;
     if (t < used && zero) return "block: a used slot holds 0";

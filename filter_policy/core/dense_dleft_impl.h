@@ -179,9 +179,11 @@ class DenseDLeftFilter::Impl {
   template <bool TS>
   void BeginWrite(uint64_t a, uint64_t b) {
     if constexpr (TS) {
+      // No fence: every table store that follows is a release store, so a
+      // reader whose acquire load sees any of them also sees these odd
+      // values when it re-reads the stripes (and TSan models it).
       Stripe(a).fetch_add(1, std::memory_order_relaxed);
       if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Stripe(b).fetch_add(1, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
     }
   }
   template <bool TS>
