@@ -46,7 +46,10 @@ class DenseDLeftFilter::Impl {
   static_assert((kStripes & (kStripes - 1)) == 0, "stripe index is a mask");
 
   struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
+    FreeDeleter() noexcept : bytes(0) {}
+    explicit FreeDeleter(size_t b) noexcept : bytes(b) {}
+    void operator()(uint8_t* p) const { internal::FreeTable(p, bytes); }
+    size_t bytes;
   };
   struct Cand {
     uint64_t block;
@@ -87,7 +90,7 @@ class DenseDLeftFilter::Impl {
   bool Allocate() {
     void* p = internal::AllocateZeroedTable(64 * nblocks);
     if (p == nullptr) return false;
-    mem.reset(static_cast<uint8_t*>(p));
+    mem = std::unique_ptr<uint8_t[], FreeDeleter>(static_cast<uint8_t*>(p), FreeDeleter{64 * nblocks});
     if (opt.thread_safe) {
       seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);
       if (!seq) return false;
@@ -335,6 +338,9 @@ class DenseDLeftFilter::Impl {
   OpResult Erase(uint64_t h) {
     Cand c[kMaxD];
     const uint32_t v = Candidates<C>(h, c);
+    // Every candidate line is requested before the first is searched, so
+    // an erase from a later subtable does not wait for two misses in turn.
+    for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
     for (uint32_t i = 0; i < d; ++i) {
       const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
       if (t < 0) continue;

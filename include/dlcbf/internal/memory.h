@@ -43,18 +43,42 @@ inline rocksdb::Status CheckFitsInMemory(uint64_t bytes, const char* what) {
                 std::to_string(phys) + " bytes)");
 }
 
-// A zero-filled table of `bytes` bytes for a filter, or nullptr. 64-byte
-// aligned; tables of 2 MiB or more are 2 MiB-aligned and advised to use
-// transparent huge pages, so a probe costs its cache misses without a page
-// walk (advisory: where THP is off nothing changes). Free with std::free.
+// A zero-filled table of `bytes` bytes for a filter, or nullptr; free it
+// with FreeTable(p, bytes). 64-byte aligned. Tables of 2 MiB or more are
+// mapped directly (2 MiB-aligned, zero pages from the kernel, so nothing is
+// touched up front) and advised to use transparent huge pages: a probe then
+// costs its cache misses without a page walk. Mapping them directly also
+// keeps them out of malloc's arenas, whose recycled (already touched,
+// 4 KiB) pages would defeat the advice. Where THP is off the advice is
+// ignored.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline void* AllocateZeroedTable(size_t bytes) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  void* mem = nullptr;
-  const size_t align = bytes >= kHugePage ? kHugePage : 64;
-  if (posix_memalign(&mem, align, bytes == 0 ? 64 : bytes) != 0) return nullptr;
-  if (bytes >= kHugePage) madvise(mem, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
-  std::memset(mem, 0, bytes);
+  if (bytes < kHugePageBytes) {
+    void* mem = nullptr;
+    if (posix_memalign(&mem, 64, bytes == 0 ? 64 : bytes) != 0) return nullptr;
+    std::memset(mem, 0, bytes);
+    return mem;
+  }
+  // Over-map by one huge page, then trim head and tail to the alignment.
+  const size_t span = bytes + kHugePageBytes;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + span, used_end = aligned + bytes;
+  if (end > used_end) munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  void* mem = reinterpret_cast<void*>(aligned);
+  madvise(mem, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
   return mem;
+}
+inline void FreeTable(void* p, size_t bytes) {
+  if (p == nullptr) return;
+  if (bytes < kHugePageBytes) {
+    std::free(p);
+  } else {
+    munmap(p, bytes);
+  }
 }
 
 }  // namespace internal
