@@ -26,7 +26,7 @@
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/core/dense_dleft_block.h"
 #ifdef DLCBF_TESTING
-#include "filter_policy/core/dense_dleft_testing.h"
+#include "filter_policy/testing/dense_dleft_testing.h"
 #endif
 #include "test_scale.h"
 
@@ -425,6 +425,38 @@ TEST(DenseDLeftFilter, SizingChoosesClassAndRejectsOutOfRange) {
   bad.blocks_per_subtable = 1u << 20;
   bad.max_bytes = 1u << 20;
   EXPECT_TRUE(DenseDLeftFilter::Create(bad, &f).IsMemoryLimit());
+}
+
+// The portable kernel instances (no POPCNT: what CPUs without it run) and
+// the ones the CPU dispatch picks here make the same filter: same answers,
+// same bytes, after the same operations (both classes, both thread modes).
+TEST(DenseDLeftFilter, PortableInstancesEqualDispatchedOnes) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the force-portable switch)";
+#else
+  for (uint32_t r : {8u, 16u}) {
+    for (bool ts : {false, true}) {
+      auto fast = Make(Geometry(r, 2, 32, ts));
+      dense_testing::SetForcePortable(true);
+      auto portable = Make(Geometry(r, 2, 32, ts));
+      dense_testing::SetForcePortable(false);
+      std::mt19937_64 rng(r + ts);
+      std::vector<uint64_t> in;
+      for (int it = 0; it < 20000; ++it) {
+        const uint64_t h = internal::Mix64(rng() % 3000);  // repeats: copies and erases
+        if (rng() % 3 != 0) {
+          ASSERT_EQ(fast->InsertHash(h), portable->InsertHash(h));
+        } else {
+          ASSERT_EQ(fast->EraseHash(h), portable->EraseHash(h));
+        }
+        ASSERT_EQ(fast->CountHash(h), portable->CountHash(h));
+        ASSERT_EQ(fast->ContainsHash(h + 1), portable->ContainsHash(h + 1));
+      }
+      EXPECT_EQ(Bytes(*fast), Bytes(*portable)) << "r=" << r << " ts=" << ts;
+      EXPECT_GT(fast->Stats().load, 0.5);
+    }
+  }
+#endif
 }
 
 // ---- the thread-safe mode: readers race relocating writers ---------------

@@ -5,7 +5,9 @@
 // never miss a published key across the migration. Every scenario runs on
 // every d-left kernel (ElasticKernel::kGeneral, kFast and kDense).
 #include "dlcbf/core/elastic_filter.h"
-#include "dlcbf/internal/elastic_testing.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/elastic_testing.h"
+#endif
 
 #include <gtest/gtest.h>
 
@@ -602,6 +604,10 @@ TEST(ElasticIncremental, StepsThenPublishesLosslesslyAndExactly) {
 // Negative control: without the mirroring, keys inserted during the steps
 // into blocks already copied are missing from the published ABF.
 TEST(ElasticIncremental, NegativeControlWithoutMirrorLosesKeys) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "negative control needs the DLCBF_TESTING build of the library (its fault hook "
+                  "exists only there; the in-tree plugin build links the shipped library)";
+#else
   internal::SetElasticSkipMirrorForTesting(true);
   IncrementalRun r = RunIncremental(IncrementalOpts(false), 100000);
   internal::SetElasticSkipMirrorForTesting(false);
@@ -610,6 +616,7 @@ TEST(ElasticIncremental, NegativeControlWithoutMirrorLosesKeys) {
   uint64_t lost = 0;
   for (uint64_t k : r.live) lost += r.f->Contains(Key(k)) ? 0 : 1;
   EXPECT_GT(lost, 0u) << "the mirroring is not needed: the test above cannot fail";
+#endif
 }
 
 // An insert that overflows during the steps finishes the copy at once.

@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "dlcbf/internal/coding.h"
-#include "dlcbf/internal/fast_dleft_testing.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/fast_dleft_testing.h"
+#endif
 #include "dlcbf/internal/hash.h"
 #include "test_scale.h"
 
@@ -395,6 +397,7 @@ TEST(FastDLeftOptionsTest, SizingAndValidation) {
 // runs the same race with the readers' sequence-number re-check disabled
 // and must see misses, which proves this test can fail.
 
+#ifdef DLCBF_TESTING
 // Sets a test hook for one scope and always restores the default.
 struct HookScope {
   HookScope(internal::FastDLeftFault fault, uint32_t pause) {
@@ -406,6 +409,7 @@ struct HookScope {
     internal::SetFastDLeftReaderPauseForTesting(0);
   }
 };
+#endif
 
 struct RaceResult {
   uint64_t misses = 0;       // negatives for a stable key
@@ -500,11 +504,15 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
 // widened window the negative control uses): the re-check still hides
 // every half-done move.
 TEST_P(FastDLeftGeometryTest, ConcurrencyWidenedWindowStillNoMiss) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "the widened window needs the DLCBF_TESTING build of the library (reader pause hook)";
+#else
   HookScope hooks(internal::FastDLeftFault::kNone, kControlPause);
   const RaceResult r = RunStableKeyRace(GetParam(), testing_util::Scaled(300000, 20000), 0);
   EXPECT_EQ(r.misses, 0u) << "a reader missed a stably present key";
   EXPECT_GT(r.checks, 0u);
   EXPECT_GT(r.relocations, 0u);
+#endif
 }
 
 // Negative control: without the re-check of a negative answer, readers
@@ -512,6 +520,10 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyWidenedWindowStillNoMiss) {
 // bucket, or a spare group between its two lines). If this ever passes
 // with zero misses, the race above no longer exercises what it claims.
 TEST_P(FastDLeftGeometryTest, NegativeControlWithoutRecheckMisses) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "negative control needs the DLCBF_TESTING build of the library (its fault hook "
+                  "exists only there; the in-tree plugin build links the shipped library)";
+#else
   HookScope hooks(internal::FastDLeftFault::kSkipNegativeRecheck, kControlPause);
   // The race needs the readers on a CPU while the writer relocates; on a
   // loaded machine (a parallel ctest on 2 cores) one run of 2M writer steps
@@ -528,6 +540,7 @@ TEST_P(FastDLeftGeometryTest, NegativeControlWithoutRecheckMisses) {
               static_cast<unsigned long long>(r.relocations));
   EXPECT_GT(r.misses, 0u) << "the negative control found no false negative: the race "
                              "test cannot detect a missing re-check";
+#endif
 }
 
 // ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@
 #include "dlcbf/internal/memory.h"
 #include "filter_policy/core/dense_dleft_block.h"
 #ifdef DLCBF_TESTING
-#include "filter_policy/core/dense_dleft_testing.h"
+#include "filter_policy/testing/dense_dleft_testing.h"
 #endif
 
 namespace dlcbf {

@@ -76,7 +76,9 @@
 //     for the general one) and, during the steps and in thread-safe mode
 //     until ReleaseRetired(), the memory of both representations.
 #include "dlcbf/core/elastic_filter.h"
-#include "dlcbf/internal/elastic_testing.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/elastic_testing.h"
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -654,8 +656,9 @@ bool ElasticFilter::Migrate(MigrationCause cause) {
   return true;
 }
 
+#ifdef DLCBF_TESTING
 namespace {
-std::atomic<bool> g_skip_mirror_for_testing{false};  // internal/elastic_testing.h
+std::atomic<bool> g_skip_mirror_for_testing{false};  // testing/elastic_testing.h
 }  // namespace
 
 namespace internal {
@@ -663,17 +666,21 @@ void SetElasticSkipMirrorForTesting(bool skip) {
   g_skip_mirror_for_testing.store(skip, std::memory_order_relaxed);
 }
 }  // namespace internal
+#define DLCBF_ELASTIC_SKIP_MIRROR() g_skip_mirror_for_testing.load(std::memory_order_relaxed)
+#else
+#define DLCBF_ELASTIC_SKIP_MIRROR() false
+#endif
 
 // The block of a key hash is the top field of its packed fingerprint (fast
 // kernel); blocks below copied_blocks_ are in the ABF already.
 void ElasticFilter::MirrorInsert(uint64_t hash) {
-  if (g_skip_mirror_for_testing.load(std::memory_order_relaxed)) return;
+  if (DLCBF_ELASTIC_SKIP_MIRROR()) return;
   const uint64_t packed = PackedOfHash(hash);
   if ((packed >> 16) < copied_blocks_) pending_->InsertHash(ProbeHashOfPacked(packed));
 }
 
 void ElasticFilter::MirrorErase(uint64_t hash) {
-  if (g_skip_mirror_for_testing.load(std::memory_order_relaxed)) return;
+  if (DLCBF_ELASTIC_SKIP_MIRROR()) return;
   const uint64_t packed = PackedOfHash(hash);
   if ((packed >> 16) >= copied_blocks_) return;  // its copy is still to come
   if (!pinned_.empty() && pinned_.count(packed) != 0) return;  // sticky, as after the switch

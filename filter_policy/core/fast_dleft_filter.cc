@@ -191,8 +191,9 @@ rocksdb::Status FastDLeftOptions::Validate() const {
 }
 
 
+#ifdef DLCBF_TESTING
 // ---------------------------------------------------------------------------
-// Test-only hooks.
+// Test-only hooks (test builds only).
 // ---------------------------------------------------------------------------
 namespace internal {
 void SetFastDLeftFaultForTesting(FastDLeftFault fault) {
@@ -205,6 +206,7 @@ void SetFastDLeftReaderPauseForTesting(uint32_t spins) {
   g_reader_pause.store(spins, std::memory_order_relaxed);
 }
 }  // namespace internal
+#endif  // DLCBF_TESTING
 
 // ---------------------------------------------------------------------------
 // Public wrappers: dispatch on D (2 or 4) once per call.

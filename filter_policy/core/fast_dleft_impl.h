@@ -21,7 +21,9 @@
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
-#include "dlcbf/internal/fast_dleft_testing.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/fast_dleft_testing.h"
+#endif
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
 
@@ -84,7 +86,9 @@ inline void CpuRelax() {
 #endif
 }
 
-// Test-only hooks (internal/fast_dleft_testing.h); both 0 outside tests.
+#ifdef DLCBF_TESTING
+// Test-only hooks (filter_policy/testing/fast_dleft_testing.h), compiled
+// into the test builds only: the shipped library checks nothing.
 inline std::atomic<int> g_fault{0};
 inline std::atomic<uint32_t> g_reader_pause{0};
 
@@ -94,6 +98,10 @@ inline void TestReaderPause() {
   const uint32_t n = g_reader_pause.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; ++i) CpuRelax();
 }
+#define DLCBF_FAST_TEST_READER_PAUSE() TestReaderPause()
+#else
+#define DLCBF_FAST_TEST_READER_PAUSE() ((void)0)
+#endif
 
 struct FreeDeleter {
   void operator()(uint64_t* p) const { std::free(p); }
@@ -299,7 +307,7 @@ class FastDLeftFilter::Impl {
     uint64_t any = 0;
     for (int i = 0; i < D; ++i) {
       if constexpr (TS) {
-        if (i > 0) TestReaderPause();
+        if (i > 0) DLCBF_FAST_TEST_READER_PAUSE();
       }
       any |= MatchLanes(Ld<TS>(&blk[Cand<D>(i, f.b, f.q)]), f.q);
     }
@@ -308,7 +316,7 @@ class FastDLeftFilter::Impl {
     int w, l;
     uint64_t key;
     const uint64_t* line = SpareFor<D>(f, SpillCount<D, TS>(blk, f.b), &key);
-    if constexpr (TS) TestReaderPause();
+    if constexpr (TS) DLCBF_FAST_TEST_READER_PAUSE();
     return SpareFind<TS>(line, key, &w, &l);
   }
 
@@ -327,8 +335,10 @@ class FastDLeftFilter::Impl {
       const auto r = probe();
       if (r) return r;
       if (s.load(std::memory_order_acquire) == v1) return r;
+#ifdef DLCBF_TESTING
       // Test-only negative control: trust the negative without the re-check.
       if (__builtin_expect(g_fault.load(std::memory_order_relaxed) != 0, 0)) return r;
+#endif
     }
   }
 

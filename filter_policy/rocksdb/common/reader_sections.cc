@@ -30,10 +30,16 @@ Pool& ThePool() {
   static Pool* p = [] {
     Pool* pool = new Pool();  // outlives every thread exit
     const long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
-    // DLCBF_NO_MEMBARRIER=1 forces the full-fence path (tests run both).
+#ifdef DLCBF_TESTING
+    // Test builds: DLCBF_NO_MEMBARRIER=1 forces the full-fence path (the
+    // suites run both). The shipped library reads no environment.
     const char* off = std::getenv("DLCBF_NO_MEMBARRIER");
+    const bool forced_off = off != nullptr && off[0] == '1';
+#else
+    const bool forced_off = false;
+#endif
     pool->membarrier =
-        !(off != nullptr && off[0] == '1') && cmds >= 0 &&
+        !forced_off && cmds >= 0 &&
         (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
         syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
     g_light_fences = pool->membarrier;  // published by the static's guard

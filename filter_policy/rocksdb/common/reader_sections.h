@@ -17,8 +17,9 @@
 //   - With membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): light fence =
 //     compiler barrier, heavy fence = membarrier. A read section costs two
 //     plain stores to a thread-local cache line.
-//   - Without it (old kernels, seccomp; or DLCBF_NO_MEMBARRIER=1 in the
-//     environment, which the tests use to run this path): both fences are
+//   - Without it (old kernels, seccomp; or, in the test builds only,
+//     DLCBF_NO_MEMBARRIER=1 in the environment, which the suites use to run
+//     this path): both fences are
 //     full std::atomic_thread_fence(seq_cst). Correct, a little slower.
 //   - Under ThreadSanitizer (which models neither fences nor membarrier)
 //     the reader's store is a seq_cst exchange; TSan checks the

@@ -91,6 +91,7 @@
 
 namespace dlcbf {
 
+#ifdef DLCBF_TESTING
 namespace internal {
 namespace {
 std::atomic<int> g_fault{0};
@@ -98,6 +99,7 @@ std::atomic<int> g_fault{0};
 void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
 LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
 }  // namespace internal
+#endif  // DLCBF_TESTING
 
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   {

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "dlcbf/internal/hash.h"
-#include "dlcbf/internal/live_key_db_testing.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/live_key_db_testing.h"
+#endif
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "filter_policy/rocksdb/live_key_db/live_key_index.h"
@@ -305,9 +307,11 @@ struct LiveKeyDB::Rep {
     epochs.Bump(kWriteKeys);
     // Not in the index: certainly not live. In it: a liveness read decides.
     const bool insert = !p.contains || ReadLiveness(h, key) != Liveness::kLive;
+#ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kNone) {
       return UpsertWithFault(p, hash, insert, write);
     }
+#endif
     if (insert) {
       rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) return s;  // nothing written
@@ -320,8 +324,10 @@ struct LiveKeyDB::Rep {
     return s;
   }
 
-  // The deliberately wrong order (internal/live_key_db_testing.h): base
-  // write, pause, index insert. Only the oracle's negative control runs it.
+#ifdef DLCBF_TESTING
+  // The deliberately wrong order (testing/live_key_db_testing.h): base
+  // write, pause, index insert. Only the oracle's negative control runs
+  // it; test builds only.
   template <class WriteFn>
   rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
     rocksdb::Status s = write();
@@ -331,6 +337,8 @@ struct LiveKeyDB::Rep {
     }
     return s;
   }
+#endif  // DLCBF_TESTING
+
 
   // Delete / SingleDelete of one key.
   template <class WriteFn>

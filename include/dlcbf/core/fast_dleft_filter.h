@@ -49,7 +49,7 @@
 //     Stats, SpillFlaggedFraction, ForEachFingerprint and Serialize take
 //     the writer lock (a consistent snapshot). tests/fast_dleft_filter_test.cc
 //     checks this with an oracle race and a negative control that disables
-//     the re-check (internal/fast_dleft_testing.h) and must see misses.
+//     the re-check (a hook of the test builds only) and must see misses.
 //
 // Ownership
 //   The filter owns its table (64-byte aligned). Nothing returned refers

@@ -1,5 +1,5 @@
-// Test-only fault injection for ElasticFilter's incremental migration. Not
-// installed.
+// Test-only fault injection for ElasticFilter's incremental migration. Compiled only
+// into the test builds of the library (DLCBF_TESTING); never installed.
 //
 // During an incremental migration (ElasticOptions::incremental_migration)
 // every insert or erase the dlCBF accepts is mirrored into the ABF being
@@ -9,6 +9,10 @@
 // negative control sets the fault below to prove it. Never set outside
 // tests.
 #pragma once
+
+#ifndef DLCBF_TESTING
+#error "elastic_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
+#endif
 
 namespace dlcbf {
 namespace internal {

@@ -1,5 +1,5 @@
-// Test-only fault injection for FastDLeftFilter's thread-safe readers. Not
-// installed.
+// Test-only fault injection for FastDLeftFilter's thread-safe readers. Compiled only
+// into the test builds of the library (DLCBF_TESTING); never installed.
 //
 // In the thread-safe mode a reader takes no lock: it answers "absent" only
 // after re-reading the sequence number of the key's stripe and finding it
@@ -10,6 +10,10 @@
 // must be able to catch that; its negative control sets the fault below to
 // prove it. Never set outside tests.
 #pragma once
+
+#ifndef DLCBF_TESTING
+#error "fast_dleft_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
+#endif
 
 #include <cstdint>
 

@@ -9,6 +9,10 @@
 // negative control can prove that. Never set outside tests.
 #pragma once
 
+#ifndef DLCBF_TESTING
+#error "live_key_db_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
+#endif
+
 namespace dlcbf {
 namespace internal {
 
