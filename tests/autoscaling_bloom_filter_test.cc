@@ -26,7 +26,7 @@ AutoscalingOptions Opts(uint64_t m, uint32_t k, uint32_t w, bool allow_lossy = f
 
 std::unique_ptr<AutoscalingBloomFilter> Make(const AutoscalingOptions& o) {
   std::unique_ptr<AutoscalingBloomFilter> f;
-  rocksdb::Status s = AutoscalingBloomFilter::Create(o, &f);
+  Status s = AutoscalingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return f;
 }
@@ -46,7 +46,7 @@ TEST(AutoscalingBloomFilterTest, LossyRequiresExplicitOptIn) {
   auto f = Make(Opts(10000, 100, 8));
   for (int i = 0; i < 500; ++i) f->Insert(Key(i));
   // AutoTune with L_TPR < 1, lossy thresholds, lossy options: all refused.
-  rocksdb::Status s = f->AutoTune(0.97);
+  Status s = f->AutoTune(0.97);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.ToString().find("allow_false_negatives"), std::string::npos);
   EXPECT_TRUE(f->SetThresholds(4, 65).IsInvalidArgument());
@@ -193,7 +193,7 @@ TEST(AutoscalingSerializationTest, LossyFilterNeedsOptInToLoad) {
   std::string blob;
   f->Serialize(&blob);
   std::unique_ptr<AutoscalingBloomFilter> g;
-  rocksdb::Status s = AutoscalingBloomFilter::Deserialize(blob, &g);
+  Status s = AutoscalingBloomFilter::Deserialize(blob, &g);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_EQ(g, nullptr);
   AutoscalingReadOptions ro;
@@ -221,7 +221,7 @@ TEST(AutoscalingSerializationTest, TruncatedAndCorruptInput) {
     ASSERT_TRUE(AutoscalingBloomFilter::Deserialize(bad, &g).IsCorruption()) << i;
   }
   std::unique_ptr<AutoscalingBloomFilter> g;
-  EXPECT_TRUE(AutoscalingBloomFilter::Deserialize(rocksdb::Slice(), &g).IsCorruption());
+  EXPECT_TRUE(AutoscalingBloomFilter::Deserialize(std::string_view(), &g).IsCorruption());
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ std::unique_ptr<CountingBloomFilter> Make(uint64_t m, uint32_t k, uint32_t w,
   o.counter_bits = w;
   o.thread_safe = thread_safe;
   std::unique_ptr<CountingBloomFilter> f;
-  rocksdb::Status s = CountingBloomFilter::Create(o, &f);
+  Status s = CountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return f;
 }
@@ -37,7 +37,7 @@ std::string Key(uint64_t i) { return "key-" + std::to_string(i); }
 
 TEST(CountingBloomOptionsTest, ValidateNamesTheField) {
   auto check = [](CountingBloomOptions o, const char* field) {
-    rocksdb::Status s = o.Validate();
+    Status s = o.Validate();
     EXPECT_TRUE(s.IsInvalidArgument()) << field;
     EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
     std::unique_ptr<CountingBloomFilter> f;
@@ -168,7 +168,7 @@ TEST(CountingBloomFilterTest, BatchMatchesSingleLookups) {
   for (int i = 0; i < 2000; ++i) f->Insert(Key(i));
   std::vector<std::string> keys;
   for (int i = 0; i < 4000; i += 3) keys.push_back(Key(i));
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string_view> slices(keys.begin(), keys.end());
   std::unique_ptr<bool[]> out(new bool[slices.size()]);
   f->ContainsBatch(slices.data(), slices.size(), out.get());
   for (size_t i = 0; i < slices.size(); ++i) EXPECT_EQ(out[i], f->Contains(slices[i]));
@@ -233,7 +233,7 @@ TEST(CountingBloomSerializationTest, TruncatedInputIsCorruption) {
     std::unique_ptr<CountingBloomFilter> g;
     // A copy of exactly `len` bytes, so a read past the end is an ASan error.
     const std::string cut = blob.substr(0, len);
-    rocksdb::Status s = CountingBloomFilter::Deserialize(cut, &g);
+    Status s = CountingBloomFilter::Deserialize(cut, &g);
     ASSERT_TRUE(s.IsCorruption()) << len << " " << s.ToString();
     ASSERT_EQ(g, nullptr);
   }
@@ -274,7 +274,7 @@ TEST(CountingBloomSerializationTest, InconsistentFieldsWithValidChecksum) {
   };
   auto expect_corrupt = [&](const std::string& b, const char* why) {
     std::unique_ptr<CountingBloomFilter> g;
-    rocksdb::Status s = CountingBloomFilter::Deserialize(b, &g);
+    Status s = CountingBloomFilter::Deserialize(b, &g);
     EXPECT_TRUE(s.IsCorruption()) << why << ": " << s.ToString();
   };
   std::string b = blob;

@@ -1,7 +1,7 @@
 // Paper-reproduction tests: the fluid limit of d-left hashing with deletions
 // against Bonomi et al., ESA 2006, Table 1 and §5.2, and shortened versions
 // of the §5.1/§5.2 simulations (the loop of tools/dlcbf_sim, shared through
-// filter_policy/model/dleft_simulation.h) against the fluid limit and Claim 3.
+// tools/paper/dleft_simulation.h) against the fluid limit and Claim 3.
 //
 // Every tolerance is derived from the math (printed precision of the paper,
 // binomial standard deviations); nothing here measures time.
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "filter_policy/model/dleft_simulation.h"
+#include "tools/paper/dleft_simulation.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/model/dleft_fluid_limit.h"
 
@@ -30,7 +30,7 @@ FluidLimitParams PaperParams(uint64_t elements = 49152) {
 
 FluidLimitResult Compute(const FluidLimitParams& p) {
   FluidLimitResult r;
-  rocksdb::Status s = ComputeFluidLimit(p, &r);
+  Status s = ComputeFluidLimit(p, &r);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return r;
 }
@@ -193,7 +193,7 @@ class PaperSimulationTest : public ::testing::Test {
   static void SetUpTestSuite() {
     cfg_ = new sim::SimConfig(PaperSim());
     auto* results = new std::vector<sim::TrialResult>();
-    rocksdb::Status s = sim::RunTrials(*cfg_, results);
+    Status s = sim::RunTrials(*cfg_, results);
     ASSERT_TRUE(s.ok()) << s.ToString();
     summary_ = new sim::Summary(sim::Summarize(*results));
     delete results;

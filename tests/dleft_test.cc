@@ -25,7 +25,7 @@ std::string Key(uint64_t i) { return "key-" + std::to_string(i); }
 
 std::unique_ptr<DLeftCountingBloomFilter> Make(const DLeftOptions& o) {
   std::unique_ptr<DLeftCountingBloomFilter> f;
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(o, &f);
+  Status s = DLeftCountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return f;
 }
@@ -168,7 +168,7 @@ TEST_P(DLeftGeometryTest, BatchEqualsSingle) {
   for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(OpResult::kOk, f->Insert(Key(i)));
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < 2 * n + 37; ++i) keys.push_back(Key(i));
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string_view> slices(keys.begin(), keys.end());
   std::unique_ptr<bool[]> out(new bool[keys.size()]);
   f->ContainsBatch(slices.data(), slices.size(), out.get());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -386,7 +386,7 @@ TEST(DLeftTest, ValidateNamesTheField) {
     DLeftOptions o;
     b.mut(&o);
     std::unique_ptr<DLeftCountingBloomFilter> f;
-    rocksdb::Status s = DLeftCountingBloomFilter::Create(o, &f);
+    Status s = DLeftCountingBloomFilter::Create(o, &f);
     EXPECT_FALSE(s.ok());
     EXPECT_NE(std::string::npos, s.ToString().find(b.needle)) << s.ToString();
     EXPECT_EQ(nullptr, f);
@@ -412,7 +412,7 @@ TEST(DLeftCorruptionTest, Truncation) {
   std::string good = SampleBytes();
   for (size_t n = 0; n < good.size(); ++n) {
     std::unique_ptr<DLeftCountingBloomFilter> f;
-    rocksdb::Status s = DLeftCountingBloomFilter::Deserialize(rocksdb::Slice(good.data(), n), &f);
+    Status s = DLeftCountingBloomFilter::Deserialize(std::string_view(good.data(), n), &f);
     ASSERT_FALSE(s.ok()) << n;
     ASSERT_EQ(nullptr, f);
   }
@@ -427,7 +427,7 @@ TEST(DLeftCorruptionTest, BitFlips) {
     std::string bad = good;
     bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
     std::unique_ptr<DLeftCountingBloomFilter> f;
-    rocksdb::Status s = DLeftCountingBloomFilter::Deserialize(bad, &f);
+    Status s = DLeftCountingBloomFilter::Deserialize(bad, &f);
     ASSERT_FALSE(s.ok()) << "bit " << bit;
   }
 }
@@ -473,7 +473,7 @@ TEST(DLeftCorruptionTest, HeaderBoundsAreValidated) {
   const uint64_t sum = internal::HashKey(bad.data(), body, 0);
   for (int i = 0; i < 8; ++i) bad[body + i] = static_cast<char>(sum >> (8 * i));
   std::unique_ptr<DLeftCountingBloomFilter> g;
-  rocksdb::Status s = DLeftCountingBloomFilter::Deserialize(bad, &g);
+  Status s = DLeftCountingBloomFilter::Deserialize(bad, &g);
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(std::string::npos, s.ToString().find("max_relocation_nodes")) << s.ToString();
   ASSERT_TRUE(DLeftCountingBloomFilter::Deserialize(good, &g).ok());
@@ -621,7 +621,7 @@ TEST(DLeftLongChainTest, ConcurrentReadersNeverMissDuringLongChains) {
     readers.emplace_back([&, r] {
       std::vector<std::string> keys;
       for (uint64_t i = 0; i < stable; ++i) keys.push_back(Key(i));
-      std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+      std::vector<std::string_view> slices(keys.begin(), keys.end());
       std::unique_ptr<bool[]> out(new bool[keys.size()]);
       started.fetch_add(1);
       do {  // at least one full round, then until the writer is done
@@ -692,7 +692,7 @@ TEST(DLeftConcurrencyTest, NoTransientFalseNegatives) {
     threads.emplace_back([&, r] {
       std::vector<std::string> keys;
       for (uint64_t i = 0; i < stable; ++i) keys.push_back(Key(i));
-      std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+      std::vector<std::string_view> slices(keys.begin(), keys.end());
       std::unique_ptr<bool[]> out(new bool[keys.size()]);
       const int rounds = static_cast<int>(testing_util::Scaled(150, 20));  // DLCBF_TEST_SCALE
       for (int round = 0; round < rounds; ++round) {

@@ -61,7 +61,7 @@ uint64_t KernelBytes(const ElasticFilter& f) {
 
 std::unique_ptr<ElasticFilter> Make(const ElasticOptions& o) {
   std::unique_ptr<ElasticFilter> f;
-  rocksdb::Status s = ElasticFilter::Create(o, &f);
+  Status s = ElasticFilter::Create(o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return f;
 }
@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ElasticKernelTest,
 
 TEST(ElasticOptionsTest, ValidateNamesTheField) {
   auto invalid = [](const ElasticOptions& o, const char* field) {
-    rocksdb::Status s = o.Validate();
+    Status s = o.Validate();
     EXPECT_TRUE(s.IsInvalidArgument()) << field;
     EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
   };
@@ -171,7 +171,7 @@ TEST(ElasticOptionsTest, DefaultKernelIsFastAndRefusesGeneralGeometry) {
   for (const auto& field : fields) {
     ElasticOptions bad = o;
     field.second(bad.dleft);
-    const rocksdb::Status s = bad.Validate();
+    const Status s = bad.Validate();
     EXPECT_TRUE(s.IsInvalidArgument()) << field.first;
     EXPECT_NE(s.ToString().find(field.first), std::string::npos) << s.ToString();
     EXPECT_NE(s.ToString().find("kGeneral"), std::string::npos) << s.ToString();
@@ -203,7 +203,7 @@ TEST(ElasticOptionsTest, DenseKernelSizingAndFields) {
   ASSERT_TRUE(DenseDLeftOptions::ForLoad(kSizing, DenseDLeftOptions::MaxLoad(16), 16, &want).ok());
   EXPECT_EQ(f->options().dense.blocks_per_subtable, want.blocks_per_subtable);
   auto invalid = [](const ElasticOptions& x, const char* field) {
-    const rocksdb::Status s = x.Validate();
+    const Status s = x.Validate();
     EXPECT_TRUE(s.IsInvalidArgument()) << field;
     EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();
   };
@@ -373,7 +373,7 @@ TEST_P(ElasticKernelTest, DLeftModeBeforeMigration) {
   EXPECT_EQ(f->Stats().items, kSizing - 1);
   std::vector<std::string> keys;
   for (uint64_t i = 1; i < 200; ++i) keys.push_back(Key(i));
-  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string_view> slices(keys.begin(), keys.end());
   std::unique_ptr<bool[]> out(new bool[slices.size()]);
   f->ContainsBatch(slices.data(), slices.size(), out.get());
   for (size_t i = 0; i < slices.size(); ++i) EXPECT_TRUE(out[i]);
@@ -438,7 +438,7 @@ TEST_P(ElasticKernelTest, ConcurrencyReadersNeverMissAcrossMigration) {
   std::thread reader([&] {
     std::mt19937_64 rng(11);
     std::vector<std::string> keys(8);
-    std::vector<rocksdb::Slice> slices(8);
+    std::vector<std::string_view> slices(8);
     bool out[8];
     while (!done.load(std::memory_order_acquire)) {
       const uint64_t p = published.load(std::memory_order_acquire);

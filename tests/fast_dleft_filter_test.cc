@@ -32,7 +32,7 @@ namespace {
 
 std::unique_ptr<FastDLeftFilter> Make(const FastDLeftOptions& o) {
   std::unique_ptr<FastDLeftFilter> f;
-  rocksdb::Status s = FastDLeftFilter::Create(o, &f);
+  Status s = FastDLeftFilter::Create(o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return f;
 }
@@ -310,7 +310,7 @@ TEST_P(FastDLeftGeometryTest, BatchedCallsMatchSingleCalls) {
   // By key.
   std::vector<std::string> ks = {"a", "bb", "ccc", "dddd"};
   for (const auto& k : ks) f->Insert(k);
-  std::vector<rocksdb::Slice> sl(ks.begin(), ks.end());
+  std::vector<std::string_view> sl(ks.begin(), ks.end());
   sl.push_back("absent-key");
   bool o2[5];
   f->ContainsBatch(sl.data(), sl.size(), o2);
@@ -564,7 +564,7 @@ TEST_P(FastDLeftGeometryTest, SerializationRoundTripAndCorruption) {
   // Every truncation.
   for (size_t len = 0; len < s.size(); ++len) {
     std::unique_ptr<FastDLeftFilter> h;
-    EXPECT_TRUE(FastDLeftFilter::Deserialize(rocksdb::Slice(s.data(), len), &h).IsCorruption()) << len;
+    EXPECT_TRUE(FastDLeftFilter::Deserialize(std::string_view(s.data(), len), &h).IsCorruption()) << len;
     EXPECT_EQ(h, nullptr);
   }
   // Every single-bit flip.
@@ -582,7 +582,7 @@ TEST_P(FastDLeftGeometryTest, SerializationRoundTripAndCorruption) {
     t[bit / 8] = static_cast<char>(t[bit / 8] ^ (1 << (bit % 8)));
     internal::PutFixed64(&t, internal::HashKey(t.data(), t.size(), 0));
     std::unique_ptr<FastDLeftFilter> h;
-    rocksdb::Status st = FastDLeftFilter::Deserialize(t, &h);
+    Status st = FastDLeftFilter::Deserialize(t, &h);
     if (st.ok()) {
       ++accepted;
       EXPECT_EQ(Bytes(*h), t);
@@ -654,7 +654,7 @@ TEST(FastDLeftRegression, BuddyChoiceWithoutBuddyLineIsRejected) {
   internal::PutFixed64(&sum, internal::HashKey(s.data(), s.size() - 8, 0));
   s.replace(s.size() - 8, 8, sum);
   std::unique_ptr<FastDLeftFilter> f;
-  const rocksdb::Status st = FastDLeftFilter::Deserialize(s, &f, /*thread_safe=*/true);
+  const Status st = FastDLeftFilter::Deserialize(s, &f, /*thread_safe=*/true);
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_NE(st.ToString().find("buddy"), std::string::npos) << st.ToString();
 }

@@ -40,7 +40,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // InvalidArgument whose message names `field`.
-::testing::AssertionResult Rejects(const rocksdb::Status& s, const std::string& field) {
+// Either kind of status: the core's dlcbf::Status or the glue's rocksdb::Status.
+template <class StatusT>
+::testing::AssertionResult Rejects(const StatusT& s, const std::string& field) {
   if (!s.IsInvalidArgument()) {
     return ::testing::AssertionFailure() << "expected InvalidArgument naming \"" << field
                                          << "\", got " << s.ToString();
@@ -107,7 +109,7 @@ TEST(ResourceLimits, DLeftOverMaxBytesIsMemoryLimit) {
   o.buckets_per_subtable = uint64_t{1} << 30;  // 4 * 2^30 * 8 * 16 bits = 64 GiB
   o.max_bytes = uint64_t{1} << 30;
   std::unique_ptr<DLeftCountingBloomFilter> f;
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(o, &f);
+  Status s = DLeftCountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.IsMemoryLimit()) << s.ToString();
   EXPECT_NE(s.ToString().find("max_bytes"), std::string::npos) << s.ToString();
   EXPECT_EQ(f, nullptr);
@@ -127,7 +129,7 @@ TEST(ResourceLimits, DLeftBeyondPhysicalMemoryIsMemoryLimitNotOom) {
   ASSERT_TRUE(o.Validate().ok()) << o.Validate().ToString();
   ASSERT_GT(uint64_t{8} * (uint64_t{1} << 25) * 64 * 16 / 8, internal::PhysicalMemoryBytes());
   std::unique_ptr<DLeftCountingBloomFilter> f;
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(o, &f);
+  Status s = DLeftCountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.IsMemoryLimit()) << s.ToString();
   EXPECT_NE(s.ToString().find("physical memory"), std::string::npos) << s.ToString();
 }
@@ -138,7 +140,7 @@ TEST(ResourceLimits, CountingOverMaxBytesIsMemoryLimit) {
   o.counter_bits = 8;
   o.max_bytes = uint64_t{1} << 20;
   std::unique_ptr<CountingBloomFilter> f;
-  rocksdb::Status s = CountingBloomFilter::Create(o, &f);
+  Status s = CountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.IsMemoryLimit()) << s.ToString();
 }
 
@@ -149,7 +151,7 @@ TEST(ResourceLimits, ElasticHugeExpectedItemsIsAnError) {
     o.kernel = kernel;
     o.expected_items = UINT64_MAX;
     std::unique_ptr<ElasticFilter> f;
-    rocksdb::Status s = ElasticFilter::Create(o, &f);
+    Status s = ElasticFilter::Create(o, &f);
     EXPECT_FALSE(s.ok()) << field;
     EXPECT_EQ(f, nullptr) << field;
     EXPECT_NE(s.ToString().find(field), std::string::npos) << s.ToString();

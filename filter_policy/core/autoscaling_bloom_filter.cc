@@ -66,19 +66,19 @@ bool ValidLtpr(double l) { return l >= 0.0 && l <= 1.0; }  // false for NaN
 
 }  // namespace
 
-rocksdb::Status AutoscalingOptions::Validate() const {
-  rocksdb::Status s = counting.Validate();
+Status AutoscalingOptions::Validate() const {
+  Status s = counting.Validate();
   if (!s.ok()) {
-    return rocksdb::Status::InvalidArgument("counting." + std::string(s.getState()));
+    return Status::InvalidArgument("counting." + s.message());
   }
   if (!ValidLtpr(min_tpr)) {
-    return rocksdb::Status::InvalidArgument("min_tpr (L_TPR) must be in [0, 1]");
+    return Status::InvalidArgument("min_tpr (L_TPR) must be in [0, 1]");
   }
   if (min_tpr < 1.0 && !allow_false_negatives) {
-    return rocksdb::Status::InvalidArgument(
+    return Status::InvalidArgument(
         "min_tpr (L_TPR) < 1 admits false negatives; set allow_false_negatives");
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 AutoscalingBloomFilter::AutoscalingBloomFilter(const AutoscalingOptions& options,
@@ -87,16 +87,16 @@ AutoscalingBloomFilter::AutoscalingBloomFilter(const AutoscalingOptions& options
 
 AutoscalingBloomFilter::~AutoscalingBloomFilter() = default;
 
-rocksdb::Status AutoscalingBloomFilter::Create(const AutoscalingOptions& options,
+Status AutoscalingBloomFilter::Create(const AutoscalingOptions& options,
                                                std::unique_ptr<AutoscalingBloomFilter>* out) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
-  rocksdb::Status s = options.Validate();
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
+  Status s = options.Validate();
   if (!s.ok()) return s;
   std::unique_ptr<CountingBloomFilter> cbf;
   s = CountingBloomFilter::Create(options.counting, &cbf);
   if (!s.ok()) return s;
   out->reset(new AutoscalingBloomFilter(options, std::move(cbf)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 uint32_t AutoscalingBloomFilter::theta() const {
@@ -142,41 +142,41 @@ void AutoscalingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
   for (size_t i = 0; i < n; ++i) out[i] = ContainsHash(hashes[i]);
 }
 
-void AutoscalingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n,
+void AutoscalingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n,
                                            bool* out) const {
   internal::HashedBatches<32>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
       [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
-rocksdb::Status AutoscalingBloomFilter::CheckThresholds(uint32_t theta, uint32_t T,
+Status AutoscalingBloomFilter::CheckThresholds(uint32_t theta, uint32_t T,
                                                         bool allow_lossy) const {
   if (T > cbf_->num_probes()) {
-    return rocksdb::Status::InvalidArgument("T (decision threshold) must be <= k = " +
+    return Status::InvalidArgument("T (decision threshold) must be <= k = " +
                                             std::to_string(cbf_->num_probes()));
   }
   if (theta >= cbf_->max_counter()) {
-    return rocksdb::Status::InvalidArgument(
+    return Status::InvalidArgument(
         "theta must be <= 2^w - 2 = " + std::to_string(cbf_->max_counter() - 1) +
         " (a larger theta binarizes every counter to 0)");
   }
   if (theta != 0 && T != 0 && !allow_lossy) {
-    return rocksdb::Status::InvalidArgument(
+    return Status::InvalidArgument(
         "theta >= 1 with T >= 1 admits false negatives; set allow_false_negatives");
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-rocksdb::Status AutoscalingBloomFilter::SetThresholds(uint32_t theta, uint32_t T) {
-  rocksdb::Status s = CheckThresholds(theta, T, options_.allow_false_negatives);
+Status AutoscalingBloomFilter::SetThresholds(uint32_t theta, uint32_t T) {
+  Status s = CheckThresholds(theta, T, options_.allow_false_negatives);
   if (!s.ok()) return s;
   thresholds_.store(Pack(theta, T), std::memory_order_release);
   return s;
 }
 
-rocksdb::Status AutoscalingBloomFilter::AutoTune(double l_tpr, abf::Tuning* result) {
+Status AutoscalingBloomFilter::AutoTune(double l_tpr, abf::Tuning* result) {
   if (!ValidLtpr(l_tpr)) {
-    return rocksdb::Status::InvalidArgument("l_tpr (L_TPR) must be in [0, 1]");
+    return Status::InvalidArgument("l_tpr (L_TPR) must be in [0, 1]");
   }
   abf::Tuning t;
   if (l_tpr >= 1.0) {
@@ -184,12 +184,12 @@ rocksdb::Status AutoscalingBloomFilter::AutoTune(double l_tpr, abf::Tuning* resu
     t = abf::OptimizeT(Shape(), 0, 1.0);
   } else {
     if (!options_.allow_false_negatives) {
-      return rocksdb::Status::InvalidArgument(
+      return Status::InvalidArgument(
           "l_tpr (L_TPR) < 1 admits false negatives; set allow_false_negatives");
     }
     t = abf::OptimizeThresholds(Shape(), l_tpr);
   }
-  rocksdb::Status s = SetThresholds(t.theta, t.T);
+  Status s = SetThresholds(t.theta, t.T);
   if (!s.ok()) return s;
   autotunes_.fetch_add(1, std::memory_order_relaxed);
   if (result != nullptr) *result = t;
@@ -235,10 +235,9 @@ void AutoscalingBloomFilter::Serialize(std::string* out) const {
   internal::PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-rocksdb::Status AutoscalingBloomFilter::Deserialize(
-    const rocksdb::Slice& data, std::unique_ptr<AutoscalingBloomFilter>* out,
+Status AutoscalingBloomFilter::Deserialize(
+    const std::string_view& data, std::unique_ptr<AutoscalingBloomFilter>* out,
     const AutoscalingReadOptions& read_options) {
-  using rocksdb::Status;
   if (out == nullptr) return Status::InvalidArgument("out must not be null");
   internal::Decoder dec(data.data(), data.size());
   uint32_t magic = 0, theta = 0, T = 0;
@@ -270,7 +269,7 @@ rocksdb::Status AutoscalingBloomFilter::Deserialize(
     return Status::Corruption("autoscaling Bloom filter: min_tpr outside [0, 1]");
   }
   std::unique_ptr<CountingBloomFilter> cbf;
-  Status s = CountingBloomFilter::Deserialize(rocksdb::Slice(dec.data(), cbf_len), &cbf,
+  Status s = CountingBloomFilter::Deserialize(std::string_view(dec.data(), cbf_len), &cbf,
                                               read_options.thread_safe);
   if (!s.ok()) return s;
   AutoscalingOptions opt;

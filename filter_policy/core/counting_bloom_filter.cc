@@ -82,21 +82,21 @@ uint64_t InverseMod64(uint64_t p) {
 
 }  // namespace
 
-rocksdb::Status CountingBloomOptions::Validate() const {
+Status CountingBloomOptions::Validate() const {
   if (counter_bits < 1 || counter_bits > 8) {
-    return rocksdb::Status::InvalidArgument("counter_bits (w) must be in [1, 8]");
+    return Status::InvalidArgument("counter_bits (w) must be in [1, 8]");
   }
   if (num_counters < 1 || num_counters > kMaxCounters) {
-    return rocksdb::Status::InvalidArgument("num_counters (m) must be in [1, 2^32]");
+    return Status::InvalidArgument("num_counters (m) must be in [1, 2^32]");
   }
   if (num_probes < 1 || num_probes > kMaxProbes) {
-    return rocksdb::Status::InvalidArgument("num_probes (k) must be in [1, 4096]");
+    return Status::InvalidArgument("num_probes (k) must be in [1, 4096]");
   }
   if (num_probes > num_counters) {
-    return rocksdb::Status::InvalidArgument(
+    return Status::InvalidArgument(
         "num_probes (k) must be <= num_counters (m): probe positions are distinct");
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 uint32_t OptimalNumProbes(uint64_t m, uint64_t n) {
@@ -152,26 +152,26 @@ bool CountingBloomFilter::Allocate() {
   return words_ != nullptr;
 }
 
-rocksdb::Status CountingBloomFilter::Create(const CountingBloomOptions& options,
+Status CountingBloomFilter::Create(const CountingBloomOptions& options,
                                             std::unique_ptr<CountingBloomFilter>* out) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
-  rocksdb::Status s = options.Validate();
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
+  Status s = options.Validate();
   if (!s.ok()) return s;
   std::unique_ptr<CountingBloomFilter> f(new CountingBloomFilter(options));
   if (f->bytes() > options.max_bytes) {
-    return rocksdb::Status::MemoryLimit("counter array of " + std::to_string(f->bytes()) +
+    return Status::MemoryLimit("counter array of " + std::to_string(f->bytes()) +
                                         " bytes exceeds max_bytes");
   }
   s = internal::CheckFitsInMemory(f->bytes(), "counting Bloom filter: counter array");
   if (!s.ok()) return s;
   if (!f->Allocate()) {
-    return rocksdb::Status::MemoryLimit("cannot allocate counter array");
+    return Status::MemoryLimit("cannot allocate counter array");
   }
   *out = std::move(f);
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-uint64_t CountingBloomFilter::Hash(const rocksdb::Slice& key) const {
+uint64_t CountingBloomFilter::Hash(const std::string_view& key) const {
   return internal::HashKey(key.data(), key.size(), options_.seed);
 }
 
@@ -322,10 +322,10 @@ void CountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
   }
 }
 
-void CountingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n,
+void CountingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n,
                                         bool* out) const {
   internal::HashedBatches<32>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
       [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
@@ -410,11 +410,10 @@ void CountingBloomFilter::Serialize(std::string* out) const {
   internal::PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-rocksdb::Status CountingBloomFilter::Deserialize(const rocksdb::Slice& data,
+Status CountingBloomFilter::Deserialize(const std::string_view& data,
                                                  std::unique_ptr<CountingBloomFilter>* out,
                                                  bool thread_safe) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
-  using rocksdb::Status;
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
   internal::Decoder dec(data.data(), data.size());
   uint32_t magic = 0, k = 0;
   uint8_t version = 0, w = 0;

@@ -90,25 +90,25 @@ DLeftOptions& DLeftOptions::SizeFor(uint64_t expected_items, double load) {
   return *this;
 }
 
-rocksdb::Status DLeftOptions::Validate() const {
+Status DLeftOptions::Validate() const {
   if (const char* why = GeometryOf(*this).Invalid()) {
-    return rocksdb::Status::InvalidArgument("DLeftOptions", why);
+    return Status::InvalidArgument("DLeftOptions", why);
   }
   if (relocation != Relocation::kNone && relocation != Relocation::kFirstSubtable &&
       relocation != Relocation::kBreadthFirst) {
-    return rocksdb::Status::InvalidArgument("DLeftOptions", "relocation: unknown policy");
+    return Status::InvalidArgument("DLeftOptions", "relocation: unknown policy");
   }
   if (max_relocation_nodes > (1u << 20)) {
-    return rocksdb::Status::InvalidArgument("DLeftOptions",
+    return Status::InvalidArgument("DLeftOptions",
                                             "max_relocation_nodes must be <= 2^20");
   }
   uint64_t bytes = GeometryOf(*this).total_bytes();
   if (bytes > max_bytes) {
-    return rocksdb::Status::MemoryLimit(
+    return Status::MemoryLimit(
         "DLeftOptions", "geometry needs " + std::to_string(bytes) +
                             " bytes, over max_bytes = " + std::to_string(max_bytes));
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 
@@ -118,23 +118,23 @@ DLeftCountingBloomFilter::DLeftCountingBloomFilter(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 DLeftCountingBloomFilter::~DLeftCountingBloomFilter() = default;
 
-rocksdb::Status DLeftCountingBloomFilter::Create(const DLeftOptions& options,
+Status DLeftCountingBloomFilter::Create(const DLeftOptions& options,
                                                  std::unique_ptr<DLeftCountingBloomFilter>* out) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("DLeftCountingBloomFilter::Create", "out is null");
-  rocksdb::Status s = options.Validate();
+  if (out == nullptr) return Status::InvalidArgument("DLeftCountingBloomFilter::Create", "out is null");
+  Status s = options.Validate();
   if (!s.ok()) return s;
   s = internal::CheckFitsInMemory(GeometryOf(options).total_bytes(), "DLeftOptions: geometry");
   if (!s.ok()) return s;
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl(options, internal::PermutationKeys::FromSeed(options.seed)));
   if (!impl || !impl->Allocate()) {
-    return rocksdb::Status::MemoryLimit("DLeftCountingBloomFilter::Create",
+    return Status::MemoryLimit("DLeftCountingBloomFilter::Create",
                                         "allocation of the bit array failed");
   }
   out->reset(new DLeftCountingBloomFilter(std::move(impl)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-uint64_t DLeftCountingBloomFilter::Hash(const rocksdb::Slice& key) const {
+uint64_t DLeftCountingBloomFilter::Hash(const std::string_view& key) const {
   return impl_->hashing_.Hash(key.data(), key.size());
 }
 
@@ -166,9 +166,9 @@ void DLeftCountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t 
   }
 }
 
-void DLeftCountingBloomFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
+void DLeftCountingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
   internal::HashedBatches<16>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
       [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 

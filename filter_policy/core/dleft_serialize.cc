@@ -69,10 +69,9 @@ void DLeftCountingBloomFilter::Serialize(std::string* out) const {
   PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-rocksdb::Status DLeftCountingBloomFilter::Deserialize(const rocksdb::Slice& data,
+Status DLeftCountingBloomFilter::Deserialize(const std::string_view& data,
                                                       std::unique_ptr<DLeftCountingBloomFilter>* out,
                                                       bool thread_safe) {
-  using rocksdb::Status;
   const char* kWhat = "dlCBF deserialize";
   if (out == nullptr) return Status::InvalidArgument(kWhat, "out is null");
   internal::Decoder dec(data.data(), data.size());
@@ -113,7 +112,7 @@ rocksdb::Status DLeftCountingBloomFilter::Deserialize(const rocksdb::Slice& data
   {
     DLeftOptions check = o;
     check.max_bytes = std::max<uint64_t>(check.max_bytes, GeometryOf(o).total_bytes());
-    rocksdb::Status v = check.Validate();
+    Status v = check.Validate();
     if (!v.ok()) return Status::Corruption(kWhat, v.ToString());
   }
   internal::PermutationKeys keys;

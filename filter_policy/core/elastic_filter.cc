@@ -184,8 +184,7 @@ static const char* ChangedDLeftField(const DLeftOptions& d) {
   return nullptr;
 }
 
-rocksdb::Status ElasticOptions::Validate() const {
-  using rocksdb::Status;
+Status ElasticOptions::Validate() const {
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
     return Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
@@ -224,7 +223,7 @@ rocksdb::Status ElasticOptions::Validate() const {
     Status s = SizedFast(*this).Validate();
     if (s.IsInvalidArgument()) {
       // "FastDLeftOptions::subtables: ..." -> "fast.subtables: ..."
-      std::string why = s.getState() ? s.getState() : "";
+      std::string why = s.message();
       const std::string prefix = "FastDLeftOptions::";
       if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
       return Status::InvalidArgument("fast." + why);
@@ -236,7 +235,7 @@ rocksdb::Status ElasticOptions::Validate() const {
     if (expected_items > 0) d.SizeFor(expected_items, sizing_load);
     Status s = d.Validate();
     if (s.IsInvalidArgument()) {
-      return Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
+      return Status::InvalidArgument("dleft." + s.message());
     }
     if (!s.ok()) return s;
     if (d.counter_bits == 0) {
@@ -378,13 +377,6 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
   const internal::Hashing* hashing_;  // owned by the ElasticFilter, outlives this
 };
 
-rocksdb::Status ToRocksStatus(const dlcbf::Status& s) {
-  if (s.ok()) return rocksdb::Status::OK();
-  if (s.IsMemoryLimit()) return rocksdb::Status::MemoryLimit(s.message());
-  if (s.IsNotSupported()) return rocksdb::Status::NotSupported(s.message());
-  if (s.IsCorruption()) return rocksdb::Status::Corruption(s.message());
-  return rocksdb::Status::InvalidArgument(s.message());
-}
 
 }  // namespace
 
@@ -405,10 +397,10 @@ ElasticFilter::ElasticFilter(const ElasticOptions& options) : options_(options) 
 
 ElasticFilter::~ElasticFilter() = default;
 
-rocksdb::Status ElasticFilter::Create(const ElasticOptions& options,
+Status ElasticFilter::Create(const ElasticOptions& options,
                                       std::unique_ptr<ElasticFilter>* out) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
-  rocksdb::Status s = options.Validate();
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
+  Status s = options.Validate();
   if (!s.ok()) return s;
   std::unique_ptr<ElasticFilter> f(new ElasticFilter(options));
   s = f->Init();
@@ -417,19 +409,19 @@ rocksdb::Status ElasticFilter::Create(const ElasticOptions& options,
   return s;
 }
 
-rocksdb::Status ElasticFilter::Adopt(const ElasticOptions& options,
+Status ElasticFilter::Adopt(const ElasticOptions& options,
                                      std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
                                      std::unique_ptr<ElasticFilter>* out) {
-  if (out == nullptr) return rocksdb::Status::InvalidArgument("out must not be null");
-  if (kernel == nullptr) return rocksdb::Status::InvalidArgument("kernel must not be null");
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
+  if (kernel == nullptr) return Status::InvalidArgument("kernel must not be null");
   if (options.kernel != ElasticKernel::kFast) {
-    return rocksdb::Status::InvalidArgument("kernel: Adopt takes a fast kernel (kFast)");
+    return Status::InvalidArgument("kernel: Adopt takes a fast kernel (kFast)");
   }
   ElasticOptions o = options;
   o.fast = kernel->options();
   o.thread_safe = o.fast.thread_safe;
   o.expected_items = 0;  // keep the kernel's blocks
-  rocksdb::Status s = o.Validate();
+  Status s = o.Validate();
   if (!s.ok()) return s;
   std::unique_ptr<ElasticFilter> f(new ElasticFilter(o));
   s = f->InitFast(std::move(kernel));
@@ -447,10 +439,10 @@ bool ElasticFilter::SerializeKernel(std::string* out) const {
   return kernel_->Serialize(out);
 }
 
-rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {
+Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {
   std::unique_ptr<FastDLeftFilter> fast_ = std::move(given);
   if (fast_ == nullptr) {
-    rocksdb::Status s = FastDLeftFilter::Create(options_.fast, &fast_);
+    Status s = FastDLeftFilter::Create(options_.fast, &fast_);
     if (!s.ok()) return s;
   }
   fast_blocks_ = options_.fast.blocks;
@@ -464,7 +456,7 @@ rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) 
     const uint64_t packed = (f.block << 16) | (uint64_t{f.bucket} << 13) | f.remainder;
     const std::string key = "elastic-self-check-" + std::to_string(i);
     if (packed != FastPackedOfHash(h) || fast_->Hash(key) != Hash(key)) {
-      return rocksdb::Status::NotSupported(
+      return Status::NotSupported(
           "ElasticFilter: fast phase 1 disagrees with FastDLeftFilter");
     }
   }
@@ -477,7 +469,7 @@ rocksdb::Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) 
   fingerprint_space_ = static_cast<double>(fast_blocks_) *
                        static_cast<double>(fast_bucket_mask_ + 1) * 8191.0;
   kernel_.reset(new FastKernel(std::move(fast_)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 uint64_t ElasticFilter::FastPackedOfHash(uint64_t h) const {
@@ -492,7 +484,7 @@ uint64_t ElasticFilter::PackedOfHash(uint64_t h) const {
   return fast() ? FastPackedOfHash(h) : hashing_->Pack(hashing_->FingerprintOf(h));
 }
 
-rocksdb::Status ElasticFilter::Init() {
+Status ElasticFilter::Init() {
   switch (options_.kernel) {
     case ElasticKernel::kFast: return InitFast();
     case ElasticKernel::kDense: return InitDense();
@@ -506,7 +498,7 @@ rocksdb::Status ElasticFilter::Init() {
 // negatives). Then keep it: keys are mapped to fingerprints through it
 // after the kernel is gone.
 template <class K>
-rocksdb::Status ElasticFilter::KeepHashing(const K& kernel, const internal::Hashing& h) {
+Status ElasticFilter::KeepHashing(const K& kernel, const internal::Hashing& h) {
   uint64_t state = 0xE1A571CULL;
   for (int i = 0; i < 16; ++i) {
     const uint64_t x = internal::SplitMix64(&state);
@@ -519,16 +511,16 @@ rocksdb::Status ElasticFilter::KeepHashing(const K& kernel, const internal::Hash
       packed = f.packed;
     }
     if (packed != h.Pack(h.FingerprintOf(x)) || kernel.Hash(key) != h.Hash(key.data(), key.size())) {
-      return rocksdb::Status::NotSupported("ElasticFilter: internal::Hashing disagrees with the kernel");
+      return Status::NotSupported("ElasticFilter: internal::Hashing disagrees with the kernel");
     }
   }
   hashing_.reset(new internal::Hashing(h));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-rocksdb::Status ElasticFilter::InitGeneral() {
+Status ElasticFilter::InitGeneral() {
   std::unique_ptr<DLeftCountingBloomFilter> dleft;
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft);
+  Status s = DLeftCountingBloomFilter::Create(options_.dleft, &dleft);
   if (!s.ok()) return s;
   internal::Geometry g;
   g.subtables = options_.dleft.subtables;
@@ -549,12 +541,12 @@ rocksdb::Status ElasticFilter::InitGeneral() {
   dleft_bytes_ = dleft->bytes();
   fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
   kernel_.reset(new GeneralKernel(std::move(dleft)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-rocksdb::Status ElasticFilter::InitDense() {
+Status ElasticFilter::InitDense() {
   std::unique_ptr<DenseDLeftFilter> dense;
-  rocksdb::Status s = ToRocksStatus(DenseDLeftFilter::Create(options_.dense, &dense));
+  Status s = DenseDLeftFilter::Create(options_.dense, &dense);
   if (!s.ok()) return s;
   const DenseDLeftOptions& o = options_.dense;
   internal::Geometry g;  // phase 1 needs B and Rn only
@@ -569,10 +561,10 @@ rocksdb::Status ElasticFilter::InitDense() {
   dleft_bytes_ = dense->bytes();
   fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
   kernel_.reset(new DenseKernel(std::move(dense), hashing_.get()));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-uint64_t ElasticFilter::Hash(const rocksdb::Slice& key) const {
+uint64_t ElasticFilter::Hash(const std::string_view& key) const {
   if (fast()) return internal::HashKey(key.data(), key.size(), options_.fast.seed);
   return hashing_->Hash(key.data(), key.size());
 }
@@ -773,9 +765,9 @@ bool ElasticFilter::ContainsHash(uint64_t hash) const {
   return a->ContainsHash(ProbeHash(hash));
 }
 
-void ElasticFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
+void ElasticFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
   internal::HashedBatches<32>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
       [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 

@@ -175,19 +175,19 @@ double FastDLeftOptions::PredictedFpr(uint64_t items) const {
 
 uint64_t FastDLeftOptions::Bytes() const { return 64 * (blocks + SpareLinesFor(blocks)); }
 
-rocksdb::Status FastDLeftOptions::Validate() const {
+Status FastDLeftOptions::Validate() const {
   if (subtables != 2 && subtables != 4) {
-    return rocksdb::Status::InvalidArgument("FastDLeftOptions::subtables", "must be 2 or 4");
+    return Status::InvalidArgument("FastDLeftOptions::subtables", "must be 2 or 4");
   }
-  if (blocks == 0) return rocksdb::Status::InvalidArgument("FastDLeftOptions::blocks", "must be >= 1");
+  if (blocks == 0) return Status::InvalidArgument("FastDLeftOptions::blocks", "must be >= 1");
   if (blocks > (uint64_t{1} << 50)) {
-    return rocksdb::Status::InvalidArgument("FastDLeftOptions::blocks", "too large");
+    return Status::InvalidArgument("FastDLeftOptions::blocks", "too large");
   }
   if (Bytes() > max_bytes) {
-    return rocksdb::Status::MemoryLimit("FastDLeftOptions::max_bytes",
+    return Status::MemoryLimit("FastDLeftOptions::max_bytes",
                                         "table of " + std::to_string(Bytes()) + " bytes");
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 
@@ -221,21 +221,21 @@ FastDLeftFilter::FastDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(i
 }
 FastDLeftFilter::~FastDLeftFilter() = default;
 
-rocksdb::Status FastDLeftFilter::Create(const FastDLeftOptions& options,
+Status FastDLeftFilter::Create(const FastDLeftOptions& options,
                                         std::unique_ptr<FastDLeftFilter>* out) {
-  rocksdb::Status s = options.Validate();
+  Status s = options.Validate();
   if (!s.ok()) return s;
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
-  if (!impl) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+  if (!impl) return Status::MemoryLimit("FastDLeftFilter", "allocation failed");
   impl->opt = options;
   DeriveKeys(options.seed, impl->pkeys);
   s = impl->Allocate();
   if (!s.ok()) return s;
   out->reset(new FastDLeftFilter(std::move(impl)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-uint64_t FastDLeftFilter::Hash(const rocksdb::Slice& key) const {
+uint64_t FastDLeftFilter::Hash(const std::string_view& key) const {
   return internal::HashKey(key.data(), key.size(), impl_->opt.seed);
 }
 
@@ -304,9 +304,9 @@ void FastDLeftFilter::ContainsHashBatch(const uint64_t* h, size_t n, bool* out) 
   }
 }
 
-void FastDLeftFilter::ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const {
+void FastDLeftFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
   internal::HashedBatches<64>(
-      keys, n, out, [this](const rocksdb::Slice& k) { return Hash(k); },
+      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
       [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
 }
 

@@ -166,24 +166,24 @@ class FastDLeftFilter::Impl {
     }
   }
 
-  rocksdb::Status Allocate() {
+  Status Allocate() {
     nblocks = opt.blocks;
     nspare = SpareLinesFor(nblocks);
     const uint64_t bytes = 64 * (nblocks + nspare);
-    rocksdb::Status s = internal::CheckFitsInMemory(bytes, "FastDLeftFilter");
+    Status s = internal::CheckFitsInMemory(bytes, "FastDLeftFilter");
     if (!s.ok()) return s;
     void* p = std::aligned_alloc(64, bytes);
-    if (p == nullptr) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+    if (p == nullptr) return Status::MemoryLimit("FastDLeftFilter", "allocation failed");
     std::memset(p, 0, bytes);
     mem.reset(static_cast<uint64_t*>(p));
     blocks = mem.get();
     spare = blocks + nblocks * kWordsPerBlock;
     if (opt.thread_safe) {
       seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);
-      if (!seq) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+      if (!seq) return Status::MemoryLimit("FastDLeftFilter", "allocation failed");
       for (uint64_t i = 0; i < kStripes; ++i) seq[i].store(0, std::memory_order_relaxed);
     }
-    return rocksdb::Status::OK();
+    return Status::OK();
   }
 
   struct Fp {

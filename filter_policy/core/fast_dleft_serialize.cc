@@ -61,11 +61,11 @@ void FastDLeftFilter::Serialize(std::string* out) const {
   PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
 }
 
-rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
+Status FastDLeftFilter::Deserialize(const std::string_view& data,
                                              std::unique_ptr<FastDLeftFilter>* out, bool thread_safe) {
   using internal::Decoder;
   auto corrupt = [](const std::string& why) {
-    return rocksdb::Status::Corruption("FastDLeftFilter", why);
+    return Status::Corruption("FastDLeftFilter", why);
   };
   constexpr size_t kHeader = 64;
   if (data.size() < kHeader + 8) return corrupt("truncated header");
@@ -105,10 +105,10 @@ rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
   o.max_bytes = ~uint64_t{0};
   o.thread_safe = thread_safe;
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
-  if (!impl) return rocksdb::Status::MemoryLimit("FastDLeftFilter", "allocation failed");
+  if (!impl) return Status::MemoryLimit("FastDLeftFilter", "allocation failed");
   impl->opt = o;
   for (int i = 0; i < 4; ++i) impl->pkeys[i] = keys[i];
-  rocksdb::Status s = impl->Allocate();
+  Status s = impl->Allocate();
   if (!s.ok()) return s;
   const char* p = data.data() + kHeader;
   for (uint64_t i = 0; i < payload / 8; ++i) impl->mem[i] = internal::DecodeFixed64(p + 8 * i);
@@ -118,7 +118,7 @@ rocksdb::Status FastDLeftFilter::Deserialize(const rocksdb::Slice& data,
   const char* why = dd == 4 ? impl->Check<4>() : impl->Check<2>();
   if (why != nullptr) return corrupt(why);
   out->reset(new FastDLeftFilter(std::move(impl)));
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 }  // namespace dlcbf

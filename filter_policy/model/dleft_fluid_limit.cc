@@ -209,13 +209,13 @@ class FluidModel {
   std::vector<double> k1_, k2_, k3_, k4_, tmp_;
 };
 
-rocksdb::Status Invalid(const std::string& what) {
-  return rocksdb::Status::InvalidArgument("FluidLimitParams", what);
+Status Invalid(const std::string& what) {
+  return Status::InvalidArgument("FluidLimitParams", what);
 }
 
 }  // namespace
 
-rocksdb::Status FluidLimitParams::Validate() const {
+Status FluidLimitParams::Validate() const {
   if (d < 1 || d > 64) return Invalid("d must be in [1, 64]");
   if (buckets_per_subtable < 1) return Invalid("buckets_per_subtable must be >= 1");
   if (elements < 1) return Invalid("elements must be >= 1");
@@ -229,11 +229,11 @@ rocksdb::Status FluidLimitParams::Validate() const {
   if (tau / tau_step > 1e9) {
     return Invalid("(elements + churn_steps) / buckets_per_subtable / tau_step must be <= 1e9");
   }
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
-rocksdb::Status ComputeFluidLimit(const FluidLimitParams& p, FluidLimitResult* out) {
-  rocksdb::Status s = p.Validate();
+Status ComputeFluidLimit(const FluidLimitParams& p, FluidLimitResult* out) {
+  Status s = p.Validate();
   if (!s.ok()) return s;
 
   const double B = static_cast<double>(p.buckets_per_subtable);
@@ -299,7 +299,7 @@ rocksdb::Status ComputeFluidLimit(const FluidLimitParams& p, FluidLimitResult* o
     r.overflow_probability = -std::expm1(-r.expected_overflows);
   }
   *out = std::move(r);
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 std::vector<double> FluidLimitLoadGe(const FluidLimitParams& params) {

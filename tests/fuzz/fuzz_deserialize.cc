@@ -52,7 +52,7 @@ void DLeft(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   if (!dlcbf::DLeftCountingBloomFilter::Deserialize(s, &f, ts).ok()) return;
   if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
   Exercise(f.get(), s, d, n);
-  (void)f->Count(rocksdb::Slice("x"));
+  (void)f->Count(std::string_view("x"));
   std::string out;
   f->Serialize(&out);
   std::unique_ptr<dlcbf::DLeftCountingBloomFilter> g;
@@ -74,7 +74,7 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
   dlcbf::AutoscalingReadOptions ro;
   ro.thread_safe = ts;
   ro.allow_false_negatives = lossy;
-  rocksdb::Status st = dlcbf::AutoscalingBloomFilter::Deserialize(s, &f, ro);
+  Status st = dlcbf::AutoscalingBloomFilter::Deserialize(s, &f, ro);
   if (!st.ok()) return;
   if (!lossy && !f->lossless()) Fail("lossy ABF loaded without allow_false_negatives");
   // Loading canonicalizes one field on purpose (a stored min_tpr < 1 loads
@@ -90,7 +90,7 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
   if (once != twice) Fail("ABF serialization is not idempotent");
   if (lossy && once != s) Fail("ABF Serialize(Deserialize(x)) != x with allow_false_negatives");
   for (size_t i = 0; i < n && i < 64; ++i) {
-    rocksdb::Slice k(reinterpret_cast<const char*>(d + i), std::min<size_t>(n - i, 4));
+    std::string_view k(reinterpret_cast<const char*>(d + i), std::min<size_t>(n - i, 4));
     (void)f->Contains(k);
     if (i % 2 == 0) {
       f->Insert(k);
@@ -110,7 +110,7 @@ void Fast(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   if (!dlcbf::FastDLeftFilter::Deserialize(s, &f, ts).ok()) return;
   if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
   Exercise(f.get(), s, d, n);
-  (void)f->Count(rocksdb::Slice("x"));
+  (void)f->Count(std::string_view("x"));
   (void)f->SpillFlaggedFraction();
   f->ForEachFingerprint([](const dlcbf::FastDLeftFilter::TrueFingerprint&, uint32_t) {});
   std::string out;

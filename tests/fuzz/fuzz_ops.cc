@@ -36,7 +36,7 @@ std::string KeyOf(uint32_t id) { return "k" + std::to_string(id); }
 
 template <class Filter>
 void CheckAll(const Filter& f, const std::multiset<std::string>& oracle, const char* what) {
-  std::vector<rocksdb::Slice> keys;
+  std::vector<std::string_view> keys;
   for (auto it = oracle.begin(); it != oracle.end(); it = oracle.upper_bound(*it)) {
     if (!f.Contains(*it)) Fail(what, "false negative (Contains) for " + *it);
     keys.emplace_back(*it);

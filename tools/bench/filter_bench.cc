@@ -30,6 +30,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dlcbf/core/autoscaling_bloom_filter.h"
@@ -55,9 +56,9 @@ uint64_t BigBytes() {
 // Key i as an 8-byte little-endian string; absent keys use i >= n.
 struct KeyBuf {
   char b[8];
-  rocksdb::Slice Make(uint64_t i) {
+  std::string_view Make(uint64_t i) {
     for (int j = 0; j < 8; ++j) b[j] = static_cast<char>(i >> (8 * j));
-    return rocksdb::Slice(b, 8);
+    return std::string_view(b, 8);
   }
 };
 
@@ -74,10 +75,10 @@ struct Fast {  // xorshift64*: cheap random indices inside timed loops
 // One interface over every filter type, so each benchmark body is shared.
 struct AnyFilter {
   virtual ~AnyFilter() = default;
-  virtual bool Contains(const rocksdb::Slice& k) const = 0;
-  virtual void ContainsBatch(const rocksdb::Slice* k, size_t n, bool* out) const = 0;
-  virtual OpResult Insert(const rocksdb::Slice& k) = 0;
-  virtual OpResult Erase(const rocksdb::Slice& k) = 0;
+  virtual bool Contains(const std::string_view& k) const = 0;
+  virtual void ContainsBatch(const std::string_view* k, size_t n, bool* out) const = 0;
+  virtual OpResult Insert(const std::string_view& k) = 0;
+  virtual OpResult Erase(const std::string_view& k) = 0;
   virtual uint64_t Bytes() const = 0;
   virtual double Predicted() const = 0;
 };
@@ -87,17 +88,17 @@ struct Wrap : AnyFilter {
   std::unique_ptr<F> f;
   std::function<double(const F&)> pred;
   std::function<uint64_t(const F&)> bytes;
-  bool Contains(const rocksdb::Slice& k) const override { return f->Contains(k); }
-  void ContainsBatch(const rocksdb::Slice* k, size_t n, bool* out) const override {
+  bool Contains(const std::string_view& k) const override { return f->Contains(k); }
+  void ContainsBatch(const std::string_view* k, size_t n, bool* out) const override {
     f->ContainsBatch(k, n, out);
   }
-  OpResult Insert(const rocksdb::Slice& k) override { return f->Insert(k); }
-  OpResult Erase(const rocksdb::Slice& k) override { return f->Erase(k); }
+  OpResult Insert(const std::string_view& k) override { return f->Insert(k); }
+  OpResult Erase(const std::string_view& k) override { return f->Erase(k); }
   uint64_t Bytes() const override { return bytes(*f); }
   double Predicted() const override { return pred(*f); }
 };
 
-void Die(const rocksdb::Status& s, const char* what) {
+void Die(const dlcbf::Status& s, const char* what) {
   if (s.ok()) return;
   std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
   std::exit(1);
@@ -263,16 +264,16 @@ void BM_ContainsBatch(benchmark::State& st) {
   Loaded* l = GetFilter(st);
   constexpr size_t kBatch = 64;
   std::vector<std::string> store(kBatch, std::string(8, '\0'));
-  rocksdb::Slice keys[kBatch];
+  std::string_view keys[kBatch];
   bool out[kBatch];
   Fast r{88172645463325252ULL};
   KeyBuf kb;
   for (auto _ : st) {
     for (size_t i = 0; i < kBatch; ++i) {
       uint64_t k = (i & 1) ? l->n + 1 + r.Next() % (uint64_t{1} << 40) : r.Next() % l->n;
-      rocksdb::Slice s = kb.Make(k);
+      std::string_view s = kb.Make(k);
       store[i].assign(s.data(), s.size());
-      keys[i] = rocksdb::Slice(store[i]);
+      keys[i] = std::string_view(store[i]);
     }
     l->f->ContainsBatch(keys, kBatch, out);
     benchmark::DoNotOptimize(out);

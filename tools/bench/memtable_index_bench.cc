@@ -327,7 +327,7 @@ void KernelProbe(uint64_t n) {
   };
   K ks[2] = {{"fast", nullptr, {}, {}}, {"general", nullptr, {}, {}}};
   for (int i = 0; i < 2; ++i) {
-    Status s = dlcbf::ElasticFilter::Create(IndexOptions(i == 0, n), &ks[i].f);
+    dlcbf::Status s = dlcbf::ElasticFilter::Create(IndexOptions(i == 0, n), &ks[i].f);
     if (!s.ok()) {
       std::fprintf(stderr, "kernel probe: %s\n", s.ToString().c_str());
       std::exit(1);
@@ -385,7 +385,7 @@ void MigrationProbe(uint64_t n) {
     dlcbf::ElasticOptions eo = IndexOptions(variant < 2, n);
     eo.incremental_migration = variant == 0;  // (the general kernel ignores it)
     std::unique_ptr<dlcbf::ElasticFilter> f;
-    Status s = dlcbf::ElasticFilter::Create(eo, &f);
+    dlcbf::Status s = dlcbf::ElasticFilter::Create(eo, &f);
     if (!s.ok()) {
       std::fprintf(stderr, "migration probe: %s\n", s.ToString().c_str());
       std::exit(1);

@@ -63,7 +63,7 @@ std::unique_ptr<CountingBloomFilter> MakeCbf(uint64_t m, uint32_t k, uint64_t se
   o.counter_bits = kCounterBits;
   o.seed = seed;
   std::unique_ptr<CountingBloomFilter> f;
-  rocksdb::Status s = CountingBloomFilter::Create(o, &f);
+  dlcbf::Status s = CountingBloomFilter::Create(o, &f);
   if (!s.ok()) {
     std::fprintf(stderr, "CountingBloomFilter::Create: %s\n", s.ToString().c_str());
     std::exit(1);

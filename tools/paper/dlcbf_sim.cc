@@ -9,7 +9,7 @@
 //   dlcbf_sim --preset=paper52_norelocation --trials=2000
 //   dlcbf_sim --preset=paper52_first --trials=1000
 //
-// The trial loop is filter_policy/model/dleft_simulation.h (shared with the tests).
+// The trial loop is tools/paper/dleft_simulation.h (shared with the tests).
 // Exit status: 0 ok, 1 runtime failure, 2 bad flags.
 #include <gflags/gflags.h>
 
@@ -24,7 +24,7 @@
 
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/model/dleft_fluid_limit.h"
-#include "filter_policy/model/dleft_simulation.h"
+#include "tools/paper/dleft_simulation.h"
 
 DEFINE_string(preset, "paper51",
               "Experiment defaults (explicit flags still win):\n"
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
           "(or --churn_steps=0)");
   }
   if (FLAGS_threads > 1024) Usage("--threads must be in [1, 1024]");
-  if (rocksdb::Status s = cfg.Validate(); !s.ok()) Usage(s.ToString());
+  if (dlcbf::Status s = cfg.Validate(); !s.ok()) Usage(s.ToString());
 
   const uint32_t L = FLAGS_cells;
   const uint64_t B = FLAGS_buckets;
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   fp.max_load = std::max<uint32_t>(FLAGS_fluid_max_load, L + 2);
   fp.capacity = L;
   dlcbf::FluidLimitResult fluid;
-  if (rocksdb::Status s = dlcbf::ComputeFluidLimit(fp, &fluid); !s.ok()) Usage(s.ToString());
+  if (dlcbf::Status s = dlcbf::ComputeFluidLimit(fp, &fluid); !s.ok()) Usage(s.ToString());
   // The same model for the expected number of occupied cells F < m (keys
   // with equal true fingerprints share a cell); see ExpectedFingerprints.
   const double fingerprints_expected =
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   dlcbf::FluidLimitParams fpf = fp;
   fpf.elements = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(fingerprints_expected)));
   dlcbf::FluidLimitResult fluid_f;
-  if (rocksdb::Status s = dlcbf::ComputeFluidLimit(fpf, &fluid_f); !s.ok()) Usage(s.ToString());
+  if (dlcbf::Status s = dlcbf::ComputeFluidLimit(fpf, &fluid_f); !s.ok()) Usage(s.ToString());
 
   // ---- run -------------------------------------------------------------------
   const auto t0 = std::chrono::steady_clock::now();
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
                  done, total, e, eta);
   };
   std::vector<TrialResult> results;
-  if (rocksdb::Status s = dlcbf::sim::RunTrials(cfg, &results, progress); !s.ok()) {
+  if (dlcbf::Status s = dlcbf::sim::RunTrials(cfg, &results, progress); !s.ok()) {
     std::fprintf(stderr, "dlcbf_sim: %s\n", s.ToString().c_str());
     return 1;
   }

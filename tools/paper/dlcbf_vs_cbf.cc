@@ -41,7 +41,7 @@ namespace {
 
 std::string Key(uint64_t x) { return std::string(reinterpret_cast<const char*>(&x), sizeof(x)); }
 
-void Check(const rocksdb::Status& s, const char* what) {
+void Check(const dlcbf::Status& s, const char* what) {
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
     std::exit(1);

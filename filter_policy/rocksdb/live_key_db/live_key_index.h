@@ -37,6 +37,7 @@
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
+#include "filter_policy/rocksdb/common/status_conversion.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 
@@ -64,7 +65,7 @@ class LiveKeyIndex {
   static rocksdb::Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
                        std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = FastDLeftFilter::Create(KernelOptions(o, sized_for), &f);
+    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Create(KernelOptions(o, sized_for), &f));
     if (!s.ok()) return s;
     return Wrap(o, sized_for, 0, epochs, std::move(f), out);
   }
@@ -72,7 +73,7 @@ class LiveKeyIndex {
   static rocksdb::Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = FastDLeftFilter::Deserialize(blob, &f, /*thread_safe=*/true);
+    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, /*thread_safe=*/true));
     if (!s.ok()) return s;
     if (f->options().seed != o.dleft.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");
@@ -162,7 +163,7 @@ class LiveKeyIndex {
     eo.kernel = ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
     std::unique_ptr<ElasticFilter> e;
-    rocksdb::Status s = ElasticFilter::Adopt(eo, std::move(kernel), entries, &e);
+    rocksdb::Status s = glue::ToRocksStatus(ElasticFilter::Adopt(eo, std::move(kernel), entries, &e));
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->elastic_ = std::move(e);

@@ -1,5 +1,6 @@
 // LiveKeyIndexOptions::Validate and LiveKeyStats::ToString.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "filter_policy/rocksdb/common/status_conversion.h"
 
 #include <algorithm>
 #include <atomic>
@@ -33,11 +34,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   }
   DLeftOptions d = dleft;
   d.SizeFor(expected_keys, sizing_load);
-  rocksdb::Status s = d.Validate();
-  if (s.IsInvalidArgument()) {
-    return rocksdb::Status::InvalidArgument("dleft." + std::string(s.getState() ? s.getState() : ""));
-  }
-  if (!s.ok()) return s;
+  const Status s = d.Validate();
+  if (s.IsInvalidArgument()) return rocksdb::Status::InvalidArgument("dleft." + s.message());
+  if (!s.ok()) return glue::ToRocksStatus(s);
   if (d.counter_bits == 0) {
     return rocksdb::Status::InvalidArgument("dleft.counter_bits must be >= 1 (live keys are erased)");
   }

@@ -131,6 +131,7 @@
 #include "filter_policy/rocksdb/common/reader_sections.h"
 #include "filter_policy/rocksdb/common/striped_counters.h"
 #include "filter_policy/rocksdb/memtable_index/memtable_index_internal.h"
+#include "filter_policy/rocksdb/common/status_conversion.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
@@ -208,9 +209,9 @@ struct IndexFilter {
     // goes back). So after a migration the announcing readers are just the
     // few already in flight, and the reclamation is not starved by a steady
     // stream of readers.
-    if (migration_seen.load(std::memory_order_acquire)) return filter->Contains(key);
+    if (migration_seen.load(std::memory_order_acquire)) return filter->Contains(glue::View(key));
     reclaim::ReadSection section(t);
-    return filter->Contains(key);
+    return filter->Contains(glue::View(key));
   }
 };
 
@@ -499,7 +500,7 @@ class IndexedRep final : public MemTableRep {
   // True if the filter was updated, false if the dedupe cache proved the
   // hash present (or the index was disabled).
   bool AddTo(IndexFilter* f, const Slice& key) {
-    const uint64_t h = f->filter->Hash(key);
+    const uint64_t h = f->filter->Hash(glue::View(key));
     std::atomic<uint64_t>* slot = h != 0 ? &f->recent[h & (kRecentSlots - 1)] : nullptr;
     if (slot != nullptr && slot->load(std::memory_order_acquire) == h) return false;
     if (f->filter->InsertHash(h) != OpResult::kOk) {

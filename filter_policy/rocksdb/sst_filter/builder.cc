@@ -310,7 +310,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
       o.relocation = Relocation::kBreadthFirst;
       o.max_relocation_nodes = max_nodes_;
       std::unique_ptr<DLeftCountingBloomFilter> f;
-      Status s = DLeftCountingBloomFilter::Create(o, &f);
+      const dlcbf::Status s = DLeftCountingBloomFilter::Create(o, &f);
       if (!s.ok()) {
         Warn("cannot allocate a d-left table for %llu keys (%s)",
              static_cast<unsigned long long>(n), s.ToString().c_str());

@@ -55,8 +55,8 @@
 
 #include "dlcbf/model/abf_model.h"
 #include "dlcbf/core/counting_bloom_filter.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -71,7 +71,7 @@ struct AutoscalingOptions {
   bool allow_false_negatives = false;
 
   // OK, or InvalidArgument naming the field (counting.*, min_tpr).
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 struct AutoscalingStats {
@@ -96,13 +96,13 @@ struct AutoscalingReadOptions {
 class AutoscalingBloomFilter {
  public:
   // InvalidArgument (field named) or MemoryLimit. Starts at Θ = 0, T = k.
-  static rocksdb::Status Create(const AutoscalingOptions& options,
+  static Status Create(const AutoscalingOptions& options,
                                 std::unique_ptr<AutoscalingBloomFilter>* out);
 
   // Parses Serialize() output. Corruption for truncated/garbage input
   // (never reads outside `data`); InvalidArgument if the stored thresholds
   // are lossy and read_options.allow_false_negatives is false.
-  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+  static Status Deserialize(const std::string_view& data,
                                      std::unique_ptr<AutoscalingBloomFilter>* out,
                                      const AutoscalingReadOptions& read_options = {});
 
@@ -110,21 +110,21 @@ class AutoscalingBloomFilter {
   AutoscalingBloomFilter& operator=(const AutoscalingBloomFilter&) = delete;
   ~AutoscalingBloomFilter();
 
-  uint64_t Hash(const rocksdb::Slice& key) const { return cbf_->Hash(key); }
+  uint64_t Hash(const std::string_view& key) const { return cbf_->Hash(key); }
 
   // Counter updates and n tracking (CountingBloomFilter semantics: Insert
   // always kOk; Erase kNotFound and no change unless all k counters are
   // nonzero). Thresholds are not re-tuned implicitly; call AutoTune.
-  OpResult Insert(const rocksdb::Slice& key) { return cbf_->Insert(key); }
+  OpResult Insert(const std::string_view& key) { return cbf_->Insert(key); }
   OpResult InsertHash(uint64_t hash) { return cbf_->InsertHash(hash); }
-  OpResult Erase(const rocksdb::Slice& key) { return cbf_->Erase(key); }
+  OpResult Erase(const std::string_view& key) { return cbf_->Erase(key); }
   OpResult EraseHash(uint64_t hash) { return cbf_->EraseHash(hash); }
 
   // Member iff at least T of the k counters exceed Θ. Never false for a
   // live key while lossless() (the default).
-  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // Number of the key's k counters above Θ (the dot product d of §3.4).
@@ -132,15 +132,15 @@ class AutoscalingBloomFilter {
 
   // Sets (Θ, T). InvalidArgument if T > k, Θ > 2^w - 2, or the pair is
   // lossy (Θ >= 1 and T >= 1) without allow_false_negatives.
-  rocksdb::Status SetThresholds(uint32_t theta, uint32_t T);
+  Status SetThresholds(uint32_t theta, uint32_t T);
 
   // Re-picks (Θ, T) for the current n: eq. 22 maximizing ACC subject to
   // TPR >= l_tpr. l_tpr must be in [0, 1]; l_tpr == 1 -> Θ = 0, T = k
   // (always; the model is not consulted). l_tpr < 1 without
   // allow_false_negatives -> InvalidArgument and no change. `result` (may
   // be null) receives the chosen point.
-  rocksdb::Status AutoTune(double l_tpr, abf::Tuning* result = nullptr);
-  rocksdb::Status AutoTune() { return AutoTune(options_.min_tpr); }
+  Status AutoTune(double l_tpr, abf::Tuning* result = nullptr);
+  Status AutoTune() { return AutoTune(options_.min_tpr); }
 
   uint32_t theta() const;
   uint32_t decision_threshold() const;
@@ -169,7 +169,7 @@ class AutoscalingBloomFilter {
   static uint64_t Pack(uint32_t theta, uint32_t T) {
     return (uint64_t{theta} << 32) | T;
   }
-  rocksdb::Status CheckThresholds(uint32_t theta, uint32_t T, bool allow_lossy) const;
+  Status CheckThresholds(uint32_t theta, uint32_t T, bool allow_lossy) const;
 
   AutoscalingOptions options_;
   std::unique_ptr<CountingBloomFilter> cbf_;

@@ -60,8 +60,8 @@
 #include <string>
 
 #include "dlcbf/core/op_result.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -75,7 +75,7 @@ struct CountingBloomOptions {
   uint64_t max_bytes = uint64_t{1} << 36;
 
   // OK, or InvalidArgument naming the offending field.
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 // The k that minimizes the false-positive rate of a Bloom filter of m
@@ -106,14 +106,14 @@ class CountingBloomFilter {
  public:
   // Validates `options` and allocates zeroed counters. InvalidArgument for a
   // bad field, MemoryLimit above options.max_bytes. *out owns the filter.
-  static rocksdb::Status Create(const CountingBloomOptions& options,
+  static Status Create(const CountingBloomOptions& options,
                                 std::unique_ptr<CountingBloomFilter>* out);
 
   // Parses Serialize() output. Corruption (with the reason) for truncated,
   // wrong-magic, unknown-version, bad-checksum, mis-sized or inconsistent
   // input; never reads outside `data`. `thread_safe` picks the mode (it is
   // not part of the format).
-  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+  static Status Deserialize(const std::string_view& data,
                                      std::unique_ptr<CountingBloomFilter>* out,
                                      bool thread_safe = false);
 
@@ -124,24 +124,24 @@ class CountingBloomFilter {
   // XXH3-64 of the key with options().seed. The *Hash variants take this
   // value (or any uniformly distributed 64-bit value the caller derives,
   // e.g. from a dlCBF fingerprint) so a key is hashed once.
-  uint64_t Hash(const rocksdb::Slice& key) const;
+  uint64_t Hash(const std::string_view& key) const;
 
   // Adds one occurrence. Always kOk (saturation is counted, not an error).
-  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
   OpResult InsertHash(uint64_t hash);
 
   // Removes one occurrence. kNotFound (and no change) if any of the k
   // counters is zero; otherwise decrements every non-saturated counter.
-  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
 
   // True iff all k counters are nonzero. Never false for a live key.
-  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
 
   // The smallest of the key's k counters: 0 if absent, otherwise an upper
   // bound on its multiplicity (saturated counters read 2^w - 1).
-  uint32_t Count(const rocksdb::Slice& key) const { return CountHash(Hash(key)); }
+  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
 
   // How many of the key's k counters exceed `theta`: the dot product of the
@@ -154,7 +154,7 @@ class CountingBloomFilter {
   // out[i] = Contains(keys[i]). Hashes a block of keys, prefetches their
   // first probe words, then probes, so the cache misses of different keys
   // overlap.
-  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // The k distinct probe positions of `hash`, in probe order, into

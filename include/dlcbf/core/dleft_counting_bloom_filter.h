@@ -58,8 +58,8 @@
 #include <vector>
 
 #include "dlcbf/core/op_result.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -97,7 +97,7 @@ struct DLeftOptions {
   DLeftOptions& SizeFor(uint64_t expected_items, double load = 0.75);
 
   // Returns OK or InvalidArgument naming the offending field.
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 // Occupancy and event counters. Computed on demand by Stats().
@@ -131,14 +131,14 @@ class DLeftCountingBloomFilter {
   // Validates `options` and allocates the table. InvalidArgument for a bad
   // geometry, MemoryLimit when it exceeds options.max_bytes or allocation
   // fails. On success *out owns a new, empty filter.
-  static rocksdb::Status Create(const DLeftOptions& options,
+  static Status Create(const DLeftOptions& options,
                                 std::unique_ptr<DLeftCountingBloomFilter>* out);
 
   // Parses the format written by Serialize(). Corruption (with the reason)
   // for truncated, mis-sized, wrong-magic, bad-checksum or inconsistent
   // input; never reads outside `data`. `thread_safe` chooses the mode of
   // the new filter (the mode is not part of the format).
-  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+  static Status Deserialize(const std::string_view& data,
                                      std::unique_ptr<DLeftCountingBloomFilter>* out,
                                      bool thread_safe = false);
 
@@ -149,10 +149,10 @@ class DLeftCountingBloomFilter {
   // H(key): the 64-bit key hash (XXH3 with the filter's seed). The *Hash
   // variants below take this value, so callers that already hashed a key
   // (e.g. an SST builder collecting hashes) do not hash twice.
-  uint64_t Hash(const rocksdb::Slice& key) const;
+  uint64_t Hash(const std::string_view& key) const;
 
   // Adds one occurrence. kOk or kOverflow (filter unchanged).
-  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
   OpResult InsertHash(uint64_t hash);
 
   // Removes one occurrence: decrements the single stored copy of the key's
@@ -161,23 +161,23 @@ class DLeftCountingBloomFilter {
   // inserted but collides with a stored fingerprint removes that
   // fingerprint's evidence, exactly as in any counting filter: callers must
   // only erase keys they inserted.
-  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
 
   // May the key be in the multiset? Never false for a stored key.
-  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
 
   // The counter of the key's fingerprint: 0 if absent, else the
   // multiplicity (an upper bound when fingerprints collide, and
   // max_counter() once saturated). Always 1 for a present key when c == 0.
-  uint32_t Count(const rocksdb::Slice& key) const { return CountHash(Hash(key)); }
+  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
 
   // Batched lookups: out[i] = Contains(keys[i]). Hashes the whole batch,
   // prefetches every candidate bucket, then probes, so the memory accesses
   // of different keys overlap.
-  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // Empties the filter and resets the statistics.

@@ -91,8 +91,8 @@
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -193,7 +193,7 @@ struct ElasticOptions {
   bool thread_safe = false;  // overrides dleft.thread_safe / fast.thread_safe
 
   // OK, or InvalidArgument naming the field.
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 struct ElasticStats {
@@ -229,7 +229,7 @@ struct ElasticStats {
 class ElasticFilter {
  public:
   // InvalidArgument (field named) or MemoryLimit. Starts in kDLeft mode.
-  static rocksdb::Status Create(const ElasticOptions& options,
+  static Status Create(const ElasticOptions& options,
                                 std::unique_ptr<ElasticFilter>* out);
 
   // Wraps an existing fast kernel (for example one read back with
@@ -239,7 +239,7 @@ class ElasticFilter {
   // `items` is the number of live items it holds (the caller's count: it
   // decides when migration starts and the ABF's k). InvalidArgument for a
   // null kernel or options that do not validate.
-  static rocksdb::Status Adopt(const ElasticOptions& options,
+  static Status Adopt(const ElasticOptions& options,
                                std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
                                std::unique_ptr<ElasticFilter>* out);
 
@@ -254,19 +254,19 @@ class ElasticFilter {
   ~ElasticFilter();
 
   // XXH3-64 of the key with the kernel's seed (the kernel's H(x)).
-  uint64_t Hash(const rocksdb::Slice& key) const;
+  uint64_t Hash(const std::string_view& key) const;
 
   // Always kOk (see Guarantees for the allocation-failure exception).
-  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
   OpResult InsertHash(uint64_t hash);
 
   // kOk, or kNotFound (no change) when the key is certainly absent.
-  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
 
-  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   // out[i] = ContainsHash(hashes[i]), with the kernel's batched probe.
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
   // A hint, changing nothing: starts loading the writer lock and, while in
@@ -299,7 +299,7 @@ class ElasticFilter {
 
  private:
   explicit ElasticFilter(const ElasticOptions& options);
-  rocksdb::Status Init();
+  Status Init();
   // The ABF probe hash of a key hash / of a packed true fingerprint.
   uint64_t ProbeHash(uint64_t key_hash) const;
   uint64_t ProbeHashOfPacked(uint64_t packed) const;
@@ -309,13 +309,13 @@ class ElasticFilter {
   // as block << 16 | bucket << 13 | remainder. Valid after the kernel is
   // freed (it depends on blocks and subtables only).
   uint64_t FastPackedOfHash(uint64_t key_hash) const;
-  rocksdb::Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
-  rocksdb::Status InitGeneral();
-  rocksdb::Status InitDense();
+  Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
+  Status InitGeneral();
+  Status InitDense();
   // Keeps phase 1 of a kernel that hashes through internal::Hashing
   // (general, dense) and checks it against the kernel's own.
   template <class K>
-  rocksdb::Status KeepHashing(const K& kernel, const internal::Hashing& h);
+  Status KeepHashing(const K& kernel, const internal::Hashing& h);
   bool fast() const { return options_.kernel == ElasticKernel::kFast; }
   // Migration steps; the caller holds mu_ (thread_safe) or is the only
   // writer. Start allocates the ABF aside (false if it could not), Copy

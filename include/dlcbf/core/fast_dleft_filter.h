@@ -64,8 +64,8 @@
 
 #include "dlcbf/core/op_result.h"
 #include "dlcbf/core/fast_dleft_probe.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -106,7 +106,7 @@ struct FastDLeftOptions {
   uint64_t Bytes() const;
 
   // OK, or InvalidArgument naming the field.
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 struct FastDLeftStats {
@@ -126,14 +126,14 @@ class FastDLeftFilter {
  public:
   // Validates `options` and allocates a zeroed table. InvalidArgument for a
   // bad field; MemoryLimit above options.max_bytes or physical memory.
-  static rocksdb::Status Create(const FastDLeftOptions& options,
+  static Status Create(const FastDLeftOptions& options,
                                 std::unique_ptr<FastDLeftFilter>* out);
 
   // Parses the format written by Serialize(). Corruption (with the reason)
   // for any truncated, mis-sized, wrong-magic, bad-checksum or internally
   // inconsistent input; never reads outside `data`, never aborts.
   // `thread_safe` chooses the mode of the new filter (not part of the format).
-  static rocksdb::Status Deserialize(const rocksdb::Slice& data,
+  static Status Deserialize(const std::string_view& data,
                                      std::unique_ptr<FastDLeftFilter>* out,
                                      bool thread_safe = false);
 
@@ -143,21 +143,21 @@ class FastDLeftFilter {
 
   // H(key) = XXH3-64(key, seed): the one hash per operation. The *Hash
   // calls take it, so callers holding hashes do not hash twice.
-  uint64_t Hash(const rocksdb::Slice& key) const;
+  uint64_t Hash(const std::string_view& key) const;
 
   // Adds one occurrence: kOk, or kOverflow (filter unchanged).
-  OpResult Insert(const rocksdb::Slice& key) { return InsertHash(Hash(key)); }
+  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
   OpResult InsertHash(uint64_t hash);
 
   // Removes one occurrence of the key's fingerprint: kOk, or kNotFound
   // (unchanged). Only erase keys you inserted (as with any counting filter).
-  OpResult Erase(const rocksdb::Slice& key) { return EraseHash(Hash(key)); }
+  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
 
   // May the key be present? Never false for a stored key. (D = 2 without
   // thread safety probes inline; other modes and spilled buckets call into
   // the library.)
-  bool Contains(const rocksdb::Slice& key) const { return ContainsHash(Hash(key)); }
+  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const {
     if (inline_probe_) {
       const internal::FastProbe r = internal::FastDLeftProbeD2(view_, hash);
@@ -174,13 +174,13 @@ class FastDLeftFilter {
 
   // Multiplicity of the key's fingerprint: 0 if absent, 1..4 (4 = saturated
   // or more).
-  uint32_t Count(const rocksdb::Slice& key) const { return CountHash(Hash(key)); }
+  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
 
   // Batched calls: the same results as the single calls in order
   // (out[i] for key i), with the blocks of a group of keys prefetched
   // before any is probed. `out` must have room for n results.
-  void ContainsBatch(const rocksdb::Slice* keys, size_t n, bool* out) const;
+  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
   void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
   void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);

@@ -1,5 +1,5 @@
 // OpResult: the outcome of a filter mutation (Insert / Erase), shared by
-// every structure in dlcbf/core. A small enum rather than rocksdb::Status so
+// every structure in dlcbf/core. A small enum rather than Status so
 // the hot path never allocates.
 #pragma once
 

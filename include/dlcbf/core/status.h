@@ -43,6 +43,11 @@ class Status {
   static Status Corruption(std::string msg) { return Status(Code::kCorruption, std::move(msg)); }
   static Status MemoryLimit(std::string msg) { return Status(Code::kMemoryLimit, std::move(msg)); }
   static Status NotSupported(std::string msg) { return Status(Code::kNotSupported, std::move(msg)); }
+  // "what: why", the two-part form (as rocksdb::Status joins its two messages).
+  static Status InvalidArgument(const std::string& what, const std::string& why) { return InvalidArgument(what + ": " + why); }
+  static Status Corruption(const std::string& what, const std::string& why) { return Corruption(what + ": " + why); }
+  static Status MemoryLimit(const std::string& what, const std::string& why) { return MemoryLimit(what + ": " + why); }
+  static Status NotSupported(const std::string& what, const std::string& why) { return NotSupported(what + ": " + why); }
 
   bool ok() const { return code_ == Code::kOk; }
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }

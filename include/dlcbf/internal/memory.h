@@ -21,7 +21,7 @@
 #include <cstring>
 #include <string>
 
-#include "rocksdb/status.h"
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 namespace internal {
@@ -35,10 +35,10 @@ inline uint64_t PhysicalMemoryBytes() {
 }
 
 // OK, or MemoryLimit naming `what` when `bytes` exceeds physical memory.
-inline rocksdb::Status CheckFitsInMemory(uint64_t bytes, const char* what) {
+inline Status CheckFitsInMemory(uint64_t bytes, const char* what) {
   const uint64_t phys = PhysicalMemoryBytes();
-  if (bytes <= phys) return rocksdb::Status::OK();
-  return rocksdb::Status::MemoryLimit(
+  if (bytes <= phys) return Status::OK();
+  return Status::MemoryLimit(
       what, "needs " + std::to_string(bytes) + " bytes, more than this machine's physical memory (" +
                 std::to_string(phys) + " bytes)");
 }

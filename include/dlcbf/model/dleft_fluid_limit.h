@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "rocksdb/status.h"
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 
@@ -62,7 +62,7 @@ struct FluidLimitParams {
   uint32_t capacity = 0;
 
   // OK, or InvalidArgument naming the offending field.
-  rocksdb::Status Validate() const;
+  Status Validate() const;
 };
 
 struct FluidLimitResult {
@@ -94,7 +94,7 @@ struct FluidLimitResult {
 // Integrates the ODE with classical RK4 in double precision. Returns
 // InvalidArgument (from params.Validate()) and leaves *out untouched for bad
 // parameters.
-rocksdb::Status ComputeFluidLimit(const FluidLimitParams& params,
+Status ComputeFluidLimit(const FluidLimitParams& params,
                                   FluidLimitResult* out);
 
 // Convenience: FluidLimitResult::load_ge, or an empty vector when

@@ -43,8 +43,8 @@
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
-#include "rocksdb/slice.h"
-#include "rocksdb/status.h"
+#include <string_view>
+#include "dlcbf/core/status.h"
 
 namespace dlcbf {
 namespace sim {
@@ -60,28 +60,28 @@ struct SimConfig {
   uint64_t trials = 1;
   unsigned threads = 2;
 
-  rocksdb::Status Validate() const {
-    rocksdb::Status s = filter.Validate();
+  Status Validate() const {
+    Status s = filter.Validate();
     if (!s.ok()) return s;
     const uint64_t cells = uint64_t{filter.subtables} * filter.buckets_per_subtable *
                            filter.cells_per_bucket;
     if (initial_load < 1) {
-      return rocksdb::Status::InvalidArgument("initial_load must be >= 1");
+      return Status::InvalidArgument("initial_load must be >= 1");
     }
     if (initial_load > cells) {
-      return rocksdb::Status::InvalidArgument(
+      return Status::InvalidArgument(
           "initial_load must be <= d * B * L = " + std::to_string(cells) +
           " (the table's cell capacity)");
     }
-    if (trials < 1) return rocksdb::Status::InvalidArgument("trials must be >= 1");
-    if (threads < 1) return rocksdb::Status::InvalidArgument("threads must be >= 1");
+    if (trials < 1) return Status::InvalidArgument("trials must be >= 1");
+    if (threads < 1) return Status::InvalidArgument("threads must be >= 1");
     if (churn_steps > (uint64_t{1} << 40)) {
-      return rocksdb::Status::InvalidArgument("churn_steps must be <= 2^40");
+      return Status::InvalidArgument("churn_steps must be <= 2^40");
     }
     if (fpr_probes > (uint64_t{1} << 40)) {
-      return rocksdb::Status::InvalidArgument("fpr_probes must be <= 2^40");
+      return Status::InvalidArgument("fpr_probes must be <= 2^40");
     }
-    return rocksdb::Status::OK();
+    return Status::OK();
   }
 };
 
@@ -117,7 +117,7 @@ inline void TrialSeeds(uint64_t seed, uint64_t trial, uint64_t* filter_seed,
 }
 
 // Runs trial `trial` of `cfg` (cfg must be valid).
-inline rocksdb::Status RunTrial(const SimConfig& cfg, uint64_t trial, TrialResult* out) {
+inline Status RunTrial(const SimConfig& cfg, uint64_t trial, TrialResult* out) {
   TrialResult r;
   r.trial = trial;
   uint64_t key_state = 0;
@@ -127,14 +127,14 @@ inline rocksdb::Status RunTrial(const SimConfig& cfg, uint64_t trial, TrialResul
   opt.seed = r.filter_seed;
   opt.thread_safe = false;
   std::unique_ptr<DLeftCountingBloomFilter> f;
-  rocksdb::Status s = DLeftCountingBloomFilter::Create(opt, &f);
+  Status s = DLeftCountingBloomFilter::Create(opt, &f);
   if (!s.ok()) return s;
 
   auto next_hash = [&]() {
     const uint64_t key = internal::SplitMix64(&key_state);
     char buf[8];
     for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(key >> (8 * i));
-    return f->Hash(rocksdb::Slice(buf, sizeof(buf)));
+    return f->Hash(std::string_view(buf, sizeof(buf)));
   };
 
   std::vector<uint64_t> live;
@@ -194,7 +194,7 @@ inline rocksdb::Status RunTrial(const SimConfig& cfg, uint64_t trial, TrialResul
   r.saturations = st.saturations;
   r.sticky_erases = st.sticky_erases;
   *out = std::move(r);
-  return rocksdb::Status::OK();
+  return Status::OK();
 }
 
 // Called after each finished trial with (finished, total); serialized.
@@ -202,19 +202,19 @@ using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
 // Runs cfg.trials independent trials on cfg.threads worker threads;
 // (*results)[t] is trial t.
-inline rocksdb::Status RunTrials(const SimConfig& cfg, std::vector<TrialResult>* results,
+inline Status RunTrials(const SimConfig& cfg, std::vector<TrialResult>* results,
                                  const ProgressFn& progress = nullptr) {
-  rocksdb::Status s = cfg.Validate();
+  Status s = cfg.Validate();
   if (!s.ok()) return s;
   results->assign(cfg.trials, TrialResult());
   std::atomic<uint64_t> next{0};
   std::mutex mu;  // guards first_error, done and progress calls
-  rocksdb::Status first_error;
+  Status first_error;
   uint64_t done = 0;
   auto worker = [&]() {
     for (uint64_t t = next.fetch_add(1); t < cfg.trials; t = next.fetch_add(1)) {
       TrialResult tr;
-      rocksdb::Status ts = RunTrial(cfg, t, &tr);
+      Status ts = RunTrial(cfg, t, &tr);
       std::lock_guard<std::mutex> lock(mu);
       if (!ts.ok()) {
         if (first_error.ok()) first_error = ts;
