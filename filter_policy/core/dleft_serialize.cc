@@ -9,27 +9,9 @@ namespace dlcbf {
 
 namespace {
 
-// Serialized format, version 1. All integers little-endian.
-//
-//  offset  size  field
-//  ------  ----  -----------------------------------------------------------
-//       0     4  magic "dLCB" (0x42434C64)
-//       4     2  format version (1)
-//       6     1  d, subtables                 [2, 8]
-//       7     1  L, cells per bucket           [1, 64]
-//       8     1  r, remainder bits             [1, 32]
-//       9     1  c, counter bits               [0, 4]
-//      10     1  relocation policy (0 none, 1 first subtable, 2 breadth-first)
-//      11     1  reserved, 0
-//      12     4  max relocation nodes
-//      16     8  B, buckets per subtable
-//      24     8  hash seed
-//      32  16*d  permutation keys k[i][0], k[i][1] for i = 0 .. d-1
-//  32+16d     8  items (inserts minus erases)
-//  40+16d     8  fingerprints (occupied cells; checked against the payload)
-//  48+16d     8  payload bytes P = ceil(d*B*L*(r+c) / 8)
-//  56+16d     P  packed bit array (layout: internal/dleft_layout.h)
-//  56+16d+P   8  XXH3-64 (seed 0) of every preceding byte
+// Serialized format, version 1: the byte layout is drawn once, in
+// filter_policy/FORMATS.md ("Standalone dlCBF"); fields are written in that
+// order, one by one, little-endian.
 constexpr uint32_t kMagic = 0x42434C64;  // "dLCB" read as little-endian
 constexpr uint16_t kFormatVersion = 1;
 }  // namespace

@@ -39,9 +39,17 @@ constexpr int kCellsPerWord = 4;
 #ifndef DLCBF_FAST_BLOCKS_PER_SPARE
 #define DLCBF_FAST_BLOCKS_PER_SPARE 8
 #endif
-constexpr uint64_t kBlocksPerSpare = DLCBF_FAST_BLOCKS_PER_SPARE;  // <= 16 (4-bit field)
+constexpr uint64_t kBlocksPerSpare = DLCBF_FAST_BLOCKS_PER_SPARE;
+// A spare cell's tag is k % K + K * buddy (K = kBlocksPerSpare) in the 4-bit
+// field at bits 15..18 of its 19-bit key, so K <= 8; and a spare line pair
+// serves exactly one copy group (FastDLeftFilter::kGroupBlocks = 2 K).
+static_assert(kBlocksPerSpare >= 1 && 2 * kBlocksPerSpare <= 16,
+              "the spare tag k % K + K * buddy must fit its 4 bits");
+static_assert(kRn == (1u << 13) - 1, "remainders 1..8191 fill the 13-bit field");
 constexpr int kSpareWords = 8;            // 64-byte spare line
 constexpr int kSpareCellsPerWord = 3;     // 21-bit cells
+static_assert(kWordsPerBlock * 8 == 64 && kSpareWords * 8 == 64, "blocks and spare lines are one cache line");
+static_assert(kSpareCellsPerWord * 21 <= 64, "three 21-bit spare cells per word");
 
 // 16-bit block cells.
 constexpr uint64_t kLane = 0x0001000100010001ULL;

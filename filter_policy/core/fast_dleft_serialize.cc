@@ -13,28 +13,9 @@ constexpr char kMagic[4] = {'d', 'L', 'F', 'K'};
 constexpr uint16_t kVersion = 1;
 }  // namespace
 
-// ---------------------------------------------------------------------------
-// Serialization, version 1. Little-endian, field by field:
-//
-//  offset size field
-//       0    4 magic "dLFK"
-//       4    2 version (1)
-//       6    1 D, subtables (2 or 4)
-//       7    1 remainder bits (13)
-//       8    1 counter bits (2)
-//       9    1 log2 blocks per spare line (4)
-//      10    2 reserved, 0
-//      12    4 permutation keys k1, k2, k3: 4 bytes each at 12, 16, 20
-//            (k0 = 0 is implicit; unused keys are 0 for D = 2)
-//      24    8 N, blocks
-//      32    8 hash seed
-//      40    8 items
-//      48    8 fingerprints (checked against the payload)
-//      56    8 spilled (checked against the payload)
-//      64  64N blocks: 8 words of 8 bytes each (cells as in the design note)
-// 64+64N 64S spare lines, S = ceil(N/16): 8 words each
-//   end    8 XXH3-64 (seed 0) of every preceding byte
-// ---------------------------------------------------------------------------
+// Serialization, version 1: the byte layout is drawn once, in
+// filter_policy/FORMATS.md ("Fast kernel"); fields are written in that
+// order, one by one, little-endian.
 void FastDLeftFilter::Serialize(std::string* out) const {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);

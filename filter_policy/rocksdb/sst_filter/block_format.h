@@ -17,38 +17,13 @@ namespace dlcbf {
 namespace sst_filter {
 
 // ---------------------------------------------------------------------------
-// Filter block format, version 1. All integers little-endian
-// (internal/coding.h), written field by field.
-//
-//  offset  size  field
-//  ------  ----  ------------------------------------------------------------
-//       0     4  magic "dLSF" (bytes 64 4C 53 46)
-//       4     1  format version (1)
-//       5     1  kind: 0 = empty (no keys; never matches)
-//                      1 = d-left fingerprint table
-//                      2 = Bloom bit array (fallback; see below)
-//       6     1  d, subtables          (kind 1; else 0)
-//       7     1  L, cells per bucket   (kind 1; else 0)
-//       8     1  r, remainder bits     (kind 1; else 0)
-//       9     1  c, counter bits: always 0 (static; 0 = empty cell)
-//      10     1  k, Bloom probes       (kind 2; else 0)
-//      11     1  build retries (informational; readers ignore it)
-//      12     4  reserved, 0
-//      16     8  B buckets per subtable (kind 1) | m Bloom bits (kind 2) | 0
-//      24     8  key hash seed: every key/prefix is hashed XXH3-64(key, seed)
-//      32     8  entries: distinct key hashes inserted
-//      40     8  P, payload bytes
-//      48  16*d  permutation keys k[i][0], k[i][1], i = 0 .. d-1 (kind 1 only)
-//       H     P  payload, H = 48 + 16 d (kind 1) or 48:
-//                kind 1: the packed cell array of DLeftCountingBloomFilter
-//                        (AppendPackedBits; layout in internal/dleft_layout.h),
-//                        P = ceil(d * B * L * r / 8)
-//                kind 2: m bits, bit j = bit (j % 8) of byte (j / 8),
-//                        P = ceil(m / 8)
-//     H+P     8  XXH3-64 (seed 0) of bytes [0, H + P)
-//
-// Bloom fallback probes (kind 2): x = h, delta = Mix64(h) | 1; for j < k:
-// bit Mul64Hi(x, m) is set, then x += delta.
+// Filter block format, versions 1 and 2: the byte layouts are drawn once,
+// in filter_policy/FORMATS.md ("SST filter block"). All integers
+// little-endian (internal/coding.h), written field by field. Version 1:
+// kinds 0 (empty: never matches), 1 (d-left table, the packed cells of
+// DLeftCountingBloomFilter) and 2 (Bloom fallback); version 2 (written by
+// default): kinds 0 and 2 as in version 1, kind 3 the blocked d-left table
+// of blocked_table.h, kind 1 not allowed.
 //
 // Version 1 also pins everything the reader recomputes: XXH3-64 key
 // hashing, internal::Hashing (FingerprintOf, Permute with the current F/G
@@ -57,32 +32,6 @@ namespace sst_filter {
 // blocks (false negatives on old SSTs): bump kBlockVersion and keep a
 // reader for version 1. tests/filter_policy_test.cc
 // (GoldenVersion1BlockStillReadable) fails if that happens unnoticed.
-//
-// ---------------------------------------------------------------------------
-// Filter block format, version 2 (written by default). The same 48-byte
-// fixed header with version = 2; kinds 0 (empty) and 2 (Bloom) mean
-// exactly what they mean in version 1, kind 1 is not allowed, and kind 3 is
-// the blocked d-left table of blocked_table.h:
-//
-//  offset  size  field (kind 3)
-//  ------  ----  ------------------------------------------------------------
-//       6     1  d, subtables per block, [2, 8]
-//       7     1  L = 1 (one cell per bucket)
-//       8     1  r, remainder bits, [4, 16]; K = floor(floor(511 / r) / d)
-//       9     1  c = 0        10  1  k = 0       11  1  build retries
-//      16     8  H, home blocks (keys hash to block floor(h * H / 2^64))
-//      32     8  entries: distinct fingerprints stored
-//      40     8  P = 64 * T payload bytes, T >= H blocks (H + tail)
-//      48   4 d  multipliers m_0 .. m_{d-1}, fixed32 each: m_0 = 0, m_i odd
-//  48+4d       zero padding up to H' = 64 (d <= 4) or 128 (d > 4), so the
-//                blocks start 64-byte aligned when the block buffer is
-//       H'    P  T blocks of 64 bytes. Block = 8 little-endian 64-bit words,
-//                block bit j = bit (j % 64) of word j / 64. Cell c (c < d K,
-//                subtable c / K, bucket c % K) is bits [c r, c r + r);
-//                0 = empty. The top G = min(64, 512 - d K r) bits are the
-//                overflow flags (group g = bit 511 - g); the last block has
-//                none set.
-//   H'+P     8  XXH3-64 (seed 0) of bytes [0, H' + P)
 //
 // Version 2 pins XXH3-64 key hashing with kKeyHashSeed, the mapping of
 // BlockedLocate (home block, b and q from the hash, F_i) and this cell

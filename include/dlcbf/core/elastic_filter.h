@@ -125,12 +125,15 @@ enum class ElasticKernel : uint8_t {
 };
 
 struct ElasticOptions {
-  // The default is the fast kernel: one 64-byte line per probe, about 2x
-  // faster per Contains than kGeneral's d = 2, L = 3 layout, at the cost of
-  // a coarser fixed cell (13-bit remainder, 24 bits per key at load 0.75,
-  // FPR 0.073 %; kGeneral d = 2, L = 3, r = 14, 1-bit counters: 20 bits per
-  // key, 0.027 %). Choose kGeneral for any other geometry, wider counters or
-  // the paper's exact layout.
+  // The default is the fast kernel: one 64-byte line per probe, at the
+  // cost of a coarse fixed cell (13-bit remainder, 2-bit counter: 24 bits
+  // per key at load 0.75, predicted FPR 32 a / (4 * 8191) = 0.073 %).
+  // kDense halves the space per key at the same FPR class (d lines per
+  // probe). kGeneral takes any geometry from `dleft` (whose default is the
+  // paper's d = 4, L = 8, r = 14, c = 2 of §5.1; the memtable index sets
+  // d = 2, L = 3 itself): choose it for wider counters or the paper's
+  // exact layout. Measured probe costs: tools/bench/peer_bench and the
+  // README.
   ElasticKernel kernel = ElasticKernel::kFast;
   // kGeneral only: the initial dlCBF. If expected_items > 0, Create applies
   // dleft.SizeFor(expected_items, sizing_load) to it. With kFast every
