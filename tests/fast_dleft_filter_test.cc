@@ -438,10 +438,11 @@ RaceResult RunStableKeyRace(uint32_t d, uint64_t rounds, uint64_t stop_at_misses
   }
   for (auto& h : churn) h = rng();
   std::atomic<bool> stop{false};
+  std::atomic<int> started{0};
   std::atomic<uint64_t> misses{0}, checks{0};
   auto reader = [&](int id) {
     std::unique_ptr<bool[]> out(new bool[stable.size()]);
-    uint64_t local = 0;
+    started.fetch_add(1);
     while (!stop.load(std::memory_order_relaxed)) {
       for (size_t i = 0; i < stable.size(); ++i) {
         if (!f->ContainsHash(stable[i])) misses.fetch_add(1);
@@ -451,12 +452,15 @@ RaceResult RunStableKeyRace(uint32_t d, uint64_t rounds, uint64_t stop_at_misses
       for (size_t i = 0; i < stable.size(); ++i) {
         if (!out[i]) misses.fetch_add(1);
       }
-      local += 3 * stable.size();
+      checks.fetch_add(3 * stable.size());
       if (id == 0) f->Stats();  // takes the writer lock
     }
-    checks.fetch_add(local);
   };
   std::thread r0(reader, 0), r1(reader, 1);
+  // The writer starts once both readers run, and stops only after they
+  // completed a pass (on a loaded machine, under ASan, a short writer loop
+  // could otherwise end before any reader ran).
+  while (started.load() < 2) std::this_thread::yield();
   std::vector<char> in(churn.size(), 0);
   for (uint64_t i = 0; i < rounds; ++i) {
     if (stop_at_misses != 0 && (i & 1023) == 0 && misses.load() >= stop_at_misses) break;
@@ -468,6 +472,7 @@ RaceResult RunStableKeyRace(uint32_t d, uint64_t rounds, uint64_t stop_at_misses
       in[j] = 1;
     }
   }
+  while (checks.load() == 0) std::this_thread::yield();
   stop = true;
   r0.join();
   r1.join();

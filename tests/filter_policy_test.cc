@@ -39,6 +39,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/table_properties.h"
 #include "rocksdb/utilities/options_util.h"
+#include "rocksdb_test_util.h"
 
 namespace dlcbf {
 namespace {
@@ -149,31 +150,6 @@ std::vector<std::string> Keys(uint64_t n, uint64_t offset = 0) {
   return k;
 }
 
-class CapturingLogger : public rocksdb::Logger {
- public:
-  CapturingLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::DEBUG_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    // RocksDB never passes a null format, but with -fsanitize=undefined
-    // GCC 12 sees a null path and -Wformat-truncation fails the build:
-    // say so explicitly.
-    if (format == nullptr) return;
-    char buf[1024];
-    if (std::vsnprintf(buf, sizeof(buf), format, ap) < 0) return;
-    std::lock_guard<std::mutex> l(mu_);
-    lines_.emplace_back(buf);
-  }
-  std::string All() {
-    std::lock_guard<std::mutex> l(mu_);
-    std::string s;
-    for (auto& x : lines_) s += x + "\n";
-    return s;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 struct TempDir {
   std::string path;
@@ -559,7 +535,7 @@ TEST(FilterBlockTest, BloomFallbackNeverLosesKeys) {
   // attempt overflows and the block is written in the Bloom format.
   auto policy = Policy("dlcbf:10:d2:L1:load0.99:v1");
   auto keys = Keys(3000);
-  auto logger = std::make_shared<CapturingLogger>();
+  auto logger = std::make_shared<testing_util::CapturingLogger>();
   BlockBasedTableOptions t;
   FilterBuildingContext ctx(t);
   ctx.info_log = logger.get();
@@ -782,7 +758,7 @@ TEST(FilterBlockTest, Version2OverflowChainsLoseNoKey) {
 TEST(FilterBlockTest, CorruptBlocksAreSafe) {
   for (uint32_t version : {2u, 1u}) {
   SCOPED_TRACE("format version " + std::to_string(version));
-  auto logger = std::make_shared<CapturingLogger>();
+  auto logger = std::make_shared<testing_util::CapturingLogger>();
   DLeftFilterPolicyOptions o;
   o.format_version = version;
   o.info_log = logger;

@@ -32,6 +32,7 @@
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/object_registry.h"
+#include "rocksdb_test_util.h"
 
 namespace dlcbf {
 namespace {
@@ -398,37 +399,13 @@ TEST_F(RegisteredTest, MalformedMemTableIdsAreInvalidArgument) {
 
 // ---- SST filter block size limit ----------------------------------------------------
 
-class CapturingLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    // RocksDB never passes a null format, but with -fsanitize=undefined
-    // GCC 12 sees a null path and -Wformat-truncation fails the build:
-    // say so explicitly.
-    if (format == nullptr) return;
-    char buf[2048];
-    if (std::vsnprintf(buf, sizeof(buf), format, ap) < 0) return;
-    std::lock_guard<std::mutex> l(mu_);
-    lines_.emplace_back(buf);
-  }
-  std::string All() {
-    std::lock_guard<std::mutex> l(mu_);
-    std::string s;
-    for (const auto& x : lines_) s += x + "\n";
-    return s;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 TEST(ResourceLimits, OversizedFilterBlockFallsBackLosslessly) {
   DLeftFilterPolicyOptions o;
   o.max_filter_block_bytes = 4096;  // stands in for RocksDB's ~4 GiB
   std::shared_ptr<const rocksdb::FilterPolicy> policy;
   ASSERT_TRUE(NewDLeftFilterPolicy(o, &policy).ok());
-  auto log = std::make_shared<CapturingLogger>();
+  auto log = std::make_shared<testing_util::CapturingLogger>();
   log->SetInfoLogLevel(rocksdb::InfoLogLevel::DEBUG_LEVEL);
   rocksdb::BlockBasedTableOptions topts;
   topts.detect_filter_construct_corruption = true;

@@ -38,7 +38,7 @@
 #include "filter_policy/testing/live_key_db_testing.h"
 #endif
 #include "dlcbf/rocksdb/live_key_db.h"
-#include "live_key_db_test_util.h"
+#include "rocksdb_test_util.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"

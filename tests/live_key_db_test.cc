@@ -25,7 +25,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
-#include "live_key_db_test_util.h"
+#include "rocksdb_test_util.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/write_batch.h"

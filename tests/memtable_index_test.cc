@@ -54,6 +54,7 @@
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb_test_util.h"
 
 namespace dlcbf {
 namespace {
@@ -125,20 +126,6 @@ MemTableIndexFactoryStats StatsOf(const std::shared_ptr<MemTableRepFactory>& f) 
   return st;
 }
 
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const Slice& /*key*/, const Slice* existing, const Slice& value,
-             std::string* new_value, rocksdb::Logger* /*logger*/) const override {
-    new_value->clear();
-    if (existing != nullptr) {
-      new_value->assign(existing->data(), existing->size());
-      new_value->push_back(',');
-    }
-    new_value->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "dlcbf.test.Append"; }
-};
 
 // ---------------------------------------------------------------------------
 // Ids, registration, bad parameters
@@ -482,7 +469,7 @@ class OracleRun {
   explicit OracleRun(const OracleConfig& c) : c_(c), rng_(0xD1CBF5EEDULL) {
     opts_.create_if_missing = true;
     opts_.memtable_factory = c.factory;
-    opts_.merge_operator = std::make_shared<AppendOperator>();
+    opts_.merge_operator = std::make_shared<testing_util::AppendOperator>();
     opts_.allow_concurrent_memtable_write = c.concurrent_writes;
     opts_.avoid_flush_during_recovery = true;  // replayed entries stay in the memtable
     opts_.write_buffer_size = c.flushes ? (256 << 10) : (64 << 20);

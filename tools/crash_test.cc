@@ -71,6 +71,7 @@
 #include "rocksdb/table_properties.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb/write_batch.h"
+#include "tests/rocksdb_test_util.h"
 
 DEFINE_string(role, "parent", "parent (runs the cycles) or child (the writer)");
 DEFINE_string(db, "", "DB directory (default: $TEST_TMPDIR or /tmp, /dlcbf_crash_test_<pid>)");
@@ -95,22 +96,6 @@ DEFINE_bool(negative_control, false,
 
 namespace {
 
-// value = existing + "," + operand (a non-commutative append, so a lost or
-// reordered merge operand changes the result).
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice& /*key*/, const rocksdb::Slice* existing, const rocksdb::Slice& value,
-             std::string* new_value, rocksdb::Logger* /*logger*/) const override {
-    new_value->clear();
-    if (existing != nullptr) {
-      new_value->assign(existing->data(), existing->size());
-      new_value->push_back(',');
-    }
-    new_value->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "DlcbfCrashTestAppend"; }
-};
 
 std::string KeyOf(uint32_t i) {
   char buf[32];
@@ -150,7 +135,7 @@ rocksdb::Status MakeOptions(rocksdb::Options* o, std::shared_ptr<rocksdb::Statis
     }
   }
   o->create_if_missing = true;
-  o->merge_operator = std::make_shared<AppendOperator>();
+  o->merge_operator = std::make_shared<dlcbf::testing_util::AppendOperator>();
   // Small buffers and files: flushes, L0 compactions and several SSTs (so
   // several filter blocks) within a few hundred milliseconds of writing.
   o->write_buffer_size = 64 << 10;

@@ -52,6 +52,7 @@
 
 #include <unistd.h>
 
+#include "tools/bench/bench_banner.h"
 #include "tools/bench/builtin_filter_adapter.h"
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
@@ -359,22 +360,6 @@ std::string Fmt(double v, const char* fmt) {
   return b;
 }
 
-std::string CpuModel() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
-std::string LoadAvg() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 std::vector<size_t> ParseSizes(const std::string& s) {
   std::vector<size_t> v;
   std::stringstream ss(s);
@@ -420,36 +405,7 @@ int main(int argc, char** argv) {
   }
 
   std::printf("# peer_bench: one process, configurations interleaved, median of %d rounds\n", rounds);
-  std::printf("# machine: %s, %ld hardware threads; load average at start: %s\n", CpuModel().c_str(),
-              sysconf(_SC_NPROCESSORS_ONLN), LoadAvg().c_str());
-  std::printf("# ours: g++ %s, optimize=%s, NDEBUG=%s, -march: AVX2=%s AVX512F=%s\n", __VERSION__,
-#ifdef __OPTIMIZE__
-              "yes",
-#else
-              "NO",
-#endif
-#ifdef NDEBUG
-              "yes",
-#else
-              "NO",
-#endif
-#ifdef __AVX2__
-              "yes",
-#else
-              "no (portable build)",
-#endif
-#ifdef __AVX512F__
-              "yes"
-#else
-              "no"
-#endif
-  );
-#if !defined(NDEBUG) || !defined(__OPTIMIZE__)
-  std::printf("#\n# ********************************************************************\n");
-  std::printf("# WARNING: built without NDEBUG and/or optimization: timings are NOT\n");
-  std::printf("# representative. Use a Release build (tools/run.sh build).\n");
-  std::printf("# ********************************************************************\n#\n");
-#endif
+  dlcbf::bench::PrintBuildBanner();
   std::printf("# RocksDB %d.%d.%d (Debian build: portable, no AVX2); keys: uniform 64-bit, see the header\n",
               ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH);
 #ifdef DLCBF_HAVE_CUCKOO
@@ -545,7 +501,7 @@ int main(int argc, char** argv) {
         g_sink += pos + pos_b;
       }
     }
-    std::printf("# n=%zu done; load average now: %s\n", n, LoadAvg().c_str());
+    std::printf("# n=%zu done; load average now: %s\n", n, dlcbf::bench::LoadAvg().c_str());
     for (size_t c = 0; c < peers.size(); ++c) {
       const Figures& f = fig[c];
       if (f.failed) {

@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tools/bench/bench_banner.h"
 #include "builtin_filter_adapter.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/rocksdb/abi/filter_abi.h"
@@ -260,14 +261,6 @@ double Calibrate(const std::string& kind, double target, const KeySet& present, 
   return std::round(hi * 100) / 100;
 }
 
-std::string CpuModel() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
 
 }  // namespace
 
@@ -279,33 +272,8 @@ int main(int argc, char** argv) {
   }
   std::printf("# sst_filter_bench: dlcbf vs RocksDB %d.%d.%d built-in filters, same adapter, same process\n",
               ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH);
-  std::printf("# machine: %s, %u hardware threads\n", CpuModel().c_str(),
-              static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)));
-  std::printf("# ours: g++ %s, optimize=%s, NDEBUG=%s, AVX2=%s (project flags: -O3 -DNDEBUG, no -march)\n",
-              __VERSION__,
-#ifdef __OPTIMIZE__
-              "yes",
-#else
-              "NO",
-#endif
-#ifdef NDEBUG
-              "yes",
-#else
-              "NO",
-#endif
-#ifdef __AVX2__
-              "yes"
-#else
-              "no"
-#endif
-  );
+  dlcbf::bench::PrintBuildBanner();  // this project is built without -march here, like Debian's RocksDB
   std::printf("# RocksDB side: Debian librocksdb 7.8.3 (portable build, no AVX2: FastLocalBloom/Ribbon scalar paths)\n");
-#ifndef NDEBUG
-  std::printf("# WARNING: assertions are enabled (no NDEBUG); timings are not representative\n");
-#endif
-#ifndef __OPTIMIZE__
-  std::printf("# WARNING: built without optimization; timings are not representative\n");
-#endif
 
   const size_t n_in = quick ? 200000 : 838861;          // ~1 MiB at 10 bits/key
   const size_t n_out = quick ? 800000 : 3355443;        // ~4 MiB at 10 bits/key
