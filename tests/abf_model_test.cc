@@ -289,7 +289,7 @@ TEST_P(ModelVsMonteCarlo, WithinStatisticalTolerance) {
     std::vector<uint64_t> keys(g.n);
     for (auto& x : keys) {
       x = rng();
-      f->InsertHash(x);
+      EXPECT_EQ(f->InsertHash(x), OpResult::kOk);
     }
     for (uint64_t x : keys) tp += f->DotProductHash(x, g.theta) >= g.T ? 1 : 0;
     for (int q = 0; q < Q; ++q) fp += f->DotProductHash(rng(), g.theta) >= g.T ? 1 : 0;

@@ -44,7 +44,7 @@ TEST(AutoscalingBloomFilterTest, StartsLossless) {
 
 TEST(AutoscalingBloomFilterTest, LossyRequiresExplicitOptIn) {
   auto f = Make(Opts(10000, 100, 8));
-  for (int i = 0; i < 500; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   // AutoTune with L_TPR < 1, lossy thresholds, lossy options: all refused.
   Status s = f->AutoTune(0.97);
   EXPECT_TRUE(s.IsInvalidArgument());
@@ -73,7 +73,7 @@ TEST(AutoscalingBloomFilterTest, AutoTuneAtOneIsAlwaysThetaZeroTk) {
   // Even with the opt-in, and even where the model's TPR for a lossy pair
   // rounds to 1.0 (λ = 10 k n / m large), L_TPR = 1 means Θ = 0, T = k.
   auto f = Make(Opts(100, 10, 8, /*allow_lossy=*/true));
-  for (int i = 0; i < 2000; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 2000; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   abf::Tuning t;
   ASSERT_TRUE(f->AutoTune(1.0, &t).ok());
   EXPECT_EQ(f->theta(), 0u);
@@ -96,7 +96,7 @@ TEST(AutoscalingBloomFilterTest, OptInAutoTuneMatchesPaperAndModel) {
     o.counting.seed = 1000 + r;
     o.min_tpr = 0.97;
     auto f = Make(o);
-    for (int i = 0; i < 500; ++i) f->Insert(Key(r * 1000000 + i));
+    for (int i = 0; i < 500; ++i) EXPECT_EQ(f->Insert(Key(r * 1000000 + i)), OpResult::kOk);
     ASSERT_TRUE(f->AutoTune(0.97, &t).ok());
     ASSERT_EQ(f->theta(), 4u);
     ASSERT_EQ(f->decision_threshold(), 65u);
@@ -156,7 +156,7 @@ TEST(AutoscalingBloomFilterTest, LosslessNeverFalseNegativeVsMultisetOracle) {
 
 TEST(AutoscalingBloomFilterTest, StatsCarryTheModel) {
   auto f = Make(Opts(10000, 100, 8));
-  for (int i = 0; i < 500; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   const AutoscalingStats st = f->Stats();
   EXPECT_EQ(st.n, 500u);
   EXPECT_TRUE(st.lossless);
@@ -168,7 +168,7 @@ TEST(AutoscalingBloomFilterTest, StatsCarryTheModel) {
 
 TEST(AutoscalingSerializationTest, RoundTripLossless) {
   auto f = Make(Opts(4000, 6, 4));
-  for (int i = 0; i < 300; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   ASSERT_TRUE(f->SetThresholds(0, 5).ok());
   std::string blob;
   f->Serialize(&blob);
@@ -187,7 +187,7 @@ TEST(AutoscalingSerializationTest, LossyFilterNeedsOptInToLoad) {
   AutoscalingOptions o = Opts(10000, 100, 8, /*allow_lossy=*/true);
   o.min_tpr = 0.97;
   auto f = Make(o);
-  for (int i = 0; i < 500; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   ASSERT_TRUE(f->AutoTune().ok());
   ASSERT_FALSE(f->lossless());
   std::string blob;
@@ -206,7 +206,7 @@ TEST(AutoscalingSerializationTest, LossyFilterNeedsOptInToLoad) {
 
 TEST(AutoscalingSerializationTest, TruncatedAndCorruptInput) {
   auto f = Make(Opts(600, 3, 4));
-  for (int i = 0; i < 60; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 60; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string blob;
   f->Serialize(&blob);
   for (size_t len = 0; len < blob.size(); ++len) {

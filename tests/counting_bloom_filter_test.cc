@@ -110,7 +110,7 @@ TEST(CountingBloomFilterTest, InsertContainsCountErase) {
 TEST(CountingBloomFilterTest, EraseOfAbsentKeyIsNotFoundAndChangesNothing) {
   auto f = Make(2048, 4, 4);
   EXPECT_EQ(f->Erase("never"), OpResult::kNotFound);
-  for (int i = 0; i < 100; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string before;
   f->Serialize(&before);
   int not_found = 0;
@@ -130,7 +130,7 @@ TEST(CountingBloomFilterTest, EraseOfAbsentKeyIsNotFoundAndChangesNothing) {
 TEST(CountingBloomFilterTest, SaturatedCountersStickAndNeverCauseFalseNegatives) {
   auto f = Make(1024, 3, 2);  // counters saturate at 3
   ASSERT_EQ(f->max_counter(), 3u);
-  for (int i = 0; i < 5; ++i) f->Insert("hot");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(f->Insert("hot"), OpResult::kOk);
   EXPECT_EQ(f->Count("hot"), 3u);
   CountingBloomStats st = f->Stats();
   EXPECT_EQ(st.saturations, 2u * 3u);  // inserts 4 and 5 dropped at 3 counters
@@ -145,7 +145,7 @@ TEST(CountingBloomFilterTest, SaturatedCountersStickAndNeverCauseFalseNegatives)
 
 TEST(CountingBloomFilterTest, OneBitCountersAreAPlainBloomFilter) {
   auto f = Make(1024, 4, 1);
-  f->Insert("x");
+  EXPECT_EQ(f->Insert("x"), OpResult::kOk);
   EXPECT_EQ(f->Stats().saturated_counters, 4u);
   EXPECT_EQ(f->Erase("x"), OpResult::kOk);  // sticky: nothing cleared
   EXPECT_TRUE(f->Contains("x"));
@@ -155,7 +155,7 @@ TEST(CountingBloomFilterTest, OddCounterWidthsPackWithoutStraddling) {
   for (uint32_t w : {3u, 5u, 6u, 7u}) {
     auto f = Make(1000, 6, w);
     EXPECT_EQ(f->bytes(), 8 * ((1000 + 64 / w - 1) / (64 / w)));
-    for (int i = 0; i < 300; ++i) f->Insert(Key(i));
+    for (int i = 0; i < 300; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
     for (int i = 0; i < 300; ++i) ASSERT_TRUE(f->Contains(Key(i))) << w;
     for (int i = 0; i < 300; ++i) ASSERT_EQ(f->Erase(Key(i)), OpResult::kOk);
     const CountingBloomStats st = f->Stats();
@@ -165,7 +165,7 @@ TEST(CountingBloomFilterTest, OddCounterWidthsPackWithoutStraddling) {
 
 TEST(CountingBloomFilterTest, BatchMatchesSingleLookups) {
   auto f = Make(20000, 7, 4);
-  for (int i = 0; i < 2000; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 2000; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::vector<std::string> keys;
   for (int i = 0; i < 4000; i += 3) keys.push_back(Key(i));
   std::vector<std::string_view> slices(keys.begin(), keys.end());
@@ -176,7 +176,7 @@ TEST(CountingBloomFilterTest, BatchMatchesSingleLookups) {
 
 TEST(CountingBloomFilterTest, ClearResets) {
   auto f = Make(1024, 3, 4);
-  for (int i = 0; i < 50; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   f->Clear();
   const CountingBloomStats st = f->Stats();
   EXPECT_EQ(st.items, 0u);
@@ -191,7 +191,7 @@ TEST(CountingBloomFilterTest, ClearResets) {
 TEST(CountingBloomFilterTest, FalsePositiveRateMatchesFormula) {
   const uint64_t n = 6144, m = 82944;
   auto f = Make(m, 9, 4);
-  for (uint64_t i = 0; i < n; ++i) f->Insert(Key(i));
+  for (uint64_t i = 0; i < n; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   const double expected = f->Stats().predicted_fpr;
   EXPECT_NEAR(expected, 0.001529, 2e-5);
   const uint64_t q = 400000;
@@ -206,8 +206,8 @@ TEST(CountingBloomFilterTest, FalsePositiveRateMatchesFormula) {
 TEST(CountingBloomSerializationTest, RoundTrip) {
   for (uint32_t w : {1u, 4u, 5u, 8u}) {
     auto f = Make(3001, 6, w);
-    for (int i = 0; i < 400; ++i) f->Insert(Key(i));
-    for (int i = 0; i < 100; ++i) f->Erase(Key(i));
+    for (int i = 0; i < 400; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(f->Erase(Key(i)), OpResult::kOk);
     std::string blob;
     f->Serialize(&blob);
     std::unique_ptr<CountingBloomFilter> g;
@@ -226,7 +226,7 @@ TEST(CountingBloomSerializationTest, RoundTrip) {
 
 TEST(CountingBloomSerializationTest, TruncatedInputIsCorruption) {
   auto f = Make(500, 3, 4);
-  for (int i = 0; i < 50; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string blob;
   f->Serialize(&blob);
   for (size_t len = 0; len < blob.size(); ++len) {
@@ -243,7 +243,7 @@ TEST(CountingBloomSerializationTest, TruncatedInputIsCorruption) {
 
 TEST(CountingBloomSerializationTest, GarbageAndBitFlipsAreCorruption) {
   auto f = Make(500, 3, 4);
-  for (int i = 0; i < 50; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string blob;
   f->Serialize(&blob);
   for (size_t i = 0; i < blob.size(); ++i) {
@@ -264,7 +264,7 @@ TEST(CountingBloomSerializationTest, GarbageAndBitFlipsAreCorruption) {
 // Structural checks run even when the checksum is made to match.
 TEST(CountingBloomSerializationTest, InconsistentFieldsWithValidChecksum) {
   auto f = Make(100, 3, 5);  // 12 counters per word, 4 padding bits
-  f->Insert("a");
+  EXPECT_EQ(f->Insert("a"), OpResult::kOk);
   std::string blob;
   f->Serialize(&blob);
   auto reseal = [](std::string b) {
@@ -318,8 +318,10 @@ TEST(CountingBloomConcurrencyTest, ReadersNeverSeeFalseNegatives) {
   });
   uint64_t seen = 0;  // handshake: reads interleave with the whole stream
   for (uint64_t i = 0; i < n; ++i) {
-    f->Insert(Key(i));
-    if (i % 2 == 1 && i >= 3) f->Erase(Key(i - 2));
+    EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
+    if (i % 2 == 1 && i >= 3) {
+      EXPECT_EQ(f->Erase(Key(i - 2)), OpResult::kOk);
+    }
     published.store(i + 1, std::memory_order_release);
     if (i % 256 == 0) {
       while (reads.load(std::memory_order_acquire) == seen) std::this_thread::yield();

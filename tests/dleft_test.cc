@@ -216,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DLeftTest, EraseAbsentIsNotFoundAndChangesNothing) {
   DLeftOptions o;
   auto f = Make(o);
-  for (int i = 0; i < 1000; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string before, after;
   f->Serialize(&before);
   int not_found = 0;
@@ -331,7 +331,7 @@ TEST(DLeftTest, RelocationRaisesAchievableLoad) {
 TEST(DLeftTest, ClearEmpties) {
   DLeftOptions o;
   auto f = Make(o);
-  for (int i = 0; i < 1000; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   f->Clear();
   DLeftStats s = f->Stats();
   EXPECT_EQ(0u, s.items);
@@ -402,7 +402,7 @@ std::string SampleBytes() {
   o.buckets_per_subtable = 64;
   o.seed = 1;
   auto f = Make(o);
-  for (int i = 0; i < 1000; ++i) f->Insert(Key(i));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   std::string s;
   f->Serialize(&s);
   return s;

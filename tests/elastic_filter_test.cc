@@ -353,7 +353,7 @@ TEST_P(ElasticKernelTest, LoadThresholdMigration) {
 
 TEST_P(ElasticKernelTest, DLeftModeBeforeMigration) {
   auto f = Make(Opts());
-  for (uint64_t i = 0; i < kSizing; ++i) f->Insert(Key(i));
+  for (uint64_t i = 0; i < kSizing; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   ElasticStats st = f->Stats();
   EXPECT_EQ(st.mode, ElasticMode::kDLeft);
   EXPECT_EQ(st.migration_cause, MigrationCause::kNone);
@@ -390,10 +390,10 @@ TEST_P(ElasticKernelTest, MemoryUsageMatchesStats) {
     EXPECT_EQ(m.retained_bytes, st.retained_bytes) << when;
   };
   same("empty");
-  for (uint64_t i = 0; i < kSizing; ++i) f->Insert(Key(i));
+  for (uint64_t i = 0; i < kSizing; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   same("dlCBF mode");
   ASSERT_EQ(f->Stats().mode, ElasticMode::kDLeft);
-  for (uint64_t i = kSizing; i < 4 * kSizing; ++i) f->Insert(Key(i));
+  for (uint64_t i = kSizing; i < 4 * kSizing; ++i) EXPECT_EQ(f->Insert(Key(i)), OpResult::kOk);
   ASSERT_EQ(f->Stats().mode, ElasticMode::kAutoscaling);
   EXPECT_GT(f->MemoryUsage().retained_bytes, 0u) << "thread-safe migration keeps the dlCBF";
   same("migrated");

@@ -611,7 +611,8 @@ void ElasticFilter::CopyGroups(uint64_t groups) {
   AutoscalingBloomFilter* abf = pending_.get();
   auto carry = [&](uint64_t packed, uint32_t count) {
     const uint64_t ph = ProbeHashOfPacked(packed);
-    for (uint32_t i = 0; i < count; ++i) abf->InsertHash(ph);
+    // The ABF's Insert is always kOk (a counter saturates, it never fails).
+    for (uint32_t i = 0; i < count; ++i) (void)abf->InsertHash(ph);
     // A saturated dlCBF counter hides the true multiplicity: never let
     // erases take this fingerprint out (the dlCBF's sticky rule).
     if (count >= dleft_max_counter_) pinned_.insert(packed);
@@ -668,7 +669,7 @@ void SetElasticSkipMirrorForTesting(bool skip) {
 void ElasticFilter::MirrorInsert(uint64_t hash) {
   if (DLCBF_ELASTIC_SKIP_MIRROR()) return;
   const uint64_t packed = PackedOfHash(hash);
-  if ((packed >> 16) < copied_blocks_) pending_->InsertHash(ProbeHashOfPacked(packed));
+  if ((packed >> 16) < copied_blocks_) (void)pending_->InsertHash(ProbeHashOfPacked(packed));  // always kOk
 }
 
 void ElasticFilter::MirrorErase(uint64_t hash) {
@@ -676,7 +677,8 @@ void ElasticFilter::MirrorErase(uint64_t hash) {
   const uint64_t packed = PackedOfHash(hash);
   if ((packed >> 16) >= copied_blocks_) return;  // its copy is still to come
   if (!pinned_.empty() && pinned_.count(packed) != 0) return;  // sticky, as after the switch
-  pending_->EraseHash(ProbeHashOfPacked(packed));
+  // kOk: the dlCBF just erased this fingerprint, so its copied counters are set.
+  (void)pending_->EraseHash(ProbeHashOfPacked(packed));
 }
 
 void ElasticFilter::MaybeRetune() {
@@ -728,7 +730,7 @@ OpResult ElasticFilter::InsertHash(uint64_t hash) {
       return OpResult::kOverflow;
     }
   }
-  abf_->InsertHash(ProbeHash(hash));
+  (void)abf_->InsertHash(ProbeHash(hash));  // always kOk (saturating counters)
   ++items_;
   MaybeRetune();
   return OpResult::kOk;

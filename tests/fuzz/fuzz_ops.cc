@@ -45,7 +45,7 @@ void CheckAll(const Filter& f, const std::multiset<std::string>& oracle, const c
   std::unique_ptr<bool[]> out(new bool[keys.size()]);
   f.ContainsBatch(keys.data(), keys.size(), out.get());
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!out[i]) Fail(what, "false negative (ContainsBatch) for " + keys[i].ToString());
+    if (!out[i]) Fail(what, "false negative (ContainsBatch) for " + std::string(keys[i]));
   }
 }
 

@@ -314,7 +314,7 @@ void BM_Insert(benchmark::State& st) {
   for (auto _ : st) {
     for (uint64_t i = 0; i < kBlock; ++i) benchmark::DoNotOptimize(l->f->Insert(kb.Make(base + i)));
     st.PauseTiming();
-    for (uint64_t i = 0; i < kBlock; ++i) l->f->Erase(kb.Make(base + i));
+    for (uint64_t i = 0; i < kBlock; ++i) (void)l->f->Erase(kb.Make(base + i));  // result not needed here
     base += kBlock;
     st.ResumeTiming();
   }
@@ -329,7 +329,7 @@ void BM_Erase(benchmark::State& st) {
   uint64_t base = uint64_t{1} << 51;
   for (auto _ : st) {
     st.PauseTiming();
-    for (uint64_t i = 0; i < kBlock; ++i) l->f->Insert(kb.Make(base + i));
+    for (uint64_t i = 0; i < kBlock; ++i) (void)l->f->Insert(kb.Make(base + i));  // result not needed here
     st.ResumeTiming();
     for (uint64_t i = 0; i < kBlock; ++i) benchmark::DoNotOptimize(l->f->Erase(kb.Make(base + i)));
     base += kBlock;
@@ -389,7 +389,7 @@ void PrintEqualFpr() {
     auto c = std::make_unique<Wrap<dlcbf::CountingBloomFilter>>();
     Die(dlcbf::CountingBloomFilter::Create(CbfFor(d->n, cpk), &c->f), "cbf");
     KeyBuf kb;
-    for (uint64_t i = 0; i < d->n; ++i) c->f->Insert(kb.Make(i));
+    for (uint64_t i = 0; i < d->n; ++i) (void)c->f->Insert(kb.Make(i));  // result not needed here
     const double cfpr = MeasureFpr(*c, d->n);
     const double cbits = 8.0 * static_cast<double>(c->f->bytes()) / static_cast<double>(d->n);
     std::printf("EQUALFPR %-8s bits/key=%6.2f fpr=%.5f pred=%.5f | cbf k=%u bits/key=%6.2f fpr=%.5f pred=%.5f | cbf/dlcbf space=%.2fx\n",

@@ -332,7 +332,7 @@ void KernelProbe(uint64_t n) {
       std::fprintf(stderr, "kernel probe: %s\n", s.ToString().c_str());
       std::exit(1);
     }
-    for (uint64_t j = 0; j < n; ++j) ks[i].f->InsertHash(Mix(2 * j));
+    for (uint64_t j = 0; j < n; ++j) (void)ks[i].f->InsertHash(Mix(2 * j));  // result not needed here
   }
   const uint64_t q = std::max<uint64_t>(FLAGS_reads, 1);
   uint64_t sink = 0;
@@ -397,7 +397,7 @@ void MigrationProbe(uint64_t n) {
     for (; f->mode() == dlcbf::ElasticMode::kDLeft && i < 4 * n; ++i) {
       const bool stepping = f->migrating();
       const auto t0 = std::chrono::steady_clock::now();
-      f->InsertHash(Mix(2 * i));
+      (void)f->InsertHash(Mix(2 * i));  // result not needed here
       const double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       if (stepping || f->migrating() || f->mode() != dlcbf::ElasticMode::kDLeft) {

@@ -144,7 +144,7 @@ Fig23 RunFig23(std::mt19937_64* rng) {
     Keys stored, fresh;
     stored.Fill(rng, kFig2N);
     fresh.Fill(rng, static_cast<size_t>(FLAGS_queries));
-    for (const auto& k : stored.v) f->Insert(k);
+    for (const auto& k : stored.v) (void)f->Insert(k);  // result not needed here
     auto tally = [&](const std::string& key, bool member) {
       CountersOf(*f, f->Hash(key), &pos, &cnt);
       for (uint32_t th = 0; th < nth; ++th) {
@@ -242,13 +242,13 @@ Fig4 RunFig4(std::mt19937_64* rng) {
     uint64_t inserted = 0;
     for (size_t i = 0; i < ns.size(); ++i) {
       Fig4Row& row = out.rows[i];
-      for (; inserted < row.n; ++inserted) cbf->Insert(stored.v[inserted]);
+      for (; inserted < row.n; ++inserted) (void)cbf->Insert(stored.v[inserted]);  // result not needed here
       if (row.k_opt != opt_k) {  // rebuild with the new k
         opt = MakeCbf(kM, row.k_opt, (*rng)());
         opt_k = row.k_opt;
-        for (uint64_t j = 0; j < row.n; ++j) opt->Insert(stored.v[j]);
+        for (uint64_t j = 0; j < row.n; ++j) (void)opt->Insert(stored.v[j]);  // result not needed here
       } else {
-        for (uint64_t j = row.n - 50; j < row.n; ++j) opt->Insert(stored.v[j]);
+        for (uint64_t j = row.n - 50; j < row.n; ++j) (void)opt->Insert(stored.v[j]);  // result not needed here
       }
       // Retouched BF: the non-optimized BF's bits with 0.1 % of the ones
       // cleared uniformly at random.

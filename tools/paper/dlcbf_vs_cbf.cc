@@ -86,15 +86,15 @@ int main(int argc, char** argv) {
     auto add = [&](uint64_t x) {
       const std::string k = Key(x);
       if (dl->Insert(k) != dlcbf::OpResult::kOk) return;  // overflow: keep sets equal
-      cbf->Insert(k);
+      (void)cbf->Insert(k);  // result not needed here
       live.push_back(x);
     };
     while (live.size() < FLAGS_elements) add(rng());
     for (uint64_t s = 0; s < FLAGS_churn; ++s) {
       const size_t i = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
       const std::string k = Key(live[i]);
-      dl->Erase(k);
-      cbf->Erase(k);
+      (void)dl->Erase(k);  // result not needed here
+      (void)cbf->Erase(k);  // result not needed here
       live[i] = live.back();
       live.pop_back();
       add(rng());

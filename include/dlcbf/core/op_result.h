@@ -7,7 +7,10 @@
 
 namespace dlcbf {
 
-enum class OpResult : uint8_t {
+// [[nodiscard]]: an ignored kOverflow is a key the filter does not hold,
+// so every call that returns an OpResult must look at it (or say why not
+// with a cast to void).
+enum class [[nodiscard]] OpResult : uint8_t {
   kOk = 0,
   kNotFound = 1,      // Erase: the key's fingerprint / counters are not there
   kOverflow = 2,      // Insert: no room (the filter is unchanged)
