@@ -74,7 +74,7 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
   dlcbf::AutoscalingReadOptions ro;
   ro.thread_safe = ts;
   ro.allow_false_negatives = lossy;
-  Status st = dlcbf::AutoscalingBloomFilter::Deserialize(s, &f, ro);
+  dlcbf::Status st = dlcbf::AutoscalingBloomFilter::Deserialize(s, &f, ro);
   if (!st.ok()) return;
   if (!lossy && !f->lossless()) Fail("lossy ABF loaded without allow_false_negatives");
   // Loading canonicalizes one field on purpose (a stored min_tpr < 1 loads
