@@ -14,6 +14,17 @@ namespace {
 // order, one by one, little-endian.
 constexpr uint32_t kMagic = 0x42434C64;  // "dLCB" read as little-endian
 constexpr uint16_t kFormatVersion = 1;
+// The field widths of the format (FORMATS.md, "Standalone dlCBF") hold the
+// geometry bounds of internal/dleft_layout.h.
+static_assert(internal::kMaxSubtables <= 255 && internal::kMaxCellsPerBucket <= 255 &&
+                  internal::kMaxRemainderBits <= 255 && internal::kMaxCounterBits <= 255,
+              "d, L, r and c are one byte each");
+static_assert(internal::kMinSubtables >= 2 && internal::kMaxSubtables == 8 &&
+                  internal::kMaxCellsPerBucket == 64 && internal::kMaxRemainderBits == 32 &&
+                  internal::kMaxCounterBits == 4,
+              "the ranges FORMATS.md states: d [2, 8], L [1, 64], r [2, 32], c [0, 4]");
+static_assert(internal::kMaxFingerprintBits < 64 && internal::kMaxFingerprintBits >= internal::kMaxRemainderBits,
+              "log2(B) + r stays below the 64 hash bits");
 }  // namespace
 
 void DLeftCountingBloomFilter::AppendPackedBits(std::string* out) const {

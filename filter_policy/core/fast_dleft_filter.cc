@@ -66,14 +66,12 @@
 // relocation the block fills to (almost) 32 before spilling, so about
 //     E[(X - 32)+] / (32 a) of the keys spill:  a = 0.70: 0.2%, 0.75: 0.55%,
 //     0.80: 1.1%, 0.85: 2.0%;  P(X > 32) = 2.0%, 4.7%, 9.0%, 15.5%.
-// Bucket imbalance adds a little. Measured (kernel counters, 1M and 10M
-// keys): D = 2, a = 0.80: 1.4% of keys spilled, 6.0% of (block, b)
-// flagged; a = 0.70: 0.36%, 1.5%; a = 0.85: 2.4%, 10.2%. D = 4, a = 0.80:
-// 1.1%, 6.8%.
+// Bucket imbalance adds a little (the kernel counts spills and flagged
+// (block, b) pairs; peer_bench prints them, README.md quotes them).
 // A negative query reads the spare line only when its own (block, b) is
 // flagged, so lines per negative query = 1 + flagged fraction
 // (SpillFlaggedFraction(); LinesForHash counts it per query; peer_bench
-// prints the average): 1.06 at a = 0.80 (D = 2), 1.015 at a = 0.70.
+// prints the average).
 // Positive queries of keys held in the block never read the spare.
 // Spare capacity: the spills of one block are clustered (one Poisson tail
 // per block), so one line per 16 blocks without a second choice overflowed
@@ -89,9 +87,7 @@
 //     FPR = 1 - (1 - 1 / (N * Bb * 8191))^F  ~  F / (N * Bb * 8191).
 //   D = 2 at load a: 32 a / (4 * 8191) = a * 0.0977%  (0.078% at a = 0.80)
 //   D = 4 at load a: 32 a / (2 * 8191) = a * 0.195%   (0.156% at a = 0.80)
-// Measured at 10M keys (2M absent keys): D = 2, a = 0.80: 0.0768% against
-// 0.0781% predicted; D = 4: 0.1551% against 0.1560%; a = 0.70: 0.0664%
-// against 0.0683%.
+// (peer_bench prints measured against predicted; README.md quotes it.)
 //
 // Bits per key, counters included: 512 bits * (N + ceil(N / 8)) / n
 //     = 18 / a  (+ rounding): 22.5 at a = 0.80, 25.7 at a = 0.70.
@@ -99,7 +95,7 @@
 // a 16-bit cell, plus the slack (1 - a) and the 1/8 spare. That is much
 // more than a cuckoo filter at its fill limit (12-bit tags, 95%: 12.6
 // bits/key, no counters): about 1.8x. The trade-off chosen: one line per
-// query (1.06 on average), counters and exact erase, word-aligned SWAR
+// query (1 + the flagged fraction), counters and exact erase, word-aligned SWAR
 // cells, over bits per key. Denser variants (not built): cells packed
 // across words (12-14 bits), quotienting metadata as in the vector
 // quotient filter, a smaller spare with spill-aware sizing.

@@ -33,45 +33,57 @@ namespace fast_dleft_detail {
 
 using internal::Mul64Hi;
 
-constexpr uint32_t kRn = 8191;            // remainders 1..8191
+// The block-cell layout and hash split are the inline probe's
+// (include/dlcbf/core/fast_dleft_probe.h): one definition for both paths.
+using internal::fast_layout::kBit13;
+using internal::fast_layout::kLane;
+using internal::fast_layout::kMeta;
+using internal::fast_layout::kQMask;
+using internal::fast_layout::kRn;
+using internal::fast_layout::MatchLanes;
 constexpr int kWordsPerBlock = 8;
 constexpr int kCellsPerWord = 4;
 #ifndef DLCBF_FAST_BLOCKS_PER_SPARE
 #define DLCBF_FAST_BLOCKS_PER_SPARE 8
 #endif
 constexpr uint64_t kBlocksPerSpare = DLCBF_FAST_BLOCKS_PER_SPARE;
-// A spare cell's tag is k % K + K * buddy (K = kBlocksPerSpare) in the 4-bit
-// field at bits 15..18 of its 19-bit key, so K <= 8; and a spare line pair
-// serves exactly one copy group (FastDLeftFilter::kGroupBlocks = 2 K).
-static_assert(kBlocksPerSpare >= 1 && 2 * kBlocksPerSpare <= 16,
-              "the spare tag k % K + K * buddy must fit its 4 bits");
-static_assert(kRn == (1u << 13) - 1, "remainders 1..8191 fill the 13-bit field");
+// K, blocks per spare line. A spare cell's tag t = k % K + K * buddy sits
+// in a 4-bit field (bits 15..18 of the cell), so 2 K <= 16: K <= 8.
 constexpr int kSpareWords = 8;            // 64-byte spare line
 constexpr int kSpareCellsPerWord = 3;     // 21-bit cells
-static_assert(kWordsPerBlock * 8 == 64 && kSpareWords * 8 == 64, "blocks and spare lines are one cache line");
-static_assert(kSpareCellsPerWord * 21 <= 64, "three 21-bit spare cells per word");
+static_assert(kRn == (1u << 13) - 1, "remainders 1..8191 fill the 13-bit field");
 
-// 16-bit block cells.
-constexpr uint64_t kLane = 0x0001000100010001ULL;
-constexpr uint64_t kQMask = 0x1FFF1FFF1FFF1FFFULL;     // remainder bits
-constexpr uint64_t kBit13 = 0x2000200020002000ULL;
-constexpr uint64_t kMeta = 0x8000800080008000ULL;
+// The bounds the layout relies on (the design note of fast_dleft_filter.cc
+// and FORMATS.md, "Fast kernel").
+static_assert(kBlocksPerSpare >= 1 && 2 * kBlocksPerSpare <= 16,
+              "the spare tag k % K + K * buddy must fit its 4 bits: K <= 8");
+static_assert(kWordsPerBlock * 8 == 64 && kSpareWords * 8 == 64,
+              "a block and a spare line are one 64-byte cache line each");
+static_assert(kCellsPerWord * 16 == 64, "four 16-bit cells per block word");
+static_assert(kSpareCellsPerWord * 21 <= 64, "three 21-bit spare cells per word");
+static_assert(FastDLeftFilter::kGroupBlocks % (2 * kBlocksPerSpare) == 0,
+              "a copy group holds whole spare line pairs (own + buddy lines)");
+static_assert((FastDLeftFilter::kGroupBlocks & (FastDLeftFilter::kGroupBlocks - 1)) == 0,
+              "copy groups are a power of two of blocks");
+
+// 16-bit block cells: remainder (bits 0..12), count - 1 (13..14), spill
+// bit (15); the masks above come from the probe header.
 constexpr uint64_t kQCMask = 0x7FFF7FFF7FFF7FFFULL;    // remainder + counter
 
-// 21-bit spare cells: key = q | b << 13 | (k mod 16) << 15 (19 bits),
-// count - 1 in bits 19..20.
+// 21-bit spare cells: key = q | b << 13 | t << 15 (19 bits), t = k mod K
+// + K * buddy, count - 1 in bits 19..20.
 constexpr uint64_t kSLane = 1ULL | (1ULL << 21) | (1ULL << 42);
 constexpr uint64_t kSKeyMask = 0x7FFFFULL * kSLane;
 constexpr uint64_t kSBit19 = (1ULL << 19) * kSLane;
 constexpr uint64_t kSCellMask = 0x1FFFFFULL;
+static_assert(kSCellMask == (1ULL << 21) - 1 && kSLane == (1ULL | (1ULL << 21) | (1ULL << 42)),
+              "three 21-bit spare cells at bits 0, 21 and 42");
+static_assert(kRn < (1u << 13) && 8 / 2 - 1 < (1u << 2) && 2 * kBlocksPerSpare - 1 < (1u << 4) &&
+                  kSKeyMask == ((1ULL << (13 + 2 + 4)) - 1) * kSLane,
+              "spare key: 13-bit q | 2-bit b (Bb <= 4) | 4-bit t, count - 1 in bits 19..20");
 
 // Occupied lanes of a block word: bit 13 of each lane.
 inline uint64_t OccupiedLanes(uint64_t w) { return ((w & kQMask) + kQMask) & kBit13; }
-// Lanes whose remainder equals q (q != 0, so empty lanes never match).
-inline uint64_t MatchLanes(uint64_t w, uint64_t q) {
-  const uint64_t x = (w & kQMask) ^ (q * kLane);
-  return ~((x + kQMask) & kBit13) & kBit13;
-}
 inline int LaneOf(uint64_t lane_bits) { return __builtin_ctzll(lane_bits) >> 4; }
 // Number of set lane flags (bit 13 of each 16-bit lane), without popcount
 // (a library call in portable x86-64 builds).
@@ -149,6 +161,7 @@ class FastDLeftFilter::Impl {
   // Thread-safe mode only: one writer lock and per-stripe sequence numbers
   // (stripe = block mod kStripes) that readers use to validate a negative.
   static constexpr uint64_t kStripes = 1024;
+  static_assert((kStripes & (kStripes - 1)) == 0, "Stripe() masks with kStripes - 1");
   std::mutex mu;
   std::unique_ptr<std::atomic<uint32_t>[]> seq;
 
@@ -202,49 +215,44 @@ class FastDLeftFilter::Impl {
 
   template <int D>
   Fp Split(uint64_t h) const {
-    constexpr uint32_t kBb = 8 / D;
-    return Fp{Mul64Hi(h, nblocks), static_cast<uint32_t>(h >> 32) & (kBb - 1),
-              static_cast<uint32_t>(((h & 0xFFFFFFFFULL) * kRn) >> 32) + 1};
+    return Fp{internal::fast_layout::Block(h, nblocks), internal::fast_layout::Bucket<D>(h),
+              internal::fast_layout::Remainder(h)};
   }
 
   // F_i(q) in [0, Bb).
   template <int D>
   uint32_t F(int i, uint32_t q) const {
-    constexpr int kShift = D == 2 ? 30 : 31;
-    return static_cast<uint32_t>((q ^ pkeys[i]) * 0x9E3779B1u) >> kShift;
+    return internal::fast_layout::Perm<D>(q, pkeys[i]);
   }
   // Word index in the block of P_i(b, q).
   template <int D>
   int Cand(int i, uint32_t b, uint32_t q) const {
-    constexpr uint32_t kBb = 8 / D;
-    return static_cast<int>(i * kBb + (i == 0 ? b : ((b + F<D>(i, q)) & (kBb - 1))));
+    return internal::fast_layout::CandWord<D>(i, b, i == 0 ? 0 : F<D>(i, q));
   }
 
   // --- spill counters: 4*D metadata bits in words {i * Bb + b} -------------
   template <int D, bool TS = false>
   static bool Flagged(const uint64_t* blk, uint32_t b) {
-    constexpr uint32_t kBb = 8 / D;
     uint64_t m = 0;
-    for (int i = 0; i < D; ++i) m |= Ld<TS>(&blk[i * kBb + b]);
+    for (int i = 0; i < D; ++i) m |= Ld<TS>(&blk[internal::fast_layout::SpillWord<D>(i, b)]);
     return (m & kMeta) != 0;
   }
   template <int D, bool TS = false>
   static uint32_t SpillCount(const uint64_t* blk, uint32_t b) {
-    constexpr uint32_t kBb = 8 / D;
     uint32_t v = 0;
     for (int i = 0; i < D; ++i) {
-      const uint64_t w = Ld<TS>(&blk[i * kBb + b]);
+      const uint64_t w = Ld<TS>(&blk[internal::fast_layout::SpillWord<D>(i, b)]);
       for (int l = 0; l < 4; ++l) v |= static_cast<uint32_t>((w >> (16 * l + 15)) & 1) << (4 * i + l);
     }
     return v;
   }
   template <int D, bool TS>
   static void SetSpillCount(uint64_t* blk, uint32_t b, uint32_t v) {
-    constexpr uint32_t kBb = 8 / D;
     for (int i = 0; i < D; ++i) {
-      uint64_t w = blk[i * kBb + b] & ~kMeta;
+      const int sw = internal::fast_layout::SpillWord<D>(i, b);
+      uint64_t w = blk[sw] & ~kMeta;
       for (int l = 0; l < 4; ++l) w |= static_cast<uint64_t>((v >> (4 * i + l)) & 1) << (16 * l + 15);
-      St<TS>(&blk[i * kBb + b], w);
+      St<TS>(&blk[sw], w);
     }
   }
   // The spill value of (block, b): bit 4D-1 chooses the spare line (0 =
@@ -253,6 +261,8 @@ class FastDLeftFilter::Impl {
   static constexpr uint32_t kChoiceBit = 1u << (4 * D - 1);
   template <int D>
   static constexpr uint32_t MaxSpill() { return kChoiceBit<D> - 1; }
+  static_assert(kChoiceBit<2> == 0x80 && kChoiceBit<4> == 0x8000,
+                "a spill value is 4 D metadata bits: 4 lanes of each of the D spill words");
 
   // --- spare lines ---------------------------------------------------------
   // Block k's own spare line is g = k / K; its buddy is g ^ 1 (or g itself
@@ -409,8 +419,7 @@ class FastDLeftFilter::Impl {
       any |= MatchLanes(w[i], f.q);
     }
     uint64_t meta = 0;
-    constexpr uint32_t kBb = 8 / D;
-    for (int i = 0; i < D; ++i) meta |= blk[i * kBb + f.b];
+    for (int i = 0; i < D; ++i) meta |= blk[internal::fast_layout::SpillWord<D>(i, f.b)];
     int best = 0, best_load = LaneCount(OccupiedLanes(w[0]));
     for (int i = 1; i < D; ++i) {
       const int load = LaneCount(OccupiedLanes(w[i]));

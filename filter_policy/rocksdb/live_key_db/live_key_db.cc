@@ -9,15 +9,14 @@
 //   cache-line-local dlCBF kernel, D = 2) sized for max(expected_keys, ...)
 //   at load min(sizing_load, 0.80) (default 0.75): 16-bit cells (13-bit
 //   remainder, 2-bit counter), a 1/8 spare area, 24 bits per key, predicted
-//   FPR 32 a / (4 * 8191) = 0.073 % at a = 0.75 (Bonomi et al., Claim 3;
+//   FPR 32 a / (4 * 8191) at a = 0.75 (Bonomi et al., Claim 3;
 //   tools/bench/live_key_bench prints the measured rate). A lookup reads
 //   one 64-byte line (two when its bucket spilled). Readers are lock-free:
 //   the kernel validates a negative answer against a per-stripe sequence
 //   number (tests/fast_dleft_filter_test.cc races this, with a negative
 //   control). The previous index, a DLeftCountingBloomFilter with d 2, L 4,
-//   r 14, c 2 (21.3 bits per key, 0.037 %), probed two buckets on
-//   different lines; the fast kernel trades ~1.1x the bits and ~2x the FPR
-//   for one line per lookup.
+//   r 14, c 2, probed two buckets on different lines; the fast kernel
+//   trades more bits and a higher FPR for one line per lookup.
 //
 //   Elastic fallback. The kernel is wrapped, without a copy, in an
 //   ElasticFilter (ElasticFilter::Adopt) from the start. Past the kernel's

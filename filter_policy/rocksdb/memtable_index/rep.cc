@@ -9,11 +9,10 @@
 //   Fast kernel (the default; id field "fast"): FastDLeftFilter with D = 2
 //   (filter_policy/core/fast_dleft_filter.cc): every candidate bucket of a
 //   key lies in one 64-byte block, so a probe reads one line (plus a spare
-//   line for the few spill-flagged (block, bucket) pairs: ~1.02 lines per
-//   negative probe at this load). 16-bit cells (13-bit remainder, 2-bit
+//   line for the few spill-flagged (block, bucket) pairs). 16-bit cells (13-bit remainder, 2-bit
 //   counter, 1 metadata bit) and a 1/8 spare area, sized at 75 % load:
 //   18 / 0.75 = 24 bits (3 bytes) per expected key, FPR at sizing
-//   32 a / (4 * 8191) = 0.073 % (Bonomi et al., Claim 3). It overflows only
+//   32 a / (4 * 8191) (Bonomi et al., Claim 3). It overflows only
 //   above the kernel's MaxLoad (0.80; a spare line pair full). Lookups stay
 //   lock-free: the kernel's thread-safe readers validate a negative against
 //   a per-stripe sequence number, so a relocation or spill of another key
@@ -35,25 +34,22 @@
 //   d = 2 subtables, L = 3 cells per bucket, r = 14 remainder bits and c = 1
 //   counter bit (the elastic filter needs c >= 1; we never erase), sized at
 //   75 % load: 15 / 0.75 = 20 bits (2.5 bytes) per expected key, FPR
-//   d L 0.75 / (2^r - 1) = 0.027 % at sizing (measured 0.025-0.03 %). Why
+//   d L 0.75 / (2^r - 1) at sizing. Why
 //   not the paper's d = 4, L = 8: 5x the FPR in the same bits and twice the
 //   bucket probes; its better load balance matters for deletions, which a
 //   memtable index never sees. With breadth-first relocation d = 2, L = 3
 //   still fills to ~94 % before an insert overflows, and a 45-bit bucket is
-//   matched in one SWAR step (L = 4 needs two: ~30 % slower lookups, and
-//   0.037 %).
+//   matched in one SWAR step (L = 4 needs two).
 //
-//   The trade-off chosen for the default: the fast kernel's probe costs
-//   about half of the general one (one line instead of two buckets in two
-//   lines; tools/bench/memtable_index_bench prints the kernels' probe
-//   costs side by side), for 1.2x the bytes and ~2.7x the FPR. At 0.073 %
-//   a false positive (one base-rep search) costs on average less than the
-//   probe time saved. Example: expected_entries = 1,000,000 -> 3 MB, 4.7 %
-//   of a 64 MiB write buffer of ~64-byte entries. The built-in memtable
-//   Bloom in the general kernel's bytes (6 probes, one 32-bit legacy hash,
-//   3 adjacent words) measured 0.077 % with well-mixed keys, 0.080 % with
-//   db_bench keys and 16 % with zero-padded decimal keys (its 32-bit hash
-//   clusters).
+//   The trade-off chosen for the default: the fast kernel's probe reads
+//   one line instead of two buckets in two lines
+//   (tools/bench/memtable_index_bench prints the kernels' probe costs side
+//   by side; the measured figures are in README.md and this folder's
+//   README), for 24 / 20 = 1.2x the bytes and ~2.7x the FPR (the ratio of
+//   the two formulas above at a = 0.75). A false positive (one base-rep search)
+//   costs on average less than the probe time saved. Example:
+//   expected_entries = 1,000,000 -> 3 MB, 4.7 % of a 64 MiB write buffer
+//   of ~64-byte entries.
 //
 //   Drift. The general kernel overflows at ~94 % cell load (~1.26x the
 //   sizing) and then migrates in one go on that writer (53 ms at 1M keys).

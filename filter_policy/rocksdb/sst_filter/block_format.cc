@@ -7,6 +7,14 @@
 namespace dlcbf {
 namespace sst_filter {
 
+// The header sizes FORMATS.md states: the fixed 48 bytes, and a blocked
+// header (48 + 4 d multiplier bytes) padded to 64 (d <= 4) or 128 bytes.
+static_assert(kFixedHeader == 48 && kChecksumBytes == 8, "48-byte fixed header, 8-byte XXH3-64");
+static_assert(BlockedHeaderBytes(4) == 64 && kFixedHeader + 4 * 4 <= 64, "d <= 4: 64-byte header");
+static_assert(BlockedHeaderBytes(kBlockedMaxSubtables) == 128 &&
+                  kFixedHeader + 4 * kBlockedMaxSubtables <= 128,
+              "d <= 8: 128-byte header");
+
 using rocksdb::Slice;
 
 bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {

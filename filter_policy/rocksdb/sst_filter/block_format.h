@@ -1,7 +1,7 @@
 // The SST filter block format (versions 1 and 2): the byte layout, its
 // constants, the encoder of the fixed header and the one parser every
-// reader uses. Internal to filter_policy/rocksdb/sst_filter/; docs mirror:
-// filter_policy/FORMATS.md.
+// reader uses. Internal to filter_policy/rocksdb/sst_filter/. The byte
+// layout is drawn once, in filter_policy/FORMATS.md ("SST filter block").
 #pragma once
 
 #include <cstddef>

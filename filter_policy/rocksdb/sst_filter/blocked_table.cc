@@ -8,6 +8,25 @@
 namespace dlcbf {
 namespace sst_filter {
 
+// The bounds the layout comments state (blocked_table.h, FORMATS.md).
+static_assert(kBlockBytes * 8 == 512, "a block is one 64-byte cache line of 512 bits");
+static_assert(kBlockedMaxSubtables <= 8, "d multipliers fit the 128-byte header (d <= 8)");
+static_assert(BlockedD4R9::kK == (511 / BlockedD4R9::kR) / 4, "the default geometry's K = floor(floor(511 / r) / d)");
+namespace {
+// Every allowed (d, r) has K >= 1 bucket per subtable and leaves at least
+// one flag bit above its cells.
+constexpr bool EveryGeometryFits() {
+  for (uint32_t d = 2; d <= kBlockedMaxSubtables; ++d) {
+    for (uint32_t r = kBlockedMinRemainderBits; r <= kBlockedMaxRemainderBits; ++r) {
+      const uint32_t k = (511 / r) / d;
+      if (k < 1 || d * k * r > 511) return false;
+    }
+  }
+  return true;
+}
+static_assert(EveryGeometryFits(), "every allowed (d, r) has a bucket and a flag bit");
+}  // namespace
+
 namespace {
 constexpr uint32_t kMaxCells = 511 / kBlockedMinRemainderBits;  // 127
 // Cells the relocation search visits per insert. Measured at 10 bits/key

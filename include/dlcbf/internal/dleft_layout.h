@@ -4,19 +4,9 @@
 //
 // INTERNAL: not part of the public API; may change without notice.
 //
-// Bit array layout (LSB-first: bit i is bit (i % 8) of byte (i / 8)):
-//
-//   | subtable 0                  | subtable 1                  | ...
-//   | bucket 0 | bucket 1 | ...   | bucket 0 | bucket 1 | ...   |
-//   bucket = L cells back to back; cell = r + c bits:
-//
-//      bit 0              r-1 r              r+c-1
-//      +------------------+--------------------+
-//      | remainder + 1    | multiplicity - 1   |
-//      +------------------+--------------------+
-//
-//   global bucket index g = subtable * B + bucket; bucket bit offset
-//   = g * L * (r + c); cell j starts at that + j * (r + c).
+// Bit array layout: drawn once, in filter_policy/FORMATS.md ("Packed bit
+// array"): LSB-first, subtables then buckets then cells back to back, cell
+// = r + c bits (remainder + 1, then multiplicity - 1).
 //
 //   As in the paper (§4), the remainder field value 0 is the empty-cell
 //   sentinel, so remainders range over [0, Rn) with Rn = 2^r - 1 and are

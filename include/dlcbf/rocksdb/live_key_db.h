@@ -188,10 +188,10 @@ struct LiveKeyIndexOptions {
   uint64_t expected_keys = 1000000;
 
   // The index is the cache-line-local FastDLeftFilter (D = 2, thread-safe,
-  // lock-free readers): 24 bits per key at load 0.75 (16-bit cells with
-  // 2-bit counters and a 1/8 spare area), predicted FPR
-  // 0.75 * 32 / (4 * 8191) = 0.073 %, one 64-byte line per lookup (two when
-  // its bucket spilled). Of `dleft` only the seed is used (the key hash
+  // lock-free readers): 18 / a bits per key at load a = 0.75 (16-bit cells
+  // with 2-bit counters and a 1/8 spare area), predicted FPR
+  // 32 a / (4 * 8191) (the kernel's design note), one 64-byte line per
+  // lookup (two when its bucket spilled). Of `dleft` only the seed is used (the key hash
   // seed, also recorded in the index file); its other fields are still
   // validated (counter_bits >= 1) but no longer shape the index.
   DLeftOptions dleft = [] {

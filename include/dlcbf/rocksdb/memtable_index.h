@@ -10,12 +10,10 @@
 //   fixed size and 6 probes and silently degrades when the estimate is off;
 //   it also hashes with a 32-bit legacy hash that clusters on low-entropy
 //   keys. This index spends the same kind of budget on a dlCBF whose probe
-//   reads one cache line (FPR at sizing 0.073 % at 24 bits/key; the
-//   general kernel: 0.027 % at 20 bits/key, where the built-in Bloom
-//   measured 0.077 % with well-mixed keys and 16 % with zero-padded
-//   decimal ones), never fails an insert, never gives a false negative,
-//   and degrades along a model when the key count drifts (the figures are
-//   in filter_policy/rocksdb/memtable_index/README.md).
+//   reads one cache line (24 bits/key; the general kernel: 20 bits/key; the
+//   FPR formulas are in the kernels' design notes), never fails an insert,
+//   never gives a false negative, and degrades along a model when the key
+//   count drifts (measured figures: filter_policy/rocksdb/memtable_index/README.md).
 //
 // Quick start
 //   rocksdb::Options o;
@@ -139,12 +137,13 @@ struct MemTableIndexOptions {
   // the spill-flagged fraction on average); 16-bit cells (13-bit remainder,
   // 2-bit counter, 1 metadata bit) plus a 1/8 spare area, sized at 75 %
   // load: 18 / 0.75 = 24 bits per entry, FPR at sizing
-  // 0.75 * 32 / (4 * 8191) = 0.073 %. It overflows (and migrates) only
+  // 0.75 * 32 / (4 * 8191). It overflows (and migrates) only
   // above the kernel's MaxLoad of 0.80 (a spare line pair full), ~1.07x the
   // sizing. A probe costs about half of the general kernel's (one line
   // instead of two buckets in two lines).
   // false: the general DLeftCountingBloomFilter with the geometry below:
-  // 20 bits per entry, FPR 0.027 % at sizing: denser and more exact, slower
+  // 20 bits per entry, FPR d L 0.75 / (2^r - 1) at sizing: denser and more
+  // exact, slower
   // per probe. Setting subtables, cells_per_bucket or remainder_bits to a
   // non-default value requires fast_kernel = false (Validate says so); in
   // an id, a d/L/r field selects the general kernel by itself.
