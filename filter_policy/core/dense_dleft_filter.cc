@@ -380,38 +380,37 @@ void DenseDLeftFilter::ContainsBatch(const std::string_view* keys, size_t n, boo
       [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
 }
 
-void DenseDLeftFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
+namespace {
+// Batched inserts / erases: each group's candidate lines are requested
+// before the first operation of the group.
+template <class Op>
+void MutateInBatches(const DenseDLeftFilter& f, const uint64_t* hashes, size_t n, OpResult* out, Op&& op) {
   for (size_t base = 0; base < n; base += kBatch) {
     const size_t len = std::min(kBatch, n - base);
-    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
-    for (size_t i = 0; i < len; ++i) out[base + i] = InsertHash(hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) f.PrefetchHash(hashes[base + i]);
+    for (size_t i = 0; i < len; ++i) out[base + i] = op(hashes[base + i]);
   }
+}
+}  // namespace
+
+void DenseDLeftFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
+  MutateInBatches(*this, hashes, n, out, [this](uint64_t h) { return InsertHash(h); });
 }
 
 void DenseDLeftFilter::EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
-  for (size_t base = 0; base < n; base += kBatch) {
-    const size_t len = std::min(kBatch, n - base);
-    for (size_t i = 0; i < len; ++i) PrefetchHash(hashes[base + i]);
-    for (size_t i = 0; i < len; ++i) out[base + i] = EraseHash(hashes[base + i]);
-  }
+  MutateInBatches(*this, hashes, n, out, [this](uint64_t h) { return EraseHash(h); });
 }
 
 void DenseDLeftFilter::InsertBatch(const std::string_view* keys, size_t n, OpResult* out) {
-  uint64_t h[kBatch];
-  for (size_t base = 0; base < n; base += kBatch) {
-    const size_t len = std::min(kBatch, n - base);
-    for (size_t i = 0; i < len; ++i) h[i] = Hash(keys[base + i]);
-    InsertHashBatch(h, len, out + base);
-  }
+  internal::HashedBatches<kBatch>(
+      keys, n, out, [this](std::string_view k) { return Hash(k); },
+      [this](const uint64_t* h, size_t len, OpResult* o) { InsertHashBatch(h, len, o); });
 }
 
 void DenseDLeftFilter::EraseBatch(const std::string_view* keys, size_t n, OpResult* out) {
-  uint64_t h[kBatch];
-  for (size_t base = 0; base < n; base += kBatch) {
-    const size_t len = std::min(kBatch, n - base);
-    for (size_t i = 0; i < len; ++i) h[i] = Hash(keys[base + i]);
-    EraseHashBatch(h, len, out + base);
-  }
+  internal::HashedBatches<kBatch>(
+      keys, n, out, [this](std::string_view k) { return Hash(k); },
+      [this](const uint64_t* h, size_t len, OpResult* o) { EraseHashBatch(h, len, o); });
 }
 
 void DenseDLeftFilter::Clear() {

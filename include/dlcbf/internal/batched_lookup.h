@@ -13,8 +13,9 @@ namespace internal {
 // into a stack buffer (hash(key) -> uint64_t) and hands each block to
 // batch(hashes, count, out), which prefetches and probes. One copy of the
 // loop for the dlCBF, CBF, ABF and elastic filter.
-template <size_t kBlock, class Key, class HashFn, class BatchFn>
-inline void HashedBatches(const Key* keys, size_t n, bool* out, HashFn&& hash,
+// (Out: bool for lookups, OpResult for batched inserts and erases.)
+template <size_t kBlock, class Key, class Out, class HashFn, class BatchFn>
+inline void HashedBatches(const Key* keys, size_t n, Out* out, HashFn&& hash,
                           BatchFn&& batch) {
   uint64_t hashes[kBlock];
   for (size_t base = 0; base < n; base += kBlock) {
