@@ -35,9 +35,11 @@ void RoundTrip(const Options& o) {
 
 TEST(CoreOnly, EveryFilterWithoutRocksDB) {
   DLeftOptions d;
-  d.SizeFor(1000);
+  ASSERT_TRUE(DLeftOptions::ForLoad(1000, 0.75, &d).ok());
   RoundTrip<DLeftCountingBloomFilter>(d);
-  RoundTrip<FastDLeftFilter>(FastDLeftOptions::ForLoad(1000, 0.75));
+  FastDLeftOptions fast;
+  ASSERT_TRUE(FastDLeftOptions::ForLoad(1000, 0.75, &fast).ok());
+  RoundTrip<FastDLeftFilter>(fast);
   DenseDLeftOptions dense;
   ASSERT_TRUE(DenseDLeftOptions::ForFpr(1000, 0.001, &dense).ok());
   RoundTrip<DenseDLeftFilter>(dense);

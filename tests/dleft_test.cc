@@ -21,6 +21,42 @@
 namespace dlcbf {
 namespace {
 
+// ForFpr picks the narrowest remainder whose FPR at load 0.75 reaches the
+// target, then enough buckets for the exact formula; ForBitsPerKey spends
+// the budget (to within one bucket row) at a load <= 0.75.
+TEST(DLeftOptionsSizing, ForFprChoosesTheRemainderWidth) {
+  const uint64_t n = 100000;
+  for (double fpr : {0.05, 0.01, 1e-3, 1e-4, 1e-6}) {
+    DLeftOptions o;
+    o.seed = 99;
+    ASSERT_TRUE(DLeftOptions::ForFpr(n, fpr, &o).ok()) << fpr;
+    EXPECT_EQ(o.seed, 99u);
+    const double rn = std::ldexp(1.0, static_cast<int>(o.remainder_bits)) - 1;
+    const double space = static_cast<double>(o.buckets_per_subtable) * rn;
+    EXPECT_LE(-std::expm1(n * std::log1p(-1.0 / space)), fpr) << fpr;
+    // One bit narrower would miss the target at load 0.75.
+    EXPECT_GT(o.subtables * o.cells_per_bucket * 0.75 / (rn / 2 - 0.5), fpr) << fpr;
+    EXPECT_LE(n, 0.75 * o.subtables * o.buckets_per_subtable * o.cells_per_bucket + 1e-9);
+    std::unique_ptr<DLeftCountingBloomFilter> f;
+    ASSERT_TRUE(DLeftCountingBloomFilter::Create(o, &f).ok());
+  }
+}
+
+TEST(DLeftOptionsSizing, ForBitsPerKeySpendsTheBudget) {
+  const uint64_t n = 100000;
+  for (double bpk : {6.0, 10.0, 16.0, 24.0, 60.0}) {
+    DLeftOptions o;
+    ASSERT_TRUE(DLeftOptions::ForBitsPerKey(n, bpk, &o).ok()) << bpk;
+    std::unique_ptr<DLeftCountingBloomFilter> f;
+    ASSERT_TRUE(DLeftCountingBloomFilter::Create(o, &f).ok());
+    const double bits = 8.0 * f->bytes() / n;
+    const double row = 8.0 * o.subtables * o.cells_per_bucket * (o.remainder_bits + o.counter_bits) / n + 8.0 * 8 / n;
+    EXPECT_LE(bits, bpk + row) << bpk;
+    EXPECT_GE(bits, bpk - row) << bpk;
+    EXPECT_LE(n, 0.75 * f->capacity_cells() + 1e-9) << bpk;
+  }
+}
+
 std::string Key(uint64_t i) { return "key-" + std::to_string(i); }
 
 std::unique_ptr<DLeftCountingBloomFilter> Make(const DLeftOptions& o) {

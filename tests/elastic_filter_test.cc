@@ -7,6 +7,7 @@
 #include "dlcbf/core/elastic_filter.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/elastic_testing.h"
+#include "sizing_test_util.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -154,7 +155,7 @@ TEST(ElasticOptionsTest, DefaultKernelIsFastAndRefusesGeneralGeometry) {
   o.expected_items = kSizing;
   auto f = Make(o);
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->Stats().fast.bytes, FastDLeftOptions::ForLoad(kSizing, 0.75).Bytes());
+  EXPECT_EQ(f->Stats().fast.bytes, testing_util::FastAt(kSizing, 0.75).Bytes());
   o.dleft.thread_safe = true;  // overridden by ElasticOptions::thread_safe: allowed
   EXPECT_TRUE(o.Validate().ok());
   const std::vector<std::pair<const char*, std::function<void(DLeftOptions&)>>> fields = {
@@ -225,13 +226,13 @@ TEST(ElasticOptionsTest, FastKernelSizing) {
   o.kernel = ElasticKernel::kFast;
   auto f = Make(o);
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->options().fast.blocks, FastDLeftOptions::ForLoad(kSizing, 0.75).blocks);
+  EXPECT_EQ(f->options().fast.blocks, testing_util::FastAt(kSizing, 0.75).blocks);
   EXPECT_EQ(f->MemoryUsage().bytes, f->options().fast.Bytes());
   o.sizing_load = 0.95;  // above MaxLoad: capped
   f = Make(o);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->options().fast.blocks,
-            FastDLeftOptions::ForLoad(kSizing, FastDLeftOptions::MaxLoad(2)).blocks);
+            testing_util::FastAt(kSizing, FastDLeftOptions::MaxLoad(2)).blocks);
 }
 
 // The main scenario: 10x the sizing, then erase half, lossless mode.
@@ -652,7 +653,7 @@ TEST(ElasticIncremental, OverflowDuringTheStepsFinishesAtOnce) {
 // the filter then grows and migrates like one it created.
 TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
   for (bool thread_safe : {false, true}) {
-    FastDLeftOptions fo = FastDLeftOptions::ForLoad(5000, 0.75);
+    FastDLeftOptions fo = testing_util::FastAt(5000, 0.75);
     fo.thread_safe = thread_safe;
     std::unique_ptr<FastDLeftFilter> k;
     ASSERT_TRUE(FastDLeftFilter::Create(fo, &k).ok());
@@ -687,7 +688,7 @@ TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
   std::unique_ptr<ElasticFilter> f;
   EXPECT_TRUE(ElasticFilter::Adopt(ElasticOptions(), nullptr, 0, &f).IsInvalidArgument());
   std::unique_ptr<FastDLeftFilter> k;
-  ASSERT_TRUE(FastDLeftFilter::Create(FastDLeftOptions::ForLoad(100, 0.75), &k).ok());
+  ASSERT_TRUE(FastDLeftFilter::Create(testing_util::FastAt(100, 0.75), &k).ok());
   ElasticOptions general;
   general.kernel = ElasticKernel::kGeneral;
   EXPECT_TRUE(ElasticFilter::Adopt(general, std::move(k), 0, &f).IsInvalidArgument());

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -25,6 +26,7 @@
 #include "filter_policy/testing/fast_dleft_testing.h"
 #endif
 #include "dlcbf/internal/hash.h"
+#include "sizing_test_util.h"
 #include "test_scale.h"
 
 namespace dlcbf {
@@ -147,7 +149,7 @@ TEST_P(FastDLeftGeometryTest, MultisetOracle) {
 TEST_P(FastDLeftGeometryTest, FprMatchesFormula) {
   const uint32_t d = GetParam();
   const uint64_t n = testing_util::Scaled(200000, 20000);
-  auto f = Make(FastDLeftOptions::ForLoad(n, FastDLeftOptions::MaxLoad(d), d));
+  auto f = Make(testing_util::FastAt(n, FastDLeftOptions::MaxLoad(d), d));
   std::mt19937_64 rng(99 + d);
   for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
   const double p = f->PredictedFpr();
@@ -174,7 +176,11 @@ TEST_P(FastDLeftGeometryTest, FprMatchesFormula) {
 // (batched, Count) must agree on every query, false positives included.
 TEST_P(FastDLeftGeometryTest, InlineProbeMatchesLibraryLookups) {
   const uint32_t d = GetParam();
-  auto f = Make(FastDLeftOptions::ForLoad(50000, 0.9, d));  // heavy spilling
+  // Load 0.9, past MaxLoad (so no sizing call makes it): heavy spilling.
+  FastDLeftOptions heavy;
+  heavy.subtables = d;
+  heavy.blocks = static_cast<uint64_t>(std::ceil(50000 / (32 * 0.9)));
+  auto f = Make(heavy);
   std::mt19937_64 rng(41 + d);
   for (int i = 0; i < 50000; ++i) (void)f->InsertHash(rng());  // overflow allowed: only the table state matters
   ASSERT_GT(f->Stats().spilled, 0u);
@@ -238,7 +244,7 @@ TEST_P(FastDLeftGeometryTest, OverflowLeavesTableUnchanged) {
 }
 
 TEST_P(FastDLeftGeometryTest, EraseIsExact) {
-  auto f = Make(FastDLeftOptions::ForLoad(20000, FastDLeftOptions::MaxLoad(GetParam()), GetParam()));
+  auto f = Make(testing_util::FastAt(20000, FastDLeftOptions::MaxLoad(GetParam()), GetParam()));
   std::mt19937_64 rng(11);
   std::vector<uint64_t> a(10000), b(10000);
   for (auto& h : a) h = rng();
@@ -290,8 +296,8 @@ TEST_P(FastDLeftGeometryTest, SpillPathForced) {
 
 TEST_P(FastDLeftGeometryTest, BatchedCallsMatchSingleCalls) {
   const uint32_t d = GetParam();
-  auto f = Make(FastDLeftOptions::ForLoad(5000, FastDLeftOptions::MaxLoad(d), d));
-  auto g = Make(FastDLeftOptions::ForLoad(5000, FastDLeftOptions::MaxLoad(d), d));
+  auto f = Make(testing_util::FastAt(5000, FastDLeftOptions::MaxLoad(d), d));
+  auto g = Make(testing_util::FastAt(5000, FastDLeftOptions::MaxLoad(d), d));
   std::mt19937_64 rng(23);
   std::vector<uint64_t> hs(5000);
   for (auto& h : hs) h = rng() % 3000 == 0 ? hs[0] : rng();
@@ -320,7 +326,7 @@ TEST_P(FastDLeftGeometryTest, BatchedCallsMatchSingleCalls) {
 
 TEST_P(FastDLeftGeometryTest, KeylessMigration) {
   const uint32_t d = GetParam();
-  const FastDLeftOptions o = FastDLeftOptions::ForLoad(20000, FastDLeftOptions::MaxLoad(d), d);
+  const FastDLeftOptions o = testing_util::FastAt(20000, FastDLeftOptions::MaxLoad(d), d);
   auto f = Make(o);
   auto g = Make(o);
   std::mt19937_64 rng(29);
@@ -365,16 +371,63 @@ TEST_P(FastDLeftGeometryTest, HashOfFingerprintInvertsPhaseOne) {
 
 TEST(FastDLeftOptionsTest, SizingAndValidation) {
   for (uint32_t d : {2u, 4u}) {
-    const FastDLeftOptions a = FastDLeftOptions::ForFpr(1000000, 0.0005, d);
+    FastDLeftOptions a;
+    a.subtables = d;
+    a.seed = 77;
+    ASSERT_TRUE(FastDLeftOptions::ForFpr(1000000, 0.0005, &a).ok());
     EXPECT_LE(a.PredictedFpr(1000000), 0.0005);
+    EXPECT_EQ(a.seed, 77u) << "sizing keeps the other fields";
     EXPECT_GE(a.blocks, static_cast<uint64_t>(std::ceil(1000000 / (32 * FastDLeftOptions::MaxLoad(d)))));
-    const FastDLeftOptions b = FastDLeftOptions::ForBitsPerKey(1000000, 24, d);
+    FastDLeftOptions b;
+    b.subtables = d;
+    ASSERT_TRUE(FastDLeftOptions::ForBitsPerKey(1000000, 24, &b).ok());
     EXPECT_NEAR(8.0 * b.Bytes() / 1e6, 24, 0.1);
-    // Too few bits: capped at the maximum load.
-    const FastDLeftOptions c = FastDLeftOptions::ForBitsPerKey(1000000, 4, d);
-    EXPECT_EQ(c.blocks, FastDLeftOptions::ForLoad(1000000, FastDLeftOptions::MaxLoad(d), d).blocks);
     EXPECT_TRUE(a.Validate().ok());
   }
+}
+
+// Requests outside the kernel's range are InvalidArgument naming the
+// argument, and leave *out unchanged: never a clamp, never a 2 GB table.
+TEST(FastDLeftOptionsTest, SizingOutOfRangeIsInvalidArgument) {
+  const double nan = std::nan("");
+  struct Case {
+    const char* what;
+    std::function<Status(FastDLeftOptions*)> call;
+  };
+  const std::vector<Case> cases = {
+      {"load", [](FastDLeftOptions* o) { return FastDLeftOptions::ForLoad(1000, 0.95, o); }},
+      {"load", [](FastDLeftOptions* o) { return FastDLeftOptions::ForLoad(1000, 0.0, o); }},
+      {"load", [&](FastDLeftOptions* o) { return FastDLeftOptions::ForLoad(1000, nan, o); }},
+      {"expected_items", [](FastDLeftOptions* o) { return FastDLeftOptions::ForLoad(0, 0.5, o); }},
+      {"bits_per_key", [](FastDLeftOptions* o) { return FastDLeftOptions::ForBitsPerKey(1000, 4, o); }},
+      {"bits_per_key", [](FastDLeftOptions* o) { return FastDLeftOptions::ForBitsPerKey(1000, 1e4, o); }},
+      // The case: 1e-6 at 1M keys would need about 2.2 GB.
+      {"fpr", [](FastDLeftOptions* o) { return FastDLeftOptions::ForFpr(1000000, 1e-6, o); }},
+      {"fpr", [](FastDLeftOptions* o) { return FastDLeftOptions::ForFpr(1000, 1.0, o); }},
+      {"subtables", [](FastDLeftOptions* o) {
+         o->subtables = 3;
+         return FastDLeftOptions::ForLoad(1000, 0.5, o);
+       }},
+  };
+  for (const Case& c : cases) {
+    FastDLeftOptions o;
+    o.blocks = 12345;
+    const Status s = c.call(&o);
+    EXPECT_TRUE(s.IsInvalidArgument()) << c.what << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.what), std::string::npos) << s.ToString();
+    EXPECT_EQ(o.blocks, 12345u) << c.what << ": *out must stay unchanged";
+  }
+  // Exactly MaxLoad is in range.
+  FastDLeftOptions o;
+  EXPECT_TRUE(FastDLeftOptions::ForLoad(1000, FastDLeftOptions::MaxLoad(2), &o).ok());
+  // A table over max_bytes: MemoryLimit from Validate, *out unchanged.
+  o.max_bytes = 4096;
+  const uint64_t before = o.blocks;
+  EXPECT_TRUE(FastDLeftOptions::ForLoad(1000000, 0.5, &o).IsMemoryLimit());
+  EXPECT_EQ(o.blocks, before);
+}
+
+TEST(FastDLeftOptionsTest, Validation) {
   FastDLeftOptions bad;
   bad.subtables = 3;
   EXPECT_TRUE(bad.Validate().IsInvalidArgument());

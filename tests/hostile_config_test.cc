@@ -86,21 +86,30 @@ TEST(HostileDLeftOptions, EveryFieldValidated) {
   }, "log2(B) + r");
 }
 
-TEST(HostileDLeftOptions, SizeForNeverOverflows) {
-  // Huge expected_items / tiny or invalid load: no undefined behaviour (UBSan
-  // checks the double -> integer conversion), and Validate reports B.
+TEST(HostileDLeftOptions, SizingNeverOverflows) {
+  // Huge expected_items / tiny load: no undefined behaviour (UBSan checks
+  // the double -> integer conversion); Validate reports B and *out stays.
   for (double load : {1e-300, 1e-30, 0.75, 1.0}) {
     DLeftOptions o;
-    o.SizeFor(UINT64_MAX, load);
-    EXPECT_TRUE(Rejects(o.Validate(), "buckets")) << load;
+    EXPECT_TRUE(Rejects(DLeftOptions::ForLoad(UINT64_MAX, load, &o), "buckets")) << load;
+    EXPECT_EQ(o.buckets_per_subtable, DLeftOptions().buckets_per_subtable);
   }
+  // An out-of-range argument is InvalidArgument naming it, never a silent
+  // replacement.
   for (double load : {kNaN, -1.0, 0.0, 2.0, kInf}) {
-    // Documented: an out-of-range load means the default 0.75.
-    DLeftOptions a, b;
-    a.SizeFor(1000, load);
-    b.SizeFor(1000, 0.75);
-    EXPECT_EQ(a.buckets_per_subtable, b.buckets_per_subtable) << load;
+    DLeftOptions o;
+    EXPECT_TRUE(Rejects(DLeftOptions::ForLoad(1000, load, &o), "load")) << load;
   }
+  for (double bpk : {kNaN, -1.0, 0.0, 5.0, 1e6, kInf}) {
+    DLeftOptions o;
+    EXPECT_TRUE(Rejects(DLeftOptions::ForBitsPerKey(1000, bpk, &o), "bits_per_key")) << bpk;
+  }
+  for (double fpr : {kNaN, -1.0, 0.0, 1e-12, 1.0, kInf}) {
+    DLeftOptions o;
+    EXPECT_TRUE(Rejects(DLeftOptions::ForFpr(1000, fpr, &o), "fpr")) << fpr;
+  }
+  DLeftOptions o;
+  EXPECT_TRUE(Rejects(DLeftOptions::ForFpr(0, 0.01, &o), "expected_items"));
 }
 
 // ---- resource limits ------------------------------------------------------------

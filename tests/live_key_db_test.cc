@@ -120,8 +120,6 @@ TEST(LiveKeyDBTest, OptionsValidation) {
   std::vector<Case> cases = {
       {[](LiveKeyIndexOptions* o) { o->expected_keys = 0; }, "expected_keys"},
       {[](LiveKeyIndexOptions* o) { o->sizing_load = 1.5; }, "sizing_load"},
-      {[](LiveKeyIndexOptions* o) { o->dleft.counter_bits = 0; }, "dleft.counter_bits"},
-      {[](LiveKeyIndexOptions* o) { o->dleft.subtables = 1; }, "dleft."},
       {[](LiveKeyIndexOptions* o) { o->abf_counter_bits = 0; }, "abf_counter_bits"},
       {[](LiveKeyIndexOptions* o) { o->auto_rebuild_drift = 0.5; }, "auto_rebuild_drift"},
       {[](LiveKeyIndexOptions* o) { o->rebuild_headroom = 0.9; }, "rebuild_headroom"},

@@ -55,6 +55,7 @@
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
 #include "rocksdb_test_util.h"
+#include "sizing_test_util.h"
 
 namespace dlcbf {
 namespace {
@@ -966,7 +967,7 @@ TEST(MemTableIndexAccounting, FastKernelBytes) {
     ASSERT_EQ(st.live.size(), 1u);
     const uint64_t filter_bytes = st.live[0].index_bytes - 8192;
     if (budget == 0) {
-      EXPECT_EQ(filter_bytes, FastDLeftOptions::ForLoad(100000, 0.75).Bytes());
+      EXPECT_EQ(filter_bytes, testing_util::FastAt(100000, 0.75).Bytes());
       EXPECT_EQ(st.live[0].sized_for, 100000u);
     } else {
       EXPECT_EQ(st.live[0].sized_for, budget * 8 / 24) << budget;  // 24 bits per key

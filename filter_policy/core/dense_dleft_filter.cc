@@ -110,6 +110,7 @@
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
+#include "dlcbf/internal/sizing.h"
 #include "filter_policy/core/dense_dleft_impl.h"
 
 namespace dlcbf {
@@ -147,11 +148,7 @@ uint32_t BucketsFor(uint32_t r) { return r == 8 ? Class8::kBuckets : Class16::kB
 double RnFor(uint32_t r) { return r == 8 ? 255.0 : 65535.0; }
 // FPR ~ F / (B Rn) = d a S / (K Rn) at load a.
 double FprAtLoad(uint32_t r, uint32_t d, double a) { return d * a * SlotsFor(r) / (BucketsFor(r) * RnFor(r)); }
-std::string Num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", x);
-  return buf;
-}
+std::string Num(double x) { return internal::SizingNumber(x); }
 
 // The one place the block count follows from keys and load.
 void SizeTo(uint64_t n, double load, uint32_t r, DenseDLeftOptions* o) {

@@ -63,6 +63,7 @@
 
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 
+#include "dlcbf/internal/sizing.h"
 #include "filter_policy/core/dleft_impl.h"
 
 namespace dlcbf {
@@ -77,17 +78,79 @@ const char* ToString(OpResult r) {
   return "Unknown";
 }
 
-DLeftOptions& DLeftOptions::SizeFor(uint64_t expected_items, double load) {
-  if (!(load > 0.0) || load > 1.0) load = 0.75;
-  double cells_needed = static_cast<double>(expected_items) / load;
-  double per_subtable = cells_needed / (static_cast<double>(subtables) *
-                                        std::max<uint32_t>(1, cells_per_bucket));
-  // A huge expected_items or tiny load gives a B far beyond what Validate()
-  // accepts (B < 2^40); saturate instead of casting an out-of-range double
-  // (undefined behaviour), so Validate() reports it.
-  const double b = std::ceil(per_subtable);
-  buckets_per_subtable = !(b < 1.8e19) ? UINT64_MAX : std::max<uint64_t>(1, static_cast<uint64_t>(b));
-  return *this;
+namespace {
+
+using internal::SizingNumber;
+
+// The load ForBitsPerKey and ForFpr size for: 6 of 8 cells, the paper's
+// §5.1 setting, where d = 4 overflows with probability ~1e-30 per bucket.
+constexpr double kSizingLoad = 0.75;
+// The lowest load ForBitsPerKey goes down to once r is at its widest (32).
+constexpr double kMinLoad = 0.05;
+
+// Sets B for n keys at load a with the other fields of *o kept; B saturates
+// instead of casting an out-of-range double (undefined behaviour), so
+// Validate() reports a B that is too large.
+void SizeTo(uint64_t n, double a, DLeftOptions* o) {
+  const double cells = static_cast<double>(n) / a;
+  const double b = std::ceil(cells / (static_cast<double>(o->subtables) * std::max<uint32_t>(1, o->cells_per_bucket)));
+  o->buckets_per_subtable = !(b < 1.8e19) ? UINT64_MAX : std::max<uint64_t>(1, static_cast<uint64_t>(b));
+}
+
+Status Commit(const DLeftOptions& o, DLeftOptions* out) {
+  Status s = o.Validate();
+  if (s.ok()) *out = o;
+  return s;
+}
+
+}  // namespace
+
+Status DLeftOptions::ForLoad(uint64_t n, double load, DLeftOptions* out) {
+  if (!(load > 0 && load <= 1))
+    return Status::InvalidArgument("load must be in (0, 1] (got " + SizingNumber(load) + ")");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  DLeftOptions o = *out;
+  SizeTo(n, load, &o);
+  return Commit(o, out);
+}
+
+Status DLeftOptions::ForBitsPerKey(uint64_t n, double bpk, DLeftOptions* out) {
+  const uint32_t c = out->counter_bits;
+  // bits per key = (r + c) / load; r = the widest remainder at kSizingLoad.
+  const double lo = (2 + c) / kSizingLoad, hi = (32 + c) / kMinLoad;
+  if (!(bpk >= lo && bpk <= hi))
+    return Status::InvalidArgument("bits_per_key must be in [" + SizingNumber(lo) + ", " + SizingNumber(hi) +
+                                   "] for counter_bits " + std::to_string(c) + " (got " + SizingNumber(bpk) + ")");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  DLeftOptions o = *out;
+  o.remainder_bits = static_cast<uint32_t>(std::min(32.0, std::floor(bpk * kSizingLoad) - c));
+  SizeTo(n, (o.remainder_bits + c) / bpk, &o);
+  return Commit(o, out);
+}
+
+Status DLeftOptions::ForFpr(uint64_t n, double fpr, DLeftOptions* out) {
+  const double per_bucket = static_cast<double>(out->subtables) * out->cells_per_bucket * kSizingLoad;
+  // FPR ~ F / (B Rn) = d L a / Rn at load a (paper Claim 3): the narrowest
+  // r with d L a / (2^r - 1) <= fpr.
+  const double min_fpr = per_bucket / 4294967295.0;
+  if (!(fpr >= min_fpr && fpr < 1))
+    return Status::InvalidArgument("fpr must be in [" + SizingNumber(min_fpr) + ", 1) (r = 32 at load " +
+                                   SizingNumber(kSizingLoad) + " with d L = " +
+                                   std::to_string(out->subtables * out->cells_per_bucket) + "; got " +
+                                   SizingNumber(fpr) + ")");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  DLeftOptions o = *out;
+  uint32_t r = 2;
+  while (r < 32 && per_bucket / (std::ldexp(1.0, static_cast<int>(r)) - 1) > fpr) ++r;
+  o.remainder_bits = r;
+  SizeTo(n, kSizingLoad, &o);
+  // The exact condition (1 - (1 - 1/(B Rn))^n <= fpr; the fingerprint
+  // space is [B] x [Rn], paper Claim 3) may need a few more buckets than
+  // the approximation.
+  const double need = std::ceil(internal::FingerprintSpaceForFpr(n, fpr) / (std::ldexp(1.0, static_cast<int>(r)) - 1));
+  if (need > static_cast<double>(o.buckets_per_subtable))
+    o.buckets_per_subtable = need < 1.8e19 ? static_cast<uint64_t>(need) : UINT64_MAX;
+  return Commit(o, out);
 }
 
 Status DLeftOptions::Validate() const {

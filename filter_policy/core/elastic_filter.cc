@@ -119,17 +119,16 @@ bool InRange(double v, double lo, double hi) { return v >= lo && v <= hi; }  // 
 
 namespace {
 
-// The kFast kernel's options after sizing (see ElasticOptions::fast).
-FastDLeftOptions SizedFast(const ElasticOptions& o) {
+// The kFast kernel's options after sizing (see ElasticOptions::fast). A
+// sizing request out of range leaves the blocks as given; *why says why.
+FastDLeftOptions SizedFast(const ElasticOptions& o, dlcbf::Status* why = nullptr) {
   FastDLeftOptions f = o.fast;
-  if (o.expected_items > 0) {
-    const uint32_t d = f.subtables;
-    f.blocks = FastDLeftOptions::ForLoad(
-                   o.expected_items,
-                   std::min(o.sizing_load, FastDLeftOptions::MaxLoad(d)), d)
-                   .blocks;
-  }
   f.thread_safe = o.thread_safe;
+  if (o.expected_items > 0) {
+    const double load = std::min(o.sizing_load, FastDLeftOptions::MaxLoad(f.subtables));
+    dlcbf::Status s = FastDLeftOptions::ForLoad(o.expected_items, load, &f);
+    if (why != nullptr) *why = s;
+  }
   return f;
 }
 
@@ -220,20 +219,21 @@ Status ElasticOptions::Validate() const {
     if (!why.ok()) return Status::InvalidArgument("dense." + why.message());
   }
   if (kernel == ElasticKernel::kFast) {
-    Status s = SizedFast(*this).Validate();
-    if (s.IsInvalidArgument()) {
+    dlcbf::Status why;
+    const FastDLeftOptions f = SizedFast(*this, &why);
+    if (why.ok()) why = f.Validate();
+    if (why.IsInvalidArgument()) {
       // "FastDLeftOptions::subtables: ..." -> "fast.subtables: ..."
-      std::string why = s.message();
+      std::string msg = why.message();
       const std::string prefix = "FastDLeftOptions::";
-      if (why.compare(0, prefix.size(), prefix) == 0) why.erase(0, prefix.size());
-      return Status::InvalidArgument("fast." + why);
+      if (msg.compare(0, prefix.size(), prefix) == 0) msg.erase(0, prefix.size());
+      return Status::InvalidArgument("fast." + msg);
     }
-    if (!s.ok()) return s;
+    if (!why.ok()) return why;
   }
   DLeftOptions d = dleft;
   if (kernel == ElasticKernel::kGeneral) {
-    if (expected_items > 0) d.SizeFor(expected_items, sizing_load);
-    Status s = d.Validate();
+    Status s = expected_items > 0 ? DLeftOptions::ForLoad(expected_items, sizing_load, &d) : d.Validate();
     if (s.IsInvalidArgument()) {
       return Status::InvalidArgument("dleft." + s.message());
     }
@@ -390,7 +390,8 @@ ElasticFilter::ElasticFilter(const ElasticOptions& options) : options_(options) 
     return;
   }
   if (options_.expected_items > 0) {
-    options_.dleft.SizeFor(options_.expected_items, options_.sizing_load);
+    // Validate() accepted this request, so it succeeds.
+    (void)DLeftOptions::ForLoad(options_.expected_items, options_.sizing_load, &options_.dleft);
   }
   options_.dleft.thread_safe = options_.thread_safe;
 }

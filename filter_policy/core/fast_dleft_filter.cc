@@ -112,6 +112,7 @@
 // ===========================================================================
 #include "dlcbf/core/fast_dleft_filter.h"
 
+#include "dlcbf/internal/sizing.h"
 #include "filter_policy/core/fast_dleft_impl.h"
 
 namespace dlcbf {
@@ -122,45 +123,66 @@ namespace dlcbf {
 double FastDLeftOptions::MaxLoad(uint32_t /*subtables*/) { return 0.80; }
 
 
-static uint64_t BlocksForLoad(uint64_t n, double load) {
-  const double b = std::ceil(static_cast<double>(n) / (32.0 * load));
-  return b < 1 ? 1 : static_cast<uint64_t>(b);
-}
+namespace {
 
-FastDLeftOptions FastDLeftOptions::ForLoad(uint64_t n, double load, uint32_t subtables) {
-  FastDLeftOptions o;
-  o.subtables = subtables;
-  if (!(load > 0) || load > 1) load = MaxLoad(subtables);
-  o.blocks = BlocksForLoad(n, load);
-  return o;
-}
+using internal::SizingNumber;
 
-FastDLeftOptions FastDLeftOptions::ForBitsPerKey(uint64_t n, double bpk, uint32_t subtables) {
-  FastDLeftOptions o;
-  o.subtables = subtables;
-  // lines = blocks * (1 + 1/K) = n * bpk / 512
+// Buckets per subtable in a block (8 buckets of 4 cells per block).
+double BucketsPerSubtable(uint32_t subtables) { return subtables == 4 ? 2.0 : 4.0; }
+// FPR ~ F / (blocks Bb Rn) = 32 a / (Bb Rn) at load a.
+double FprAtLoad(uint32_t subtables, double a) { return 32.0 * a / (BucketsPerSubtable(subtables) * kRn); }
+// Bits per key of the whole table (blocks and spare lines) at load a.
+double BitsPerKeyAtLoad(double a) {
   const double k = static_cast<double>(kBlocksPerSpare);
-  double blocks = std::isfinite(bpk) && bpk > 0
-                      ? std::floor(static_cast<double>(n) * bpk / 512.0 * k / (k + 1))
-                      : 1.0;
-  const uint64_t min_blocks = BlocksForLoad(n, MaxLoad(subtables));
-  o.blocks = blocks < static_cast<double>(min_blocks) ? min_blocks : static_cast<uint64_t>(blocks);
-  return o;
+  return 512.0 * (k + 1) / k / (32.0 * a);
+}
+// The lowest load ForFpr and ForBitsPerKey go down to: below it the table
+// is mostly empty cells and the dense kernel (or a wider remainder) is the
+// better answer.
+constexpr double kMinLoad = 0.05;
+
+}  // namespace
+
+Status FastDLeftOptions::ForLoad(uint64_t n, double load, FastDLeftOptions* out) {
+  const uint32_t d = out->subtables;
+  if (d != 2 && d != 4) return Status::InvalidArgument("subtables must be 2 or 4 (got " + std::to_string(d) + ")");
+  if (!(load > 0 && load <= MaxLoad(d)))
+    return Status::InvalidArgument("load must be in (0, " + SizingNumber(MaxLoad(d)) + "] (got " +
+                                   SizingNumber(load) + ")");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  FastDLeftOptions o = *out;
+  const double b = std::ceil(static_cast<double>(n) / (32.0 * load));
+  o.blocks = b < 1 ? 1 : (b > 9.0e18 ? UINT64_MAX : static_cast<uint64_t>(b));
+  Status s = o.Validate();
+  if (s.ok()) *out = o;
+  return s;
 }
 
-FastDLeftOptions FastDLeftOptions::ForFpr(uint64_t n, double fpr, uint32_t subtables) {
-  FastDLeftOptions o;
-  o.subtables = subtables;
-  const double bb = subtables == 4 ? 2.0 : 4.0;
-  uint64_t blocks = BlocksForLoad(n, MaxLoad(subtables));
-  if (std::isfinite(fpr) && fpr > 0 && fpr < 1) {
-    // 1 - (1 - 1/S)^n <= fpr  <=>  S >= 1 / (1 - (1 - fpr)^(1/n))
-    const double s = 1.0 / -std::expm1(std::log1p(-fpr) / static_cast<double>(n > 0 ? n : 1));
-    const double need = std::ceil(s / (bb * kRn));
-    if (need > static_cast<double>(blocks)) blocks = static_cast<uint64_t>(need);
-  }
-  o.blocks = blocks;
-  return o;
+Status FastDLeftOptions::ForBitsPerKey(uint64_t n, double bpk, FastDLeftOptions* out) {
+  const double lo = BitsPerKeyAtLoad(MaxLoad(out->subtables));
+  const double hi = BitsPerKeyAtLoad(kMinLoad);
+  if (!(bpk >= lo && bpk <= hi))
+    return Status::InvalidArgument("bits_per_key must be in [" + SizingNumber(lo) + ", " + SizingNumber(hi) +
+                                   "] (loads " + SizingNumber(MaxLoad(out->subtables)) + " to " +
+                                   SizingNumber(kMinLoad) + "; got " + SizingNumber(bpk) + ")");
+  return ForLoad(n, BitsPerKeyAtLoad(1.0) / bpk, out);
+}
+
+Status FastDLeftOptions::ForFpr(uint64_t n, double fpr, FastDLeftOptions* out) {
+  const uint32_t d = out->subtables;
+  if (d != 2 && d != 4) return Status::InvalidArgument("subtables must be 2 or 4 (got " + std::to_string(d) + ")");
+  const double min_fpr = FprAtLoad(d, kMinLoad);
+  if (!(fpr >= min_fpr && fpr < 1))
+    return Status::InvalidArgument("fpr must be in [" + SizingNumber(min_fpr) + ", 1) (load " +
+                                   SizingNumber(kMinLoad) + " and up; got " + SizingNumber(fpr) +
+                                   "); below that use DenseDLeftOptions::ForFpr (16-bit remainders)");
+  if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
+  // The exact condition on the table, then the load it implies, capped at
+  // MaxLoad (a tiny n may ask for a load above it).
+  const double space = internal::FingerprintSpaceForFpr(n, fpr);
+  const double blocks = std::ceil(space / (BucketsPerSubtable(d) * kRn));
+  const double load = std::min(MaxLoad(d), static_cast<double>(n) / (32.0 * blocks));
+  return ForLoad(n, std::max(load, 1e-12), out);
 }
 
 double FastDLeftOptions::PredictedFpr(uint64_t items) const {

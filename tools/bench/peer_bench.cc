@@ -155,8 +155,7 @@ class OldDLeft : public KernelPeer<dlcbf::DLeftCountingBloomFilter> {
  private:
   bool Make(size_t n) override {
     dlcbf::DLeftOptions o;
-    o.SizeFor(n, 0.75);
-    return dlcbf::DLeftCountingBloomFilter::Create(o, &f_).ok();
+    return dlcbf::DLeftOptions::ForLoad(n, 0.75, &o).ok() && dlcbf::DLeftCountingBloomFilter::Create(o, &f_).ok();
   }
 };
 
@@ -180,7 +179,9 @@ class Fast : public KernelPeer<dlcbf::FastDLeftFilter> {
 
  private:
   bool Make(size_t n) override {
-    return dlcbf::FastDLeftFilter::Create(dlcbf::FastDLeftOptions::ForLoad(n, load_, d_), &f_).ok();
+    dlcbf::FastDLeftOptions o;
+    o.subtables = d_;
+    return dlcbf::FastDLeftOptions::ForLoad(n, load_, &o).ok() && dlcbf::FastDLeftFilter::Create(o, &f_).ok();
   }
   uint32_t d_;
   double load_;

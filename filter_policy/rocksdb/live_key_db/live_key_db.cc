@@ -405,7 +405,7 @@ std::vector<rocksdb::Status> LiveKeyDB::MultiGet(const ReadOptions& options,
   }
   std::unique_ptr<bool[]> maybe(new bool[n]);
   uint64_t indexed = 0;
-  ProbeKeys(&r.epochs, r.table, r.opt.dleft.seed, n, column_family.data(), keys.data(), maybe.get(),
+  ProbeKeys(&r.epochs, r.table, r.opt.seed, n, column_family.data(), keys.data(), maybe.get(),
             &indexed);
   std::vector<ColumnFamilyHandle*> sub_cf;
   std::vector<Slice> sub_keys;
@@ -465,7 +465,7 @@ void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_key
   }
   std::unique_ptr<bool[]> maybe(new bool[num_keys]);
   uint64_t indexed = 0;
-  ProbeKeys(&r.epochs, r.table, r.opt.dleft.seed, num_keys, column_families, keys, maybe.get(),
+  ProbeKeys(&r.epochs, r.table, r.opt.seed, num_keys, column_families, keys, maybe.get(),
             &indexed);
   std::vector<size_t> where;
   for (size_t i = 0; i < num_keys; ++i) {

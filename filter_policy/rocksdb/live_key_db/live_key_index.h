@@ -2,7 +2,7 @@
 // live keys. Internal to filter_policy/rocksdb/live_key_db/.
 //
 // The index is an ElasticFilter on the cache-line-local FastDLeftFilter
-// (D = 2, seed dleft.seed), thread-safe: lock-free readers validate a
+// (D = 2, seed LiveKeyIndexOptions::seed), thread-safe: lock-free readers validate a
 // negative against a per-stripe sequence number, so a relocation or spill
 // never hides a live key (tests/fast_dleft_filter_test.cc, with its
 // negative control). Sized by FastDLeftOptions::ForLoad at min(sizing_load,
@@ -52,20 +52,26 @@ using rocksdb::Slice;
 // ---------------------------------------------------------------------------
 class LiveKeyIndex {
  public:
-  // The kernel's options for `sized_for` keys.
-  static FastDLeftOptions KernelOptions(const LiveKeyIndexOptions& o, uint64_t sized_for) {
-    FastDLeftOptions f = FastDLeftOptions::ForLoad(
-        std::max<uint64_t>(1, sized_for),
-        std::min(o.sizing_load, FastDLeftOptions::MaxLoad(2)), 2);
-    f.seed = o.dleft.seed;
+  // The kernel's options for `sized_for` keys: InvalidArgument or
+  // MemoryLimit when no table of that size can be made.
+  static dlcbf::Status KernelOptions(const LiveKeyIndexOptions& o, uint64_t sized_for, FastDLeftOptions* out) {
+    FastDLeftOptions f;
+    f.subtables = 2;
+    f.seed = o.seed;
     f.thread_safe = true;
-    return f;
+    dlcbf::Status s = FastDLeftOptions::ForLoad(std::max<uint64_t>(1, sized_for),
+                                                std::min(o.sizing_load, FastDLeftOptions::MaxLoad(2)), &f);
+    if (s.ok()) *out = f;
+    return s;
   }
 
   static rocksdb::Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
                        std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Create(KernelOptions(o, sized_for), &f));
+    FastDLeftOptions fo;
+    dlcbf::Status cs = KernelOptions(o, sized_for, &fo);
+    if (cs.ok()) cs = FastDLeftFilter::Create(fo, &f);
+    rocksdb::Status s = glue::ToRocksStatus(cs);
     if (!s.ok()) return s;
     return Wrap(o, sized_for, 0, epochs, std::move(f), out);
   }
@@ -75,7 +81,7 @@ class LiveKeyIndex {
     std::unique_ptr<FastDLeftFilter> f;
     rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, /*thread_safe=*/true));
     if (!s.ok()) return s;
-    if (f->options().seed != o.dleft.seed) return rocksdb::Status::Corruption("hash seed differs");
+    if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");
     if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
     return Wrap(o, sized_for, entries, epochs, std::move(f), out);

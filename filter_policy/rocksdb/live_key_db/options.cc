@@ -32,14 +32,6 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
     return rocksdb::Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
-  DLeftOptions d = dleft;
-  d.SizeFor(expected_keys, sizing_load);
-  const Status s = d.Validate();
-  if (s.IsInvalidArgument()) return rocksdb::Status::InvalidArgument("dleft." + s.message());
-  if (!s.ok()) return glue::ToRocksStatus(s);
-  if (d.counter_bits == 0) {
-    return rocksdb::Status::InvalidArgument("dleft.counter_bits must be >= 1 (live keys are erased)");
-  }
   if (abf_counter_bits < 1 || abf_counter_bits > 8) {
     return rocksdb::Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
   }

@@ -145,7 +145,7 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   internal::PutFixed64(&body, kFileMagic);
   internal::PutFixed32(&body, kFileVersion);
   internal::PutFixed64(&body, base->GetLatestSequenceNumber());
-  internal::PutFixed64(&body, opt.dleft.seed);
+  internal::PutFixed64(&body, opt.seed);
   PutString32(&body, identity);
   internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
   for (uint64_t n : ssts) internal::PutFixed64(&body, n);
@@ -224,7 +224,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     return Reject("saved at sequence " + std::to_string(seq) + ", DB is at " +
                   std::to_string(latest) + " (writes since the save)");
   }
-  if (seed != opt.dleft.seed) return Reject("hash seed differs from index_options.dleft.seed");
+  if (seed != opt.seed) return Reject("hash seed differs from index_options.seed");
   if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
   std::vector<uint64_t> saved_ssts(n_ssts);
   for (uint64_t& f : saved_ssts) d.Get64(&f);

@@ -143,7 +143,7 @@ struct LiveKeyDB::Rep {
   std::string last_rejection;
 
   // ---- helpers ---------------------------------------------------------------
-  uint64_t Hash(const Slice& k) const { return internal::HashKey(k.data(), k.size(), opt.dleft.seed); }
+  uint64_t Hash(const Slice& k) const { return internal::HashKey(k.data(), k.size(), opt.seed); }
   uint32_t StripeOf(uint32_t cf, uint64_t h) const {
     return static_cast<uint32_t>(internal::Mix64(h ^ (uint64_t{cf} * 0x9E3779B97F4A7C15ULL))) &
            stripe_mask;

@@ -92,9 +92,23 @@ struct DLeftOptions {
   // instead of an OOM kill).
   uint64_t max_bytes = uint64_t{1} << 36;  // 64 GiB
 
-  // A geometry for `expected_items` keys at `load` (fraction of cells used,
-  // e.g. 0.75 = 6 of 8) with the other fields kept; B is rounded up.
-  DLeftOptions& SizeFor(uint64_t expected_items, double load = 0.75);
+  // Sizing helpers. Each keeps d, L, c, seed, relocation, thread_safe and
+  // max_bytes from `*out` (so set those first) and sets B (ForBitsPerKey
+  // and ForFpr also r). They never clamp: a request outside the range is
+  // InvalidArgument naming the argument and the range, and *out is left
+  // unchanged (as it is when the result fails Validate()).
+  //   ForLoad:       load = fraction of the d*B*L cells in use at
+  //                  `expected_items` keys, in (0, 1]; r is kept.
+  //   ForBitsPerKey: a table of about bits_per_key * expected_items bits:
+  //                  the widest r (up to 32) that fits at load 0.75, then
+  //                  B for the budget (so the load is <= 0.75, and down to
+  //                  0.05 once r = 32).
+  //   ForFpr:        the narrowest r whose predicted FPR at load 0.75,
+  //                  d L 0.75 / (2^r - 1), is <= fpr, then the smallest B
+  //                  with 1 - (1 - 1/(B Rn))^expected_items <= fpr.
+  static Status ForLoad(uint64_t expected_items, double load, DLeftOptions* out);
+  static Status ForBitsPerKey(uint64_t expected_items, double bits_per_key, DLeftOptions* out);
+  static Status ForFpr(uint64_t expected_items, double fpr, DLeftOptions* out);
 
   // Returns OK or InvalidArgument naming the offending field.
   Status Validate() const;

@@ -136,7 +136,7 @@ struct ElasticOptions {
   // README.
   ElasticKernel kernel = ElasticKernel::kFast;
   // kGeneral only: the initial dlCBF. If expected_items > 0, Create applies
-  // dleft.SizeFor(expected_items, sizing_load) to it. With kFast every
+  // DLeftOptions::ForLoad(expected_items, sizing_load) to it. With kFast every
   // field except thread_safe must keep its default (Validate names the
   // first one that does not): a geometry set here would otherwise be
   // silently ignored.

@@ -81,20 +81,24 @@ struct FastDLeftOptions {
   uint64_t max_bytes = uint64_t{1} << 36;  // refuse larger tables (64 GiB)
   bool thread_safe = false;                 // see "Thread safety" above
 
-  // Sizing helpers. Each keeps `subtables` (2 or 4) and seed; `blocks` is
-  // chosen so that `expected_items` keys fit with a negligible overflow
-  // probability (load <= MaxLoad(subtables)).
-  //   ForLoad:       load = fraction of the 32 cells per block in use.
-  //   ForBitsPerKey: the total table (blocks + spare) is about
-  //                  bits_per_key * expected_items bits, but never more
-  //                  loaded than MaxLoad.
+  // Sizing helpers. Each keeps `subtables`, `seed`, `max_bytes` and
+  // `thread_safe` from `*out` (so set those first) and sets `blocks`. The
+  // remainder width is fixed (13 bits); for a wider or narrower one use
+  // DenseDLeftOptions. They never clamp: a request outside the kernel's
+  // range is InvalidArgument naming the argument and the range, and *out is
+  // left unchanged.
+  //   ForLoad:       load = fraction of the 32 cells per block in use at
+  //                  `expected_items` keys, in (0, MaxLoad(subtables)].
+  //   ForBitsPerKey: the whole table (blocks and spare lines) is about
+  //                  bits_per_key * expected_items bits; from the bits per
+  //                  key at MaxLoad (22.5) to those at load 0.05.
   //   ForFpr:        the smallest table whose predicted FPR at
-  //                  expected_items keys is <= fpr (never more loaded than
-  //                  MaxLoad).
-  static FastDLeftOptions ForLoad(uint64_t expected_items, double load, uint32_t subtables = 2);
-  static FastDLeftOptions ForBitsPerKey(uint64_t expected_items, double bits_per_key,
-                                        uint32_t subtables = 2);
-  static FastDLeftOptions ForFpr(uint64_t expected_items, double fpr, uint32_t subtables = 2);
+  //                  expected_items keys is <= fpr; from the FPR at load
+  //                  0.05 up (a lower fpr needs the dense kernel's 16-bit
+  //                  class).
+  static Status ForLoad(uint64_t expected_items, double load, FastDLeftOptions* out);
+  static Status ForBitsPerKey(uint64_t expected_items, double bits_per_key, FastDLeftOptions* out);
+  static Status ForFpr(uint64_t expected_items, double fpr, FastDLeftOptions* out);
   // The highest load the sizing helpers use for `subtables` (see the
   // design note for the spill probabilities behind it).
   static double MaxLoad(uint32_t subtables);

@@ -168,7 +168,6 @@
 #include <string>
 #include <vector>
 
-#include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
@@ -191,15 +190,11 @@ struct LiveKeyIndexOptions {
   // lock-free readers): 18 / a bits per key at load a = 0.75 (16-bit cells
   // with 2-bit counters and a 1/8 spare area), predicted FPR
   // 32 a / (4 * 8191) (the kernel's design note), one 64-byte line per
-  // lookup (two when its bucket spilled). Of `dleft` only the seed is used (the key hash
-  // seed, also recorded in the index file); its other fields are still
-  // validated (counter_bits >= 1) but no longer shape the index.
-  DLeftOptions dleft = [] {
-    DLeftOptions d;
-    d.subtables = 2;
-    d.cells_per_bucket = 4;
-    return d;
-  }();
+  // lookup (two when its bucket spilled).
+  //
+  // The key hash seed of every index (also recorded in the index file; an
+  // index file written with another seed is rebuilt, not loaded).
+  uint64_t seed = 0x5EEDD1CBF0000001ULL;
   double sizing_load = 0.75;  // (0, 1]; capped at the kernel's MaxLoad (0.80)
 
   // Counter width of the autoscaling Bloom filter the index migrates to
