@@ -196,7 +196,7 @@ TEST(AutoscalingSerializationTest, LossyFilterNeedsOptInToLoad) {
   Status s = AutoscalingBloomFilter::Deserialize(blob, &g);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_EQ(g, nullptr);
-  AutoscalingReadOptions ro;
+  DeserializeOptions ro;
   ro.allow_false_negatives = true;
   ASSERT_TRUE(AutoscalingBloomFilter::Deserialize(blob, &g, ro).ok());
   EXPECT_EQ(g->theta(), f->theta());

@@ -297,7 +297,7 @@ TEST_P(DenseGeometryTest, SerializeRoundTripAndCorruption) {
   const std::string s = Bytes(*f);
   ASSERT_EQ(s.size(), 64 + 64 * 4 * d() + 8);
   std::unique_ptr<DenseDLeftFilter> g;
-  ASSERT_TRUE(DenseDLeftFilter::Deserialize(s, &g, ts()).ok());
+  ASSERT_TRUE(DenseDLeftFilter::Deserialize(s, &g, DeserializeOptions{ts()}).ok());
   EXPECT_EQ(Bytes(*g), s);
   EXPECT_EQ(g->Stats().items, 100u);
   for (uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(g->ContainsHash(internal::Mix64(i)));

@@ -661,7 +661,7 @@ TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
     std::string bytes;
     k->Serialize(&bytes);
     std::unique_ptr<FastDLeftFilter> loaded;
-    ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &loaded, thread_safe).ok());
+    ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &loaded, DeserializeOptions{thread_safe}).ok());
 
     ElasticOptions o;  // kFast by default
     std::unique_ptr<ElasticFilter> f;

@@ -554,7 +554,7 @@ TEST_P(FastDLeftGeometryTest, ConcurrencyReadersNeverMissStableKeys) {
   std::string bytes;
   f->Serialize(&bytes);
   std::unique_ptr<FastDLeftFilter> g;
-  ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &g, /*thread_safe=*/true).ok());
+  ASSERT_TRUE(FastDLeftFilter::Deserialize(bytes, &g, DeserializeOptions{/*thread_safe=*/true}).ok());
   for (uint64_t h : stable) EXPECT_TRUE(g->ContainsHash(h));
 }
 
@@ -712,7 +712,7 @@ TEST(FastDLeftRegression, BuddyChoiceWithoutBuddyLineIsRejected) {
   internal::PutFixed64(&sum, internal::HashKey(s.data(), s.size() - 8, 0));
   s.replace(s.size() - 8, 8, sum);
   std::unique_ptr<FastDLeftFilter> f;
-  const Status st = FastDLeftFilter::Deserialize(s, &f, /*thread_safe=*/true);
+  const Status st = FastDLeftFilter::Deserialize(s, &f, DeserializeOptions{/*thread_safe=*/true});
   EXPECT_TRUE(st.IsCorruption()) << st.ToString();
   EXPECT_NE(st.ToString().find("buddy"), std::string::npos) << st.ToString();
 }

@@ -28,26 +28,13 @@
 #include <cstring>
 
 #include "dlcbf/internal/coding.h"
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {
 
 namespace {
 
-// Serialized format, little-endian (internal/coding.h):
-//
-//   offset  size  field
-//   0       4     magic 0x31464241 ("ABF1")
-//   4       1     version (1)
-//   5       3     reserved, 0
-//   8       4     Θ
-//   12      4     T
-//   16      8     min_tpr, IEEE-754 binary64 bit pattern
-//   24      8     autotunes
-//   32      8     L: length of the embedded CBF
-//   40      L     CountingBloomFilter::Serialize() output (own checksum)
-//   40+L    8     checksum: XXH3-64 of bytes [0, 40 + L) with seed 0
+// Serialized format: filter_policy/FORMATS.md, "Autoscaling Bloom filter".
 constexpr uint32_t kMagic = 0x31464241;
 constexpr uint8_t kVersion = 1;
 
@@ -142,13 +129,6 @@ void AutoscalingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
   for (size_t i = 0; i < n; ++i) out[i] = ContainsHash(hashes[i]);
 }
 
-void AutoscalingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n,
-                                           bool* out) const {
-  internal::HashedBatches<32>(
-      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
-      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
-}
-
 Status AutoscalingBloomFilter::CheckThresholds(uint32_t theta, uint32_t T,
                                                         bool allow_lossy) const {
   if (T > cbf_->num_probes()) {
@@ -235,9 +215,8 @@ void AutoscalingBloomFilter::Serialize(std::string* out) const {
   internal::PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-Status AutoscalingBloomFilter::Deserialize(
-    const std::string_view& data, std::unique_ptr<AutoscalingBloomFilter>* out,
-    const AutoscalingReadOptions& read_options) {
+Status AutoscalingBloomFilter::Deserialize(std::string_view data, std::unique_ptr<AutoscalingBloomFilter>* out,
+                                           const DeserializeOptions& read_options) {
   if (out == nullptr) return Status::InvalidArgument("out must not be null");
   internal::Decoder dec(data.data(), data.size());
   uint32_t magic = 0, theta = 0, T = 0;
@@ -269,8 +248,9 @@ Status AutoscalingBloomFilter::Deserialize(
     return Status::Corruption("autoscaling Bloom filter: min_tpr outside [0, 1]");
   }
   std::unique_ptr<CountingBloomFilter> cbf;
-  Status s = CountingBloomFilter::Deserialize(std::string_view(dec.data(), cbf_len), &cbf,
-                                              read_options.thread_safe);
+  DeserializeOptions inner;
+  inner.thread_safe = read_options.thread_safe;
+  Status s = CountingBloomFilter::Deserialize(std::string_view(dec.data(), cbf_len), &cbf, inner);
   if (!s.ok()) return s;
   AutoscalingOptions opt;
   opt.counting = cbf->options();

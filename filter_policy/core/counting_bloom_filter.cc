@@ -39,7 +39,6 @@
 #include <new>
 
 #include "dlcbf/internal/coding.h"
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {
@@ -50,23 +49,7 @@ constexpr uint32_t kMaxProbes = 4096;
 constexpr uint64_t kMaxCounters = uint64_t{1} << 32;
 constexpr uint64_t kStepSalt = 0x9AE16A3B2F90404FULL;
 
-// Serialized format, all integers little-endian (internal/coding.h):
-//
-//   offset  size   field
-//   0       4      magic 0x31464243 ("CBF1")
-//   4       1      version (1)
-//   5       1      counter bits w, 1..8
-//   6       2      reserved, 0
-//   8       4      num_probes k
-//   12      8      num_counters m
-//   20      8      seed
-//   28      8      items
-//   36      8      saturations
-//   44      8      sticky_erases
-//   52      8      num_words W = ceil(m / floor(64 / w))
-//   60      8*W    counter words; counter i is bits [s*w, s*w + w) of word
-//                  i / floor(64/w), s = i mod floor(64/w); unused bits 0
-//   60+8W   8      checksum: XXH3-64 of bytes [0, 60+8W) with seed 0
+// Serialized format: filter_policy/FORMATS.md, "Counting Bloom filter".
 constexpr uint32_t kMagic = 0x31464243;
 constexpr uint8_t kVersion = 1;
 constexpr size_t kHeaderSize = 60;
@@ -171,7 +154,7 @@ Status CountingBloomFilter::Create(const CountingBloomOptions& options,
   return Status::OK();
 }
 
-uint64_t CountingBloomFilter::Hash(const std::string_view& key) const {
+uint64_t CountingBloomFilter::Hash(std::string_view key) const {
   return internal::HashKey(key.data(), key.size(), options_.seed);
 }
 
@@ -322,13 +305,6 @@ void CountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t n,
   }
 }
 
-void CountingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n,
-                                        bool* out) const {
-  internal::HashedBatches<32>(
-      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
-      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
-}
-
 void CountingBloomFilter::Positions(uint64_t hash, uint64_t* out) const {
   uint64_t pos, step;
   Start(hash, &pos, &step);
@@ -410,9 +386,9 @@ void CountingBloomFilter::Serialize(std::string* out) const {
   internal::PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-Status CountingBloomFilter::Deserialize(const std::string_view& data,
-                                                 std::unique_ptr<CountingBloomFilter>* out,
-                                                 bool thread_safe) {
+Status CountingBloomFilter::Deserialize(std::string_view data, std::unique_ptr<CountingBloomFilter>* out,
+                            const DeserializeOptions& options) {
+  const bool thread_safe = options.thread_safe;
   if (out == nullptr) return Status::InvalidArgument("out must not be null");
   internal::Decoder dec(data.data(), data.size());
   uint32_t magic = 0, k = 0;

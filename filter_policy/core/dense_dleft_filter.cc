@@ -106,7 +106,6 @@
 #include <thread>
 #include <type_traits>
 
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
@@ -371,12 +370,6 @@ void DenseDLeftFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool*
   }
 }
 
-void DenseDLeftFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
-  internal::HashedBatches<kBatch>(
-      keys, n, out, [this](std::string_view k) { return Hash(k); },
-      [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
-}
-
 namespace {
 // Batched inserts / erases: each group's candidate lines are requested
 // before the first operation of the group.
@@ -396,18 +389,6 @@ void DenseDLeftFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResul
 
 void DenseDLeftFilter::EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
   MutateInBatches(*this, hashes, n, out, [this](uint64_t h) { return EraseHash(h); });
-}
-
-void DenseDLeftFilter::InsertBatch(const std::string_view* keys, size_t n, OpResult* out) {
-  internal::HashedBatches<kBatch>(
-      keys, n, out, [this](std::string_view k) { return Hash(k); },
-      [this](const uint64_t* h, size_t len, OpResult* o) { InsertHashBatch(h, len, o); });
-}
-
-void DenseDLeftFilter::EraseBatch(const std::string_view* keys, size_t n, OpResult* out) {
-  internal::HashedBatches<kBatch>(
-      keys, n, out, [this](std::string_view k) { return Hash(k); },
-      [this](const uint64_t* h, size_t len, OpResult* o) { EraseHashBatch(h, len, o); });
 }
 
 void DenseDLeftFilter::Clear() {

@@ -47,7 +47,8 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
 }
 
 Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
-                                     bool thread_safe) {
+                            const DeserializeOptions& options) {
+  const bool thread_safe = options.thread_safe;
   auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
   if (data.size() < kHeader + 8) return corrupt("truncated header");
   if (std::memcmp(data.data(), kMagic, 4) != 0) return corrupt("bad magic");

@@ -197,7 +197,7 @@ Status DLeftCountingBloomFilter::Create(const DLeftOptions& options,
   return Status::OK();
 }
 
-uint64_t DLeftCountingBloomFilter::Hash(const std::string_view& key) const {
+uint64_t DLeftCountingBloomFilter::Hash(std::string_view key) const {
   return impl_->hashing_.Hash(key.data(), key.size());
 }
 
@@ -227,12 +227,6 @@ void DLeftCountingBloomFilter::ContainsHashBatch(const uint64_t* hashes, size_t 
     }
     for (size_t i = 0; i < m; ++i) out[base + i] = impl_->Lookup(probes[i], false) != 0;
   }
-}
-
-void DLeftCountingBloomFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
-  internal::HashedBatches<16>(
-      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
-      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 void DLeftCountingBloomFilter::Clear() { impl_->Clear(); }

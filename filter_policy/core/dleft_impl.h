@@ -21,7 +21,6 @@
 #include <sys/mman.h>
 
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/memory.h"

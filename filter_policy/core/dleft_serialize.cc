@@ -62,9 +62,9 @@ void DLeftCountingBloomFilter::Serialize(std::string* out) const {
   PutFixed64(out, internal::HashKey(out->data() + start, out->size() - start, 0));
 }
 
-Status DLeftCountingBloomFilter::Deserialize(const std::string_view& data,
-                                                      std::unique_ptr<DLeftCountingBloomFilter>* out,
-                                                      bool thread_safe) {
+Status DLeftCountingBloomFilter::Deserialize(std::string_view data, std::unique_ptr<DLeftCountingBloomFilter>* out,
+                                             const DeserializeOptions& options) {
+  const bool thread_safe = options.thread_safe;
   const char* kWhat = "dlCBF deserialize";
   if (out == nullptr) return Status::InvalidArgument(kWhat, "out is null");
   internal::Decoder dec(data.data(), data.size());

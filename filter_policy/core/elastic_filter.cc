@@ -88,7 +88,6 @@
 #include <vector>
 
 #include "dlcbf/internal/dleft_layout.h"
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/hash.h"
 
 namespace dlcbf {
@@ -565,7 +564,7 @@ Status ElasticFilter::InitDense() {
   return Status::OK();
 }
 
-uint64_t ElasticFilter::Hash(const std::string_view& key) const {
+uint64_t ElasticFilter::Hash(std::string_view key) const {
   if (fast()) return internal::HashKey(key.data(), key.size(), options_.fast.seed);
   return hashing_->Hash(key.data(), key.size());
 }
@@ -766,12 +765,6 @@ bool ElasticFilter::ContainsHash(uint64_t hash) const {
   const AutoscalingBloomFilter* a = published_.load(std::memory_order_acquire);
   if (a == nullptr) return kernel_->ContainsHash(hash);
   return a->ContainsHash(ProbeHash(hash));
-}
-
-void ElasticFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
-  internal::HashedBatches<32>(
-      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
-      [this](const uint64_t* h, size_t m, bool* o) { ContainsHashBatch(h, m, o); });
 }
 
 void ElasticFilter::ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const {

@@ -253,7 +253,7 @@ Status FastDLeftFilter::Create(const FastDLeftOptions& options,
   return Status::OK();
 }
 
-uint64_t FastDLeftFilter::Hash(const std::string_view& key) const {
+uint64_t FastDLeftFilter::Hash(std::string_view key) const {
   return internal::HashKey(key.data(), key.size(), impl_->opt.seed);
 }
 
@@ -320,12 +320,6 @@ void FastDLeftFilter::ContainsHashBatch(const uint64_t* h, size_t n, bool* out) 
   } else {
     m.ContainsBatch<2, false>(h, n, out);
   }
-}
-
-void FastDLeftFilter::ContainsBatch(const std::string_view* keys, size_t n, bool* out) const {
-  internal::HashedBatches<64>(
-      keys, n, out, [this](const std::string_view& k) { return Hash(k); },
-      [this](const uint64_t* h, size_t len, bool* o) { ContainsHashBatch(h, len, o); });
 }
 
 namespace {

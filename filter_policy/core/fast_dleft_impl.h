@@ -19,7 +19,6 @@
 #include <unordered_map>
 
 #include "dlcbf/core/fast_dleft_filter.h"
-#include "dlcbf/internal/batched_lookup.h"
 #include "dlcbf/internal/coding.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/fast_dleft_testing.h"

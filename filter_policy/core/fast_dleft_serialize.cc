@@ -42,8 +42,9 @@ void FastDLeftFilter::Serialize(std::string* out) const {
   PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
 }
 
-Status FastDLeftFilter::Deserialize(const std::string_view& data,
-                                             std::unique_ptr<FastDLeftFilter>* out, bool thread_safe) {
+Status FastDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<FastDLeftFilter>* out,
+                            const DeserializeOptions& options) {
+  const bool thread_safe = options.thread_safe;
   using internal::Decoder;
   auto corrupt = [](const std::string& why) {
     return Status::Corruption("FastDLeftFilter", why);

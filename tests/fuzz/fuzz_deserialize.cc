@@ -49,7 +49,7 @@ void Exercise(Filter* f, const std::string& accepted, const uint8_t* keys, size_
 
 void DLeft(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   std::unique_ptr<dlcbf::DLeftCountingBloomFilter> f;
-  if (!dlcbf::DLeftCountingBloomFilter::Deserialize(s, &f, ts).ok()) return;
+  if (!dlcbf::DLeftCountingBloomFilter::Deserialize(s, &f, dlcbf::DeserializeOptions{ts}).ok()) return;
   if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
   Exercise(f.get(), s, d, n);
   (void)f->Count(std::string_view("x"));
@@ -61,7 +61,7 @@ void DLeft(const std::string& s, bool ts, const uint8_t* d, size_t n) {
 
 void Counting(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   std::unique_ptr<dlcbf::CountingBloomFilter> f;
-  if (!dlcbf::CountingBloomFilter::Deserialize(s, &f, ts).ok()) return;
+  if (!dlcbf::CountingBloomFilter::Deserialize(s, &f, dlcbf::DeserializeOptions{ts}).ok()) return;
   Exercise(f.get(), s, d, n);
   std::string out;
   f->Serialize(&out);
@@ -71,7 +71,7 @@ void Counting(const std::string& s, bool ts, const uint8_t* d, size_t n) {
 
 void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, size_t n) {
   std::unique_ptr<dlcbf::AutoscalingBloomFilter> f;
-  dlcbf::AutoscalingReadOptions ro;
+  dlcbf::DeserializeOptions ro;
   ro.thread_safe = ts;
   ro.allow_false_negatives = lossy;
   dlcbf::Status st = dlcbf::AutoscalingBloomFilter::Deserialize(s, &f, ro);
@@ -107,7 +107,7 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
 
 void Fast(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   std::unique_ptr<dlcbf::FastDLeftFilter> f;
-  if (!dlcbf::FastDLeftFilter::Deserialize(s, &f, ts).ok()) return;
+  if (!dlcbf::FastDLeftFilter::Deserialize(s, &f, dlcbf::DeserializeOptions{ts}).ok()) return;
   if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
   Exercise(f.get(), s, d, n);
   (void)f->Count(std::string_view("x"));
@@ -121,7 +121,7 @@ void Fast(const std::string& s, bool ts, const uint8_t* d, size_t n) {
 
 void Dense(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   std::unique_ptr<dlcbf::DenseDLeftFilter> f;
-  if (!dlcbf::DenseDLeftFilter::Deserialize(s, &f, ts).ok()) return;
+  if (!dlcbf::DenseDLeftFilter::Deserialize(s, &f, dlcbf::DeserializeOptions{ts}).ok()) return;
   if (f->bytes() > (size_t{1} << 24)) return;  // keep the fuzzer fast
   Exercise(f.get(), s, d, n);
   (void)f->Count("x");

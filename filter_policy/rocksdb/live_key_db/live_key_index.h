@@ -79,7 +79,7 @@ class LiveKeyIndex {
   static rocksdb::Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, /*thread_safe=*/true));
+    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, DeserializeOptions{/*thread_safe=*/true}));
     if (!s.ok()) return s;
     if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");

@@ -55,6 +55,7 @@
 
 #include "dlcbf/model/abf_model.h"
 #include "dlcbf/core/counting_bloom_filter.h"
+#include "dlcbf/core/counting_filter.h"
 #include <string_view>
 #include "dlcbf/core/status.h"
 
@@ -86,45 +87,34 @@ struct AutoscalingStats {
   abf::ModelPoint model;
 };
 
-// How Deserialize builds the filter (the mode is not part of the format).
-struct AutoscalingReadOptions {
-  bool thread_safe = false;
-  // Required to load a filter whose stored (Θ, T) is lossy.
-  bool allow_false_negatives = false;
-};
-
-class AutoscalingBloomFilter {
+class AutoscalingBloomFilter : public CountingFilterApi<AutoscalingBloomFilter> {
  public:
-  // InvalidArgument (field named) or MemoryLimit. Starts at Θ = 0, T = k.
+  // Create / Deserialize / Serialize: the life cycle of CountingFilterApi
+  // (counting_filter.h). Create starts at Θ = 0, T = k.
   static Status Create(const AutoscalingOptions& options,
                                 std::unique_ptr<AutoscalingBloomFilter>* out);
 
-  // Parses Serialize() output. Corruption for truncated/garbage input
-  // (never reads outside `data`); InvalidArgument if the stored thresholds
-  // are lossy and read_options.allow_false_negatives is false.
-  static Status Deserialize(const std::string_view& data,
-                                     std::unique_ptr<AutoscalingBloomFilter>* out,
-                                     const AutoscalingReadOptions& read_options = {});
+  // Format: filter_policy/FORMATS.md, "Autoscaling Bloom filter". Also
+  // InvalidArgument when the stored thresholds are lossy and
+  // options.allow_false_negatives is false.
+  static Status Deserialize(std::string_view data, std::unique_ptr<AutoscalingBloomFilter>* out,
+                            const DeserializeOptions& options = {});
 
-  AutoscalingBloomFilter(const AutoscalingBloomFilter&) = delete;
-  AutoscalingBloomFilter& operator=(const AutoscalingBloomFilter&) = delete;
   ~AutoscalingBloomFilter();
 
-  uint64_t Hash(const std::string_view& key) const { return cbf_->Hash(key); }
-
-  // Counter updates and n tracking (CountingBloomFilter semantics: Insert
-  // always kOk; Erase kNotFound and no change unless all k counters are
-  // nonzero). Thresholds are not re-tuned implicitly; call AutoTune.
-  OpResult Insert(const std::string_view& key) { return cbf_->Insert(key); }
+  // The primitives of CountingFilterApi (counting_filter.h); the key forms
+  // and key batches come from there.
+  //   Hash, InsertHash, EraseHash: the inner CountingBloomFilter's (Insert
+  //     always kOk; Erase kNotFound and no change unless all k counters
+  //     are nonzero), with n tracked. Thresholds are not re-tuned
+  //     implicitly; call AutoTune.
+  //   ContainsHash: at least T of the key's k counters exceed Θ. Never
+  //     false for a live key while lossless() (the default); with lossy
+  //     thresholds set on purpose a live key may read absent.
+  uint64_t Hash(std::string_view key) const { return cbf_->Hash(key); }
   OpResult InsertHash(uint64_t hash) { return cbf_->InsertHash(hash); }
-  OpResult Erase(const std::string_view& key) { return cbf_->Erase(key); }
   OpResult EraseHash(uint64_t hash) { return cbf_->EraseHash(hash); }
-
-  // Member iff at least T of the k counters exceed Θ. Never false for a
-  // live key while lossless() (the default).
-  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // Number of the key's k counters above Θ (the dot product d of §3.4).
@@ -152,7 +142,6 @@ class AutoscalingBloomFilter {
 
   AutoscalingStats Stats() const;
 
-  // Appends the versioned format (diagram in the .cc file).
   void Serialize(std::string* out) const;
 
   const AutoscalingOptions& options() const { return options_; }

@@ -59,6 +59,7 @@
 #include <mutex>
 #include <string>
 
+#include "dlcbf/core/counting_filter.h"
 #include "dlcbf/core/op_result.h"
 #include <string_view>
 #include "dlcbf/core/status.h"
@@ -102,47 +103,38 @@ struct CountingBloomStats {
   double fill_fpr = 0;
 };
 
-class CountingBloomFilter {
+class CountingBloomFilter : public CountingFilterApi<CountingBloomFilter> {
  public:
-  // Validates `options` and allocates zeroed counters. InvalidArgument for a
-  // bad field, MemoryLimit above options.max_bytes. *out owns the filter.
+  // Create / Deserialize / Serialize: the life cycle of CountingFilterApi
+  // (counting_filter.h).
   static Status Create(const CountingBloomOptions& options,
                                 std::unique_ptr<CountingBloomFilter>* out);
 
-  // Parses Serialize() output. Corruption (with the reason) for truncated,
-  // wrong-magic, unknown-version, bad-checksum, mis-sized or inconsistent
-  // input; never reads outside `data`. `thread_safe` picks the mode (it is
-  // not part of the format).
-  static Status Deserialize(const std::string_view& data,
-                                     std::unique_ptr<CountingBloomFilter>* out,
-                                     bool thread_safe = false);
+  // Format: filter_policy/FORMATS.md, "Counting Bloom filter".
+  static Status Deserialize(std::string_view data, std::unique_ptr<CountingBloomFilter>* out,
+                            const DeserializeOptions& options = {});
 
-  CountingBloomFilter(const CountingBloomFilter&) = delete;
-  CountingBloomFilter& operator=(const CountingBloomFilter&) = delete;
   ~CountingBloomFilter();
 
-  // XXH3-64 of the key with options().seed. The *Hash variants take this
-  // value (or any uniformly distributed 64-bit value the caller derives,
-  // e.g. from a dlCBF fingerprint) so a key is hashed once.
-  uint64_t Hash(const std::string_view& key) const;
-
-  // Adds one occurrence. Always kOk (saturation is counted, not an error).
-  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
+  // The primitives of CountingFilterApi (counting_filter.h), whose
+  // contract they follow; the key forms and key batches come from there.
+  //   Hash: XXH3-64 of the key with options().seed. The *Hash calls take
+  //     this value or any uniformly distributed 64-bit value the caller
+  //     derives (e.g. from a dlCBF fingerprint).
+  //   InsertHash: always kOk (saturation is counted, not an error).
+  //   EraseHash: kNotFound (and no change) if any of the k counters is
+  //     zero; otherwise decrements every non-saturated counter.
+  //   ContainsHash: all k counters nonzero.
+  //   CountHash: the smallest of the k counters (saturated ones read
+  //     2^w - 1).
+  //   ContainsHashBatch: prefetches a block's first probe words, then
+  //     probes.
+  uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
-
-  // Removes one occurrence. kNotFound (and no change) if any of the k
-  // counters is zero; otherwise decrements every non-saturated counter.
-  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
-
-  // True iff all k counters are nonzero. Never false for a live key.
-  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-
-  // The smallest of the key's k counters: 0 if absent, otherwise an upper
-  // bound on its multiplicity (saturated counters read 2^w - 1).
-  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // How many of the key's k counters exceed `theta`: the dot product of the
   // binarized filter [counter > theta] with the key's indicator vector
@@ -150,12 +142,6 @@ class CountingBloomFilter {
   // DotProductHash(h, theta, T) >= T decides ABF membership cheaply.
   uint32_t DotProductHash(uint64_t hash, uint32_t theta,
                           uint32_t stop_at = UINT32_MAX) const;
-
-  // out[i] = Contains(keys[i]). Hashes a block of keys, prefetches their
-  // first probe words, then probes, so the cache misses of different keys
-  // overlap.
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
-  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // The k distinct probe positions of `hash`, in probe order, into
   // out[0 .. num_probes()-1].
@@ -176,7 +162,7 @@ class CountingBloomFilter {
   // O(m) scan plus the event counters.
   CountingBloomStats Stats() const;
 
-  // Appends the versioned little-endian format (diagram in the .cc file).
+  // Serialize: see Create above.
   void Serialize(std::string* out) const;
 
   const CountingBloomOptions& options() const { return options_; }

@@ -68,6 +68,7 @@
 #include <string>
 #include <string_view>
 
+#include "dlcbf/core/counting_filter.h"
 #include "dlcbf/core/op_result.h"
 #include "dlcbf/core/status.h"
 
@@ -131,49 +132,31 @@ struct DenseDLeftStats {
   double predicted_fpr = 0;   // PredictedFpr(items)
 };
 
-class DenseDLeftFilter {
+class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
  public:
-  // Validates `options` and allocates a zeroed (empty) table.
-  // InvalidArgument for a bad field; MemoryLimit above options.max_bytes or
-  // physical memory.
+  // Create / Deserialize / Serialize: the life cycle of CountingFilterApi
+  // (counting_filter.h).
   static Status Create(const DenseDLeftOptions& options, std::unique_ptr<DenseDLeftFilter>* out);
 
-  // Parses the format written by Serialize() (filter_policy/FORMATS.md,
-  // "dense dlCBF"). Corruption (with the reason) for any truncated,
-  // mis-sized, wrong-magic, bad-checksum or internally inconsistent input;
-  // never reads outside `data`, never aborts. `thread_safe` chooses the mode
-  // of the new filter (not part of the format).
+  // Format: filter_policy/FORMATS.md, "Dense kernel".
   static Status Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
-                            bool thread_safe = false);
+                            const DeserializeOptions& options = {});
 
   ~DenseDLeftFilter();
-  DenseDLeftFilter(const DenseDLeftFilter&) = delete;
-  DenseDLeftFilter& operator=(const DenseDLeftFilter&) = delete;
 
-  // H(key) = XXH3-64(key, seed): the one hash per operation.
+  // The primitives of CountingFilterApi (counting_filter.h), whose
+  // contract they follow; the key forms and key batches come from there.
+  //   Hash: XXH3-64(key, seed).
+  //   CountHash: copies of the key's fingerprint (0 if absent).
+  //   The hash batches prefetch the candidate blocks of a group of keys
+  //     before any is probed.
   uint64_t Hash(std::string_view key) const;
-
-  // Adds one occurrence: kOk, or kOverflow (filter unchanged).
-  OpResult Insert(std::string_view key) { return InsertHash(Hash(key)); }
   OpResult InsertHash(uint64_t hash);
-  // Removes one occurrence: kOk, or kNotFound (unchanged).
-  OpResult Erase(std::string_view key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
-  // May the key be present? Never false for a stored key.
-  bool Contains(std::string_view key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-  // Copies of the key's fingerprint (0 if absent).
-  uint32_t Count(std::string_view key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
-
-  // Batched calls: the same results as the single calls in order (out[i]
-  // for key i), with the candidate blocks of a group of keys prefetched
-  // before any is probed. `out` must have room for n results.
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
-  void InsertBatch(const std::string_view* keys, size_t n, OpResult* out);
   void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
-  void EraseBatch(const std::string_view* keys, size_t n, OpResult* out);
   void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
 
   // A hint: start loading the candidate blocks of `hash`. Any mode, any thread.
@@ -205,7 +188,7 @@ class DenseDLeftFilter {
   // back); kNotFound (unchanged) when f is out of range.
   OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t copies = 1);
 
-  // Appends the versioned little-endian format (filter_policy/FORMATS.md).
+  // Serialize: see Create above.
   void Serialize(std::string* out) const;
 
   const DenseDLeftOptions& options() const;

@@ -57,8 +57,10 @@
 #include <string>
 #include <vector>
 
-#include "dlcbf/core/op_result.h"
 #include <string_view>
+
+#include "dlcbf/core/counting_filter.h"
+#include "dlcbf/core/op_result.h"
 #include "dlcbf/core/status.h"
 
 namespace dlcbf {
@@ -140,58 +142,33 @@ struct DLeftStats {
   double predicted_fpr = 0;    // 1 - (1 - 1/(B*Rn))^fingerprints
 };
 
-class DLeftCountingBloomFilter {
+class DLeftCountingBloomFilter : public CountingFilterApi<DLeftCountingBloomFilter> {
  public:
-  // Validates `options` and allocates the table. InvalidArgument for a bad
-  // geometry, MemoryLimit when it exceeds options.max_bytes or allocation
-  // fails. On success *out owns a new, empty filter.
+  // Create / Deserialize / Serialize: the life cycle of CountingFilterApi
+  // (counting_filter.h).
   static Status Create(const DLeftOptions& options,
                                 std::unique_ptr<DLeftCountingBloomFilter>* out);
 
-  // Parses the format written by Serialize(). Corruption (with the reason)
-  // for truncated, mis-sized, wrong-magic, bad-checksum or inconsistent
-  // input; never reads outside `data`. `thread_safe` chooses the mode of
-  // the new filter (the mode is not part of the format).
-  static Status Deserialize(const std::string_view& data,
-                                     std::unique_ptr<DLeftCountingBloomFilter>* out,
-                                     bool thread_safe = false);
+  // Format: filter_policy/FORMATS.md, "Standalone dlCBF".
+  static Status Deserialize(std::string_view data, std::unique_ptr<DLeftCountingBloomFilter>* out,
+                            const DeserializeOptions& options = {});
 
   ~DLeftCountingBloomFilter();
-  DLeftCountingBloomFilter(const DLeftCountingBloomFilter&) = delete;
-  DLeftCountingBloomFilter& operator=(const DLeftCountingBloomFilter&) = delete;
 
-  // H(key): the 64-bit key hash (XXH3 with the filter's seed). The *Hash
-  // variants below take this value, so callers that already hashed a key
-  // (e.g. an SST builder collecting hashes) do not hash twice.
-  uint64_t Hash(const std::string_view& key) const;
-
-  // Adds one occurrence. kOk or kOverflow (filter unchanged).
-  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
+  // The primitives of CountingFilterApi (counting_filter.h), whose
+  // contract they follow; the key forms (Insert, Erase, Contains, Count)
+  // and the key batches come from there.
+  //   Hash: XXH3 of the key with the filter's seed.
+  //   EraseHash: kNotSupported when counter_bits == 0.
+  //   CountHash: Always 1 for a present key when c == 0; max_counter()
+  //     once saturated.
+  //   ContainsHashBatch: prefetches every candidate bucket of the batch,
+  //     then probes, so the memory accesses of different keys overlap.
+  uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
-
-  // Removes one occurrence: decrements the single stored copy of the key's
-  // fingerprint. kNotFound if it is not stored (filter unchanged);
-  // kNotSupported when counter_bits == 0. Erasing a key that was never
-  // inserted but collides with a stored fingerprint removes that
-  // fingerprint's evidence, exactly as in any counting filter: callers must
-  // only erase keys they inserted.
-  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
-
-  // May the key be in the multiset? Never false for a stored key.
-  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-
-  // The counter of the key's fingerprint: 0 if absent, else the
-  // multiplicity (an upper bound when fingerprints collide, and
-  // max_counter() once saturated). Always 1 for a present key when c == 0.
-  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
   uint32_t CountHash(uint64_t hash) const;
-
-  // Batched lookups: out[i] = Contains(keys[i]). Hashes the whole batch,
-  // prefetches every candidate bucket, then probes, so the memory accesses
-  // of different keys overlap.
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
 
   // Empties the filter and resets the statistics.
@@ -220,8 +197,7 @@ class DLeftCountingBloomFilter {
   // and seed, without the keys.
   uint64_t HashOfFingerprint(uint64_t packed) const;
 
-  // Appends the versioned little-endian format (see the diagram in the .cc
-  // file and the README) to *out.
+  // Serialize: see Create above.
   void Serialize(std::string* out) const;
 
   // Appends only the packed bit array (bytes() bytes, layout in

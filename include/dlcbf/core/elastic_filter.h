@@ -88,6 +88,7 @@
 #include <unordered_set>
 
 #include "dlcbf/core/autoscaling_bloom_filter.h"
+#include "dlcbf/core/counting_filter.h"
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
@@ -229,7 +230,7 @@ struct ElasticStats {
   AutoscalingStats abf;    // filled in mode kAutoscaling
 };
 
-class ElasticFilter {
+class ElasticFilter : public CountingFilterApi<ElasticFilter> {
  public:
   // InvalidArgument (field named) or MemoryLimit. Starts in kDLeft mode.
   static Status Create(const ElasticOptions& options,
@@ -252,25 +253,20 @@ class ElasticFilter {
   // or after migration. Takes the writer lock in thread_safe mode.
   bool SerializeKernel(std::string* out) const;
 
-  ElasticFilter(const ElasticFilter&) = delete;
-  ElasticFilter& operator=(const ElasticFilter&) = delete;
   ~ElasticFilter();
 
-  // XXH3-64 of the key with the kernel's seed (the kernel's H(x)).
-  uint64_t Hash(const std::string_view& key) const;
-
-  // Always kOk (see Guarantees for the allocation-failure exception).
-  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
+  // The primitives of CountingFilterApi (counting_filter.h), whose
+  // contract they follow; the key forms and key batches come from there.
+  //   Hash: XXH3-64 of the key with the kernel's seed (the kernel's H(x)).
+  //   InsertHash: always kOk (see Guarantees for the allocation-failure
+  //     exception): a full kernel migrates instead of overflowing.
+  //   EraseHash: kOk, or kNotFound (no change) when the key is certainly
+  //     absent.
+  //   ContainsHashBatch: the kernel's (or the ABF's) batched probe.
+  uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
-
-  // kOk, or kNotFound (no change) when the key is certainly absent.
-  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
-
-  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const;
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
-  // out[i] = ContainsHash(hashes[i]), with the kernel's batched probe.
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
   // A hint, changing nothing: starts loading the writer lock and, while in
   // mode kDLeft with the fast kernel, the kernel's lines for `hash`

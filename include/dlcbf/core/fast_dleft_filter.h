@@ -62,6 +62,7 @@
 #include <memory>
 #include <string>
 
+#include "dlcbf/core/counting_filter.h"
 #include "dlcbf/core/op_result.h"
 #include "dlcbf/core/fast_dleft_probe.h"
 #include <string_view>
@@ -126,42 +127,30 @@ struct FastDLeftStats {
   double predicted_fpr = 0;     // PredictedFpr(fingerprints)
 };
 
-class FastDLeftFilter {
+class FastDLeftFilter : public CountingFilterApi<FastDLeftFilter> {
  public:
-  // Validates `options` and allocates a zeroed table. InvalidArgument for a
-  // bad field; MemoryLimit above options.max_bytes or physical memory.
+  // Create / Deserialize / Serialize: the life cycle of CountingFilterApi
+  // (counting_filter.h).
   static Status Create(const FastDLeftOptions& options,
                                 std::unique_ptr<FastDLeftFilter>* out);
 
-  // Parses the format written by Serialize(). Corruption (with the reason)
-  // for any truncated, mis-sized, wrong-magic, bad-checksum or internally
-  // inconsistent input; never reads outside `data`, never aborts.
-  // `thread_safe` chooses the mode of the new filter (not part of the format).
-  static Status Deserialize(const std::string_view& data,
-                                     std::unique_ptr<FastDLeftFilter>* out,
-                                     bool thread_safe = false);
+  // Format: filter_policy/FORMATS.md, "Fast kernel".
+  static Status Deserialize(std::string_view data, std::unique_ptr<FastDLeftFilter>* out,
+                            const DeserializeOptions& options = {});
 
   ~FastDLeftFilter();
-  FastDLeftFilter(const FastDLeftFilter&) = delete;
-  FastDLeftFilter& operator=(const FastDLeftFilter&) = delete;
 
-  // H(key) = XXH3-64(key, seed): the one hash per operation. The *Hash
-  // calls take it, so callers holding hashes do not hash twice.
-  uint64_t Hash(const std::string_view& key) const;
-
-  // Adds one occurrence: kOk, or kOverflow (filter unchanged).
-  OpResult Insert(const std::string_view& key) { return InsertHash(Hash(key)); }
+  // The primitives of CountingFilterApi (counting_filter.h), whose
+  // contract they follow; the key forms and key batches come from there.
+  //   Hash: XXH3-64(key, seed).
+  //   ContainsHash: D = 2 without thread safety probes inline; other modes
+  //     and spilled buckets call into the library.
+  //   CountHash: 0 if absent, 1..4 (4 = saturated or more).
+  //   The hash batches prefetch the blocks of a group of keys before any is
+  //     probed.
+  uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
-
-  // Removes one occurrence of the key's fingerprint: kOk, or kNotFound
-  // (unchanged). Only erase keys you inserted (as with any counting filter).
-  OpResult Erase(const std::string_view& key) { return EraseHash(Hash(key)); }
   OpResult EraseHash(uint64_t hash);
-
-  // May the key be present? Never false for a stored key. (D = 2 without
-  // thread safety probes inline; other modes and spilled buckets call into
-  // the library.)
-  bool Contains(const std::string_view& key) const { return ContainsHash(Hash(key)); }
   bool ContainsHash(uint64_t hash) const {
     if (inline_probe_) {
       const internal::FastProbe r = internal::FastDLeftProbeD2(view_, hash);
@@ -169,25 +158,17 @@ class FastDLeftFilter {
     }
     return ContainsHashOutOfLine(hash);
   }
+  uint32_t CountHash(uint64_t hash) const;
+  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
+  void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+  void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
+
   // Asks the CPU to start loading what a call on `hash` reads first (its
   // block; in the thread-safe mode also its stripe's sequence number and
   // the writer lock) and returns at once: a hint that changes nothing, for
   // callers with other work to do before they probe or insert. Any mode,
   // any thread.
   void PrefetchHash(uint64_t hash) const;
-
-  // Multiplicity of the key's fingerprint: 0 if absent, 1..4 (4 = saturated
-  // or more).
-  uint32_t Count(const std::string_view& key) const { return CountHash(Hash(key)); }
-  uint32_t CountHash(uint64_t hash) const;
-
-  // Batched calls: the same results as the single calls in order
-  // (out[i] for key i), with the blocks of a group of keys prefetched
-  // before any is probed. `out` must have room for n results.
-  void ContainsBatch(const std::string_view* keys, size_t n, bool* out) const;
-  void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
-  void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
-  void EraseHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
 
   // Cache lines a query of `hash` reads: 1, or 2 when its (block, b) has
   // spilled fingerprints and the block holds no match.
@@ -236,7 +217,7 @@ class FastDLeftFilter {
   // range fields) returns kNotFound and changes nothing.
   OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t count = 1);
 
-  // Appends the versioned little-endian format (diagram in the .cc).
+  // Serialize: see Create above.
   void Serialize(std::string* out) const;
 
   const FastDLeftOptions& options() const;
