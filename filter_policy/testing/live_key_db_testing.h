@@ -21,7 +21,18 @@ enum class LiveKeyFault : int {
   // Put/Merge of a new key: base write first, then a short pause, then the
   // index insert (a window in which the key is live but not indexed).
   kIndexInsertAfterWrite = 1,
+  // The deferred liveness check (rep.h, CheckLoop) erases its copy without
+  // reading whether the key was live before the write: a blind overwrite
+  // or delete of a key that only collided with another key's fingerprint
+  // then takes that key's evidence away.
+  kCheckEraseWithoutRead = 2,
 };
+
+// While true, the background checker takes no deferred check from its
+// queue (the checks stay pending, with their snapshots), except when the
+// DB is closing: Close drains the queue regardless. Process-wide.
+void SetLiveKeyCheckPauseForTesting(bool paused);
+bool GetLiveKeyCheckPauseForTesting();
 
 // Process-wide; thread-safe (an atomic). Affects every LiveKeyDB instance.
 void SetLiveKeyFaultForTesting(LiveKeyFault fault);

@@ -48,6 +48,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
       index_file_name == "." || index_file_name == "..") {
     return rocksdb::Status::InvalidArgument("index_file_name must be a plain file name (no '/')");
   }
+  if (max_pending_checks == 0 || max_pending_checks > (1u << 24)) {
+    return rocksdb::Status::InvalidArgument("max_pending_checks must be in [1, 2^24]");
+  }
   if (rebuild_progress_interval == 0) {
     return rocksdb::Status::InvalidArgument("rebuild_progress_interval must be >= 1");
   }
@@ -60,6 +63,8 @@ std::string LiveKeyStats::ToString() const {
     << " bypassed_reads=" << bypassed_reads << " write_keys=" << write_keys
     << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
     << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts
+    << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
+    << " checks_dropped=" << checks_dropped << " pending_checks=" << pending_checks
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds

@@ -67,6 +67,9 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     cf->delta.clear();
   }
   cf->rebuilding.store(true);
+  // Deferred checks queued before this point belong to copies the scan
+  // counts exactly: they must not erase from the new index.
+  cf->generation.fetch_add(1, std::memory_order_relaxed);
   UnlockAll();
 
   uint64_t keys = 0;

@@ -59,6 +59,10 @@ struct CfState {
   // Changed only with every stripe held (writers hold one: stable for them).
   bool dropped = false;
   std::atomic<bool> rebuilding{false};
+  // Bumped (with every stripe held) when a rebuild starts its scan: a
+  // deferred check queued before that erases nothing (its copy may not be
+  // in the new index).
+  std::atomic<uint64_t> generation{0};
   std::atomic<LiveKeyIndex*> active{nullptr};
   std::unique_ptr<LiveKeyIndex> owned;
 
@@ -88,6 +92,19 @@ struct CfTable {
 };
 
 enum class Liveness { kLive, kNotLive, kUnknown };
+
+// A liveness check moved off the write path (live_key_db.cc, "Writes
+// without a read"): the write of `key` counted a copy of `hash` up (blind
+// Put/Merge) or kept its copy (blind Delete) without knowing whether the
+// key was live before. The checker reads the key at `snapshot`, taken just
+// before the write under the key's stripe, and erases one copy if it was.
+struct PendingCheck {
+  CfState* cf = nullptr;
+  uint64_t hash = 0;
+  uint64_t generation = 0;  // CfState::generation when queued
+  const rocksdb::Snapshot* snapshot = nullptr;
+  std::string key;
+};
 
 }  // namespace live_key
 
@@ -133,6 +150,15 @@ struct LiveKeyDB::Rep {
   std::deque<uint32_t> queue;
   bool bg_stop = false;
   bool bg_busy = false;
+
+  // The deferred liveness checks (CheckLoop).
+  std::thread checker;
+  std::mutex check_mu;
+  std::condition_variable check_cv, check_idle_cv;
+  std::deque<PendingCheck> checks;
+  bool check_stop = false;
+  bool check_busy = false;
+  std::atomic<uint64_t> pending_checks{0};
 
   std::atomic<bool> closing{false};
   bool closed = false;
@@ -305,21 +331,40 @@ struct LiveKeyDB::Rep {
     const Probed p = ProbeLocked(id, hash, /*probe=*/true);
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
-    // Not in the index: certainly not live. In it: a liveness read decides.
-    const bool insert = !p.contains || ReadLiveness(h, key) != Liveness::kLive;
 #ifdef DLCBF_TESTING
-    if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kNone) {
-      return UpsertWithFault(p, hash, insert, write);
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIndexInsertAfterWrite) {
+      return UpsertWithFault(p, hash, !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
     }
 #endif
+    // Not in the index: certainly not live, so insert. In it: either count
+    // up blindly now and check later (the common case), or, when checks
+    // cannot be queued, read liveness first and insert only if not live.
+    const rocksdb::Snapshot* snap = p.contains ? CheckSnapshot() : nullptr;
+    const bool insert = !p.contains || snap != nullptr || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
       rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
-      if (!s.ok()) return s;  // nothing written
+      if (!s.ok()) {  // nothing written
+        if (snap != nullptr) base->ReleaseSnapshot(snap);
+        return s;
+      }
     }
     rocksdb::Status s = write();
-    if (!s.ok() && insert && ReadLiveness(h, key) == Liveness::kNotLive) {
+    if (s.ok()) {
+      if (snap != nullptr) QueueCheck(p.cf, hash, snap, key);
+      return s;
+    }
+    // A failed write may still have taken effect. Not live now: a failed
+    // Put cannot have made the key not live, so it was not live before
+    // either and the copy is its own: undo it. Live (or unknown) now with a
+    // blind copy: the check decides as for a successful write (one copy
+    // too many iff the key was live before).
+    const Liveness now = insert ? ReadLiveness(h, key) : Liveness::kUnknown;
+    if (insert && now == Liveness::kNotLive) {
       IndexErase(p.cf, p.idx, hash);
       epochs.Bump(kUndone);
+      if (snap != nullptr) base->ReleaseSnapshot(snap);
+    } else if (snap != nullptr) {
+      QueueCheck(p.cf, hash, snap, key);
     }
     return s;
   }
@@ -352,10 +397,118 @@ struct LiveKeyDB::Rep {
     const Probed p = ProbeLocked(id, hash, /*probe=*/may_erase);
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
-    const bool was_live = p.contains && ReadLiveness(h, key) == Liveness::kLive;
+    if (!p.contains) return write();  // certainly not live: nothing to erase
+    // Check later (the common case), or read liveness first when checks
+    // cannot be queued; either way erase only after the write succeeded.
+    const rocksdb::Snapshot* snap = CheckSnapshot();
+    const bool was_live = snap == nullptr && ReadLiveness(h, key) == Liveness::kLive;
     rocksdb::Status s = write();
+    if (snap != nullptr) {
+      if (s.ok()) {
+        QueueCheck(p.cf, hash, snap, key);
+      } else {
+        base->ReleaseSnapshot(snap);
+      }
+    }
     if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash);
     return s;
+  }
+
+  // ---- deferred liveness checks ------------------------------------------------
+  // Under the key's stripe: the snapshot a deferred check reads at, or
+  // nullptr when checks are off, the queue is full or the DB has no
+  // snapshots (the caller then reads synchronously).
+  const rocksdb::Snapshot* CheckSnapshot() {
+    if (!opt.defer_liveness_checks || pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
+      return nullptr;
+    }
+    return base->GetSnapshot();
+  }
+  // Under the key's stripe (the generation must be read there).
+  void QueueCheck(CfState* cf, uint64_t hash, const rocksdb::Snapshot* snap, const Slice& key) {
+    PendingCheck c;
+    c.cf = cf;
+    c.hash = hash;
+    c.generation = cf->generation.load(std::memory_order_relaxed);
+    c.snapshot = snap;
+    c.key.assign(key.data(), key.size());
+    pending_checks.fetch_add(1, std::memory_order_relaxed);
+    epochs.Bump(kDeferredChecks);
+    bool wake;
+    {
+      std::lock_guard<std::mutex> l(check_mu);
+      wake = checks.empty() && !check_busy;
+      checks.push_back(std::move(c));
+    }
+    if (wake) check_cv.notify_one();
+  }
+  // One check: was the key live at the snapshot (just before its write)?
+  // Then the write counted a second copy up, or deleted a live key: erase
+  // one copy, unless a rebuild started since (its scan already counted the
+  // key exactly) or the family was dropped. A failed read erases nothing
+  // (a stale entry: the safe side).
+  void RunCheck(PendingCheck* c) {
+    bool live = false;
+    {
+      ReadOptions ro;
+      ro.snapshot = c->snapshot;
+      PinnableSlice v;
+      const rocksdb::Status s = base->Get(ro, c->cf->handle, c->key, &v);
+      live = s.ok();
+#ifdef DLCBF_TESTING
+      if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
+#endif
+    }
+    base->ReleaseSnapshot(c->snapshot);
+    c->snapshot = nullptr;
+    if (!live) return;
+    std::lock_guard<std::mutex> l(stripes[StripeOf(c->cf->id, c->hash)]);
+    LiveKeyIndex* idx = c->cf->active.load();
+    if (c->cf->dropped || idx == nullptr || c->cf->generation.load(std::memory_order_relaxed) != c->generation) {
+      epochs.Bump(kChecksDropped);
+      return;
+    }
+    IndexErase(c->cf, idx, c->hash);
+    epochs.Bump(kCheckErases);
+  }
+  // The checker thread: FIFO, so the checks of one key run in write order
+  // (their erases commute anyway: each takes one copy the key added).
+  // Close drains the queue before it stops.
+  void CheckLoop() {
+    std::unique_lock<std::mutex> l(check_mu);
+    for (;;) {
+      check_cv.wait_for(l, std::chrono::milliseconds(100), [&] { return check_stop || !checks.empty(); });
+      if (checks.empty()) {
+        if (check_stop) break;
+        continue;
+      }
+#ifdef DLCBF_TESTING
+      if (!check_stop && internal::GetLiveKeyCheckPauseForTesting()) {
+        l.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        l.lock();
+        continue;
+      }
+#endif
+      PendingCheck c = std::move(checks.front());
+      checks.pop_front();
+      check_busy = true;
+      l.unlock();
+      RunCheck(&c);
+      pending_checks.fetch_sub(1, std::memory_order_relaxed);
+      l.lock();
+      check_busy = false;
+      if (checks.empty()) check_idle_cv.notify_all();
+    }
+    check_idle_cv.notify_all();
+  }
+  void StopChecks() {
+    {
+      std::lock_guard<std::mutex> l(check_mu);
+      check_stop = true;
+    }
+    check_cv.notify_all();
+    if (checker.joinable()) checker.join();
   }
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
@@ -472,6 +625,7 @@ struct LiveKeyDB::Rep {
     }
   }
   void StopBackground() {
+    StopChecks();  // drains the queue first: the index is exact when saved
     closing.store(true);
     {
       std::lock_guard<std::mutex> l(bg_mu);

@@ -51,15 +51,28 @@
 //   No false negatives, ever, also for concurrent readers. Writers keep
 //   the invariant "every key visible in the DB is in the index":
 //   - Put / Merge / PutEntity of k: if the index does not contain k, k is
-//     new; if it does, a liveness read (a Get on the base DB) decides. A
-//     new k is added to the index BEFORE the DB write and removed again if
-//     the write fails (after a read confirms it is not live). Merge on an
-//     absent key creates it, so it is handled like Put. Overwrites of a
-//     live key leave the index unchanged (no double count).
+//     new: it is added to the index BEFORE the DB write (and removed again
+//     if the write fails and a read confirms k is not live). Merge on an
+//     absent key creates it, so it is handled like Put.
 //   - Delete / SingleDelete of k: if the index does not contain k, nothing
-//     is done to the index (k cannot be live); otherwise a liveness read
-//     decides whether k was live, and a live k is erased from the index
-//     AFTER the delete succeeded.
+//     is done to the index (k cannot be live).
+//   - Writes without a read (defer_liveness_checks, the default). When the
+//     index does contain k, the write does not ask RocksDB whether k is
+//     live. A Put/Merge adds one more copy of k BEFORE its write (so the
+//     count is an upper bound at once); a Delete keeps k's copy. Either
+//     way it takes a snapshot just before its write, under k's stripe, and
+//     queues a check; a background thread reads k at that snapshot and, if
+//     k was live there, erases one copy: the second copy of an overwrite,
+//     or the copy of a deleted key. So counts become exact again within
+//     moments, and in between an over-count costs only a false positive
+//     (RocksDB answers). A check queued before a rebuild's scan erases
+//     nothing (the scan counted k exactly). Close drains the queue (the
+//     saved index is exact); a crash loses the queue, and the reopen
+//     rebuilds (no index file survives an Open). Counter saturation (a
+//     key with many pending copies) sticks: a stale entry, never a miss.
+//     With the queue full (max_pending_checks) or the option off, the
+//     write reads first instead: Put inserts only if k is not live, Delete
+//     erases only if k was live, AFTER the delete succeeded.
 //   - Write(WriteBatch): the entries are processed in order with an overlay
 //     of the keys the batch already touched; only each key's state before
 //     and after the batch matters (the batch becomes visible atomically).
@@ -73,7 +86,9 @@
 //     insert, Delete keeps the entry (a stale entry).
 //   Cost: a write of a NEW key costs one hash, one filter probe and one
 //   filter insert on top of the DB write; overwrites, merges into existing
-//   keys and deletes of existing keys pay one liveness read (a Get) each.
+//   keys and deletes of existing keys add a snapshot and a queue push (a
+//   background thread pays their liveness read), or one liveness read (a
+//   Get) each when checks are not deferred. Batches (Write) still read.
 //   Measured numbers are in the README and in filter_policy/live_key_db.cc.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
@@ -230,6 +245,17 @@ struct LiveKeyIndexOptions {
   bool persist_index = true;
   std::string index_file_name = "LIVEKEY_INDEX";
 
+  // Writes without a read (see the header comment): Put/Merge/Delete of a
+  // key the index may hold count up or keep its copy at once and leave the
+  // liveness check to a background thread, which reads the key at a
+  // snapshot taken just before the write and erases one copy if it was
+  // live. false: the write path reads (the previous behaviour). At most
+  // max_pending_checks checks wait at a time (each holds a snapshot and the
+  // key); past that, writes read synchronously until the queue drains.
+  // [1, 2^24].
+  bool defer_liveness_checks = true;
+  uint32_t max_pending_checks = 65536;
+
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
 
@@ -274,6 +300,11 @@ struct LiveKeyStats {
   uint64_t index_inserts = 0;
   uint64_t index_erases = 0;
   uint64_t undone_inserts = 0;   // removed again after a failed write
+  // Blind overwrites and deletes (see "Writes without a read").
+  uint64_t deferred_checks = 0;  // liveness checks moved off the write path
+  uint64_t check_erases = 0;     // of those, copies erased (key was live)
+  uint64_t checks_dropped = 0;   // erases skipped: a rebuild or drop came first
+  uint64_t pending_checks = 0;   // queued now
   uint64_t delete_range_erased = 0;      // keys erased by DeleteRange scans
   uint64_t delete_range_limit_hits = 0;  // scans cut by the limit (stale)
   uint64_t ingested_keys = 0;    // keys read from ingested files
@@ -326,6 +357,12 @@ class LiveKeyDB : public rocksdb::StackableDB {
   // Blocks until no automatic rebuild is queued or running, at most
   // timeout_ms. False on timeout.
   bool WaitForBackgroundRebuilds(uint64_t timeout_ms);
+
+  // Blocks until every deferred liveness check queued so far (see "Writes
+  // without a read") has run, at most timeout_ms: then the index counts
+  // are exact again (stats' entries = live keys + stale entries of the
+  // documented kinds). False on timeout. Never needed for correctness.
+  bool WaitForDeferredChecks(uint64_t timeout_ms);
 
   // Counters since Open and the state of every index. Cheap in dlCBF mode;
   // O(index size) for indexes in elastic mode.
