@@ -649,6 +649,41 @@ TEST(ElasticIncremental, OverflowDuringTheStepsFinishesAtOnce) {
   for (size_t j = 0; j < hot.size(); ++j) ASSERT_TRUE(f->ContainsHash(hot[j])) << j << " of " << hot.size();
 }
 
+// The dense kernel the same way: Adopt a loaded DenseDLeftFilter (the
+// LiveKeyDB index file's path), serialize it back unchanged, grow it into
+// its ABF without losing a key.
+TEST(ElasticAdopt, WrapsALoadedDenseKernel) {
+  for (bool thread_safe : {false, true}) {
+    DenseDLeftOptions dopt;
+    dopt.thread_safe = thread_safe;
+    ASSERT_TRUE(DenseDLeftOptions::ForBitsPerKey(5000, 12, &dopt).ok());
+    std::unique_ptr<DenseDLeftFilter> k;
+    ASSERT_TRUE(DenseDLeftFilter::Create(dopt, &k).ok());
+    for (uint64_t i = 0; i < 5000; ++i) ASSERT_EQ(k->Insert(Key(i)), OpResult::kOk);
+    std::string bytes;
+    k->Serialize(&bytes);
+    std::unique_ptr<DenseDLeftFilter> loaded;
+    ASSERT_TRUE(DenseDLeftFilter::Deserialize(bytes, &loaded, DeserializeOptions{thread_safe}).ok());
+    ElasticOptions o;
+    o.kernel = ElasticKernel::kDense;
+    std::unique_ptr<ElasticFilter> f;
+    // The wrong kind is refused (and the kernel freed, not leaked).
+    std::unique_ptr<DenseDLeftFilter> spare;
+    ASSERT_TRUE(DenseDLeftFilter::Deserialize(bytes, &spare).ok());
+    EXPECT_TRUE(ElasticFilter::Adopt(ElasticOptions(), std::move(spare), 5000, &f).IsInvalidArgument());
+    ASSERT_TRUE(ElasticFilter::Adopt(o, std::move(loaded), 5000, &f).ok());
+    EXPECT_EQ(f->options().dense.blocks_per_subtable, dopt.blocks_per_subtable);
+    EXPECT_EQ(f->options().thread_safe, thread_safe);
+    std::string again;
+    ASSERT_TRUE(f->SerializeKernel(&again));
+    EXPECT_EQ(again, bytes);
+    uint64_t n = 5000;
+    while (f->mode() == ElasticMode::kDLeft && n < 50000) ASSERT_EQ(f->Insert(Key(n++)), OpResult::kOk);
+    ASSERT_EQ(f->mode(), ElasticMode::kAutoscaling);
+    for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f->Contains(Key(i))) << i;
+  }
+}
+
 // Adopt wraps a kernel read back from its serialized form, without a copy;
 // the filter then grows and migrates like one it created.
 TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
@@ -686,7 +721,7 @@ TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
     EXPECT_TRUE(none.empty());
   }
   std::unique_ptr<ElasticFilter> f;
-  EXPECT_TRUE(ElasticFilter::Adopt(ElasticOptions(), nullptr, 0, &f).IsInvalidArgument());
+  EXPECT_TRUE(ElasticFilter::Adopt(ElasticOptions(), std::unique_ptr<FastDLeftFilter>(), 0, &f).IsInvalidArgument());
   std::unique_ptr<FastDLeftFilter> k;
   ASSERT_TRUE(FastDLeftFilter::Create(testing_util::FastAt(100, 0.75), &k).ok());
   ElasticOptions general;

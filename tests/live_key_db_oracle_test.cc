@@ -216,6 +216,7 @@ struct Workload {
   bool ingest = true;
   uint64_t expected_keys = 300;  // the index is sized far too small: migrations
   uint32_t max_pending_checks = 65536;  // deferred liveness checks (default on)
+  dlcbf::ElasticKernel kernel = dlcbf::ElasticKernel::kDense;  // the default index kernel
 };
 
 struct RunResult {
@@ -242,6 +243,7 @@ RunResult RunOracle(const std::string& name, const Workload& w) {
   io.expected_keys = w.expected_keys;
   io.lock_stripes = 64;
   io.max_pending_checks = w.max_pending_checks;
+  io.kernel = w.kernel;
   LiveKeyDB* raw = nullptr;
   Status s = LiveKeyDB::Open(o, io, dir, &raw);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -516,14 +518,16 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizable) {
   EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
 }
 
-// The same with a check queue of 8: writes switch between deferring their
-// check and reading synchronously whenever the queue is full, so both
-// write paths and their interleavings on one key are judged.
+// The same on the fast kernel, with a check queue of 8: writes switch
+// between deferring their check and reading synchronously whenever the
+// queue is full, so both write paths and their interleavings on one key
+// are judged.
 TEST(LiveKeyDBOracle, ConcurrentLinearizableMixedCheckPaths) {
   Workload w;
   w.ops_per_writer = Scaled(3000, 600);
   w.manual_rebuilds = 1;
   w.max_pending_checks = 8;
+  w.kernel = dlcbf::ElasticKernel::kFast;
   const RunResult r = RunOracle("mixed", w);
   std::printf("  %s\n  %s\n", Describe(r).c_str(), r.stats.ToString().c_str());
   EXPECT_EQ(r.verdict.false_negatives, 0u) << Describe(r);

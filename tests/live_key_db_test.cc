@@ -627,8 +627,8 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   fs::copy_file(other + "/LIVEKEY_INDEX", file, fs::copy_options::overwrite_existing);
   reopen_expect_rejected("identity");
   // 5. Older and newer format versions with a valid checksum: version 2
-  // (the DLeftCountingBloomFilter layout) and an unknown version 4 are
-  // rejected and rebuilt, never trusted. First a current file at the
+  // (the DLeftCountingBloomFilter layout), version 3 (no kernel byte) and
+  // an unknown version 5 are rejected and rebuilt, never trusted. First a current file at the
   // current sequence number (so only the version differs).
   {
     LiveKeyDB* r = nullptr;
@@ -638,7 +638,7 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   }
   const std::string current = ReadFile(file);
   ASSERT_GT(current.size(), 100u);
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 3u) << "the current version is 3";
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 4u) << "the current version is 4";
   auto with_version = [&](uint32_t v) {
     std::string f = current.substr(0, current.size() - 8);
     std::string enc;
@@ -649,8 +649,10 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   };
   WriteFile(file, with_version(2));
   reopen_expect_rejected("format version 2");
-  // The rebuilt index was saved again at Close: as version 3, and it loads.
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 3u);
+  WriteFile(file, with_version(3));
+  reopen_expect_rejected("format version 3");
+  // The rebuilt index was saved again at Close: as version 4, and it loads.
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 4u);
   {
     LiveKeyDB* r = nullptr;
     ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
@@ -666,12 +668,28 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
     // Same checks on the unknown future version, against the file just saved.
     std::string f = saved.substr(0, saved.size() - 8);
     std::string enc;
-    dlcbf::internal::PutFixed32(&enc, 4);
+    dlcbf::internal::PutFixed32(&enc, 5);
     f.replace(8, 4, enc);
     dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
     WriteFile(file, f);
   }
-  reopen_expect_rejected("unsupported version 4");
+  reopen_expect_rejected("unsupported version 5");
+  // A file of the other kernel: its entry is rejected, the family rebuilt.
+  {
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
+    ASSERT_TRUE(r->Close().ok());
+    delete r;
+    LiveKeyIndexOptions fast = SmallIndex();
+    fast.kernel = dlcbf::ElasticKernel::kFast;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), fast, dir, &r).ok());
+    const LiveKeyStats st = r->GetLiveKeyStats();
+    EXPECT_EQ(st.index_file_loads, 0u);
+    EXPECT_NE(st.last_rejection.find("other index kernel"), std::string::npos) << st.last_rejection;
+    CheckAgainst(r, oracle, Probes(1100, "c"));
+    ASSERT_TRUE(r->Close().ok());
+    delete r;
+  }
   fs::remove_all(dir);
   fs::remove_all(other);
 }
@@ -930,6 +948,7 @@ TEST(LiveKeyDBTest, ColumnFamilies) {
 TEST(LiveKeyDBTest, IndexPersistsMidMigrationAndFinishesIt) {
   const std::string dir = TestDir("midmigration");
   LiveKeyIndexOptions io = SmallIndex(1000);
+  io.kernel = dlcbf::ElasticKernel::kFast;  // the kernel that migrates in steps
   io.auto_rebuild_drift = 0;  // keep this index (no rebuild replaces it)
   LiveKeyDB* raw = nullptr;
   ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());

@@ -366,6 +366,10 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
       fn(hashing_->Pack(internal::Fingerprint{f.bucket, f.remainder}), copies);
     });
   }
+  bool Serialize(std::string* out) const override {
+    f_->Serialize(out);
+    return true;
+  }
   void FillStats(ElasticStats* st) const override {
     st->dense = f_->Stats();
     st->bytes = st->dense.bytes;
@@ -409,22 +413,49 @@ Status ElasticFilter::Create(const ElasticOptions& options,
   return s;
 }
 
-Status ElasticFilter::Adopt(const ElasticOptions& options,
-                                     std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
-                                     std::unique_ptr<ElasticFilter>* out) {
-  if (out == nullptr) return Status::InvalidArgument("out must not be null");
+Status ElasticFilter::Adopt(const ElasticOptions& options, std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
+                            std::unique_ptr<ElasticFilter>* out) {
   if (kernel == nullptr) return Status::InvalidArgument("kernel must not be null");
   if (options.kernel != ElasticKernel::kFast) {
-    return Status::InvalidArgument("kernel: Adopt takes a fast kernel (kFast)");
+    return Status::InvalidArgument("kernel: Adopt of a FastDLeftFilter needs kernel = kFast");
   }
   ElasticOptions o = options;
   o.fast = kernel->options();
   o.thread_safe = o.fast.thread_safe;
-  o.expected_items = 0;  // keep the kernel's blocks
+  FastDLeftFilter* raw = kernel.release();
+  return FinishAdopt(o, items, out, [raw](ElasticFilter* f) { return f->InitFast(std::unique_ptr<FastDLeftFilter>(raw)); },
+                     [raw] { delete raw; });
+}
+
+Status ElasticFilter::Adopt(const ElasticOptions& options, std::unique_ptr<DenseDLeftFilter> kernel, uint64_t items,
+                            std::unique_ptr<ElasticFilter>* out) {
+  if (kernel == nullptr) return Status::InvalidArgument("kernel must not be null");
+  if (options.kernel != ElasticKernel::kDense) {
+    return Status::InvalidArgument("kernel: Adopt of a DenseDLeftFilter needs kernel = kDense");
+  }
+  ElasticOptions o = options;
+  o.dense = kernel->options();
+  o.thread_safe = o.dense.thread_safe;
+  DenseDLeftFilter* raw = kernel.release();
+  return FinishAdopt(o, items, out, [raw](ElasticFilter* f) { return f->InitDense(std::unique_ptr<DenseDLeftFilter>(raw)); },
+                     [raw] { delete raw; });
+}
+
+Status ElasticFilter::FinishAdopt(ElasticOptions o, uint64_t items, std::unique_ptr<ElasticFilter>* out,
+                                  const std::function<Status(ElasticFilter*)>& init,
+                                  const std::function<void()>& drop_kernel) {
+  if (out == nullptr) {
+    drop_kernel();
+    return Status::InvalidArgument("out must not be null");
+  }
+  o.expected_items = 0;  // keep the kernel's size
   Status s = o.Validate();
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    drop_kernel();
+    return s;
+  }
   std::unique_ptr<ElasticFilter> f(new ElasticFilter(o));
-  s = f->InitFast(std::move(kernel));
+  s = init(f.get());  // owns the kernel from here on
   if (!s.ok()) return s;
   f->items_ = items;
   f->inserts_ = items;
@@ -544,10 +575,13 @@ Status ElasticFilter::InitGeneral() {
   return Status::OK();
 }
 
-Status ElasticFilter::InitDense() {
-  std::unique_ptr<DenseDLeftFilter> dense;
-  Status s = DenseDLeftFilter::Create(options_.dense, &dense);
-  if (!s.ok()) return s;
+Status ElasticFilter::InitDense(std::unique_ptr<DenseDLeftFilter> given) {
+  std::unique_ptr<DenseDLeftFilter> dense = std::move(given);
+  Status s;
+  if (dense == nullptr) {
+    s = DenseDLeftFilter::Create(options_.dense, &dense);
+    if (!s.ok()) return s;
+  }
   const DenseDLeftOptions& o = options_.dense;
   internal::Geometry g;  // phase 1 needs B and Rn only
   g.subtables = o.subtables;

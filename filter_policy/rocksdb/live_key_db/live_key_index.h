@@ -26,6 +26,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "dlcbf/core/elastic_filter.h"
+#include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
@@ -52,9 +54,9 @@ using rocksdb::Slice;
 // ---------------------------------------------------------------------------
 class LiveKeyIndex {
  public:
-  // The kernel's options for `sized_for` keys: InvalidArgument or
-  // MemoryLimit when no table of that size can be made.
-  static dlcbf::Status KernelOptions(const LiveKeyIndexOptions& o, uint64_t sized_for, FastDLeftOptions* out) {
+  // The kernel's options for `sized_for` keys (LiveKeyIndexOptions::kernel):
+  // InvalidArgument or MemoryLimit when no table of that size can be made.
+  static dlcbf::Status FastOptions(const LiveKeyIndexOptions& o, uint64_t sized_for, FastDLeftOptions* out) {
     FastDLeftOptions f;
     f.subtables = 2;
     f.seed = o.seed;
@@ -64,28 +66,59 @@ class LiveKeyIndex {
     if (s.ok()) *out = f;
     return s;
   }
+  static dlcbf::Status DenseOptions(const LiveKeyIndexOptions& o, uint64_t sized_for, DenseDLeftOptions* out) {
+    DenseDLeftOptions d;
+    d.subtables = 2;
+    d.seed = o.seed;
+    d.thread_safe = true;
+    dlcbf::Status s = DenseDLeftOptions::ForBitsPerKey(std::max<uint64_t>(1, sized_for), o.bits_per_key, &d);
+    if (s.ok()) *out = d;
+    return s;
+  }
 
   static rocksdb::Status Create(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs,
                        std::unique_ptr<LiveKeyIndex>* out) {
-    std::unique_ptr<FastDLeftFilter> f;
+    if (o.kernel == ElasticKernel::kDense) {
+      DenseDLeftOptions d;
+      std::unique_ptr<DenseDLeftFilter> f;
+      dlcbf::Status cs = DenseOptions(o, sized_for, &d);
+      if (cs.ok()) cs = DenseDLeftFilter::Create(d, &f);
+      if (!cs.ok()) return glue::ToRocksStatus(cs);
+      return Wrap(o, sized_for, 0, epochs, std::move(f), out);
+    }
     FastDLeftOptions fo;
-    dlcbf::Status cs = KernelOptions(o, sized_for, &fo);
+    std::unique_ptr<FastDLeftFilter> f;
+    dlcbf::Status cs = FastOptions(o, sized_for, &fo);
     if (cs.ok()) cs = FastDLeftFilter::Create(fo, &f);
-    rocksdb::Status s = glue::ToRocksStatus(cs);
-    if (!s.ok()) return s;
+    if (!cs.ok()) return glue::ToRocksStatus(cs);
     return Wrap(o, sized_for, 0, epochs, std::move(f), out);
   }
 
-  static rocksdb::Status Load(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
+  // `kind` is what Serialize reported for the blob. A blob of the other
+  // kernel than o.kernel is refused (the caller rebuilds).
+  static rocksdb::Status Load(const Slice& blob, uint8_t kind, const LiveKeyIndexOptions& o, uint64_t sized_for,
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
+    if (kind != KindOf(o.kernel)) return rocksdb::Status::Corruption("written for the other index kernel");
+    if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
+    const DeserializeOptions ts{/*thread_safe=*/true};
+    if (o.kernel == ElasticKernel::kDense) {
+      std::unique_ptr<DenseDLeftFilter> f;
+      rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::Deserialize(glue::View(blob), &f, ts));
+      if (!s.ok()) return s;
+      if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
+      if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
+      return Wrap(o, sized_for, entries, epochs, std::move(f), out);
+    }
     std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, DeserializeOptions{/*thread_safe=*/true}));
+    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, ts));
     if (!s.ok()) return s;
     if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");
-    if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
     return Wrap(o, sized_for, entries, epochs, std::move(f), out);
   }
+
+  // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense.
+  static uint8_t KindOf(ElasticKernel k) { return k == ElasticKernel::kDense ? 2 : 1; }
 
   bool Contains(uint64_t h) const {
     return elastic_->ContainsHash(h);  // one 64-byte line (two if spilled)
@@ -141,9 +174,12 @@ class LiveKeyIndex {
            static_cast<double>(entries()) > drift * static_cast<double>(sized_for_);
   }
 
-  // The kernel's serialized form; false once migrated (the ABF is not
-  // persisted: the index is rebuilt instead).
-  bool Serialize(std::string* out) const { return elastic_->SerializeKernel(out); }
+  // The kernel's serialized form and its kind (KindOf); false once
+  // migrated (the ABF is not persisted: the index is rebuilt instead).
+  bool Serialize(std::string* out, uint8_t* kind) const {
+    *kind = KindOf(elastic_->options().kernel);
+    return elastic_->SerializeKernel(out);
+  }
 
   void Describe(LiveKeyCfStats* st) const {
     st->entries = entries();
@@ -162,11 +198,12 @@ class LiveKeyIndex {
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
 
+  template <class Kernel>
   static rocksdb::Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
-                     EpochDomain* epochs, std::unique_ptr<FastDLeftFilter> kernel,
+                     EpochDomain* epochs, std::unique_ptr<Kernel> kernel,
                      std::unique_ptr<LiveKeyIndex>* out) {
     ElasticOptions eo;
-    eo.kernel = ElasticKernel::kFast;
+    eo.kernel = std::is_same<Kernel, DenseDLeftFilter>::value ? ElasticKernel::kDense : ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
     std::unique_ptr<ElasticFilter> e;
     rocksdb::Status s = glue::ToRocksStatus(ElasticFilter::Adopt(eo, std::move(kernel), entries, &e));
@@ -177,7 +214,6 @@ class LiveKeyIndex {
     *out = std::move(idx);
     return rocksdb::Status::OK();
   }
-
 
   const uint32_t abf_counter_bits_;
   const uint64_t sized_for_;

@@ -32,6 +32,14 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (!(sizing_load > 0.0 && sizing_load <= 1.0)) {
     return rocksdb::Status::InvalidArgument("sizing_load must be in (0, 1]");
   }
+  if (kernel != ElasticKernel::kDense && kernel != ElasticKernel::kFast) {
+    return rocksdb::Status::InvalidArgument("kernel must be kDense or kFast");
+  }
+  if (kernel == ElasticKernel::kDense) {
+    DenseDLeftOptions d;
+    const Status s = DenseDLeftOptions::ForBitsPerKey(expected_keys, bits_per_key, &d);
+    if (!s.ok()) return rocksdb::Status::InvalidArgument("bits_per_key: " + s.message());
+  }
   if (abf_counter_bits < 1 || abf_counter_bits > 8) {
     return rocksdb::Status::InvalidArgument("abf_counter_bits must be in [1, 8]");
   }

@@ -1,24 +1,10 @@
-// LiveKeyDB index persistence: the index file (format version 3), its
-// save at Close and the checks before it is trusted at Open.
-//
-// File layout, version 3 (little-endian, internal/coding.h):
-//   offset 0   u64 magic "DLKYIDX1"
-//          8   u32 version = 3
-//         12   u64 latest sequence number at the save
-//         20   u64 hash seed
-//         28   u32 len + DB identity bytes
-//              u32 n + n x u64: the number of every live SST file of the DB
-//                (all column families), ascending
-//              u32 families | per family: u32 id | u32 len + name |
-//                u64 sized_for | u64 entries |
-//                u64 len + FastDLeftFilter::Serialize()
-//              u64 XXH3-64 of everything before (seed 0x4C4B494458)
-// Version 2 had the same layout with DLeftCountingBloomFilter::Serialize()
-// blobs (the index before it moved to the fast kernel); the file is a
-// derived cache, so a v2 file is rejected and the index rebuilt, never
-// converted. Version 1 recorded only the SSTs that still carried the
-// ingestion property; a compaction erases that property, so a v1 file is
-// never trusted either.
+// LiveKeyDB index persistence: the index file (format version 4), its
+// save at Close and the checks before it is trusted at Open. The byte
+// layout: filter_policy/FORMATS.md, "LiveKeyDB index file".
+// Versions 1-3 are never trusted, only rebuilt (the file is a derived
+// cache): 3 held fast-kernel blobs without a kernel byte, 2
+// DLeftCountingBloomFilter blobs, and 1 recorded only the SSTs that still
+// carried the ingestion property (a compaction erases that property).
 // Save (Close): pause background work (no compaction changes the file set
 // after it is recorded), then write <name>.tmp, fsync, rename, directory
 // fsync. Load (Open): only if the checksum, version, identity, seed and
@@ -153,7 +139,8 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   uint32_t n = 0, skipped = 0;
   for (CfState* cf : fams) {
     std::string blob;
-    if (!cf->owned->Serialize(&blob)) {
+    uint8_t kind = 0;
+    if (!cf->owned->Serialize(&blob, &kind)) {
       ++skipped;
       continue;
     }
@@ -161,6 +148,7 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     PutString32(&entries, cf->name);
     internal::PutFixed64(&entries, cf->owned->sized_for());
     internal::PutFixed64(&entries, cf->owned->entries());
+    entries.push_back(static_cast<char>(kind));
     internal::PutFixed64(&entries, blob.size());
     entries.append(blob);
     ++n;
@@ -209,7 +197,10 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   }
   if (version == 2) {
     return Reject("format version 2 holds the previous index layout "
-                  "(DLeftCountingBloomFilter); rebuilt for the fast kernel");
+                  "(DLeftCountingBloomFilter); rebuilt");
+  }
+  if (version == 3) {
+    return Reject("format version 3 records no index kernel (it held fast-kernel indexes); rebuilt");
   }
   if (version != kFileVersion) {
     return Reject("unsupported version " + std::to_string(version));
@@ -250,8 +241,9 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     uint32_t id = 0;
     std::string name;
     uint64_t sized_for = 0, entries = 0, len = 0;
+    uint8_t kind = 0;
     if (!d.Get32(&id) || !GetString32(&d, &name) || !d.Get64(&sized_for) || !d.Get64(&entries) ||
-        !d.Get64(&len) || len > d.remaining()) {
+        !d.Get8(&kind) || !d.Get64(&len) || len > d.remaining()) {
       return Reject("truncated entry");
     }
     const Slice blob(d.data(), static_cast<size_t>(len));
@@ -263,7 +255,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     }
     if (!cf->indexed || cf->owned) continue;
     std::unique_ptr<LiveKeyIndex> idx;
-    s = LiveKeyIndex::Load(blob, opt, sized_for, entries, &epochs, &idx);
+    s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries, &epochs, &idx);
     if (!s.ok()) {
       Reject("index of '" + name + "': " + s.ToString());
       continue;

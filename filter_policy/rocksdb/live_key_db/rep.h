@@ -39,9 +39,10 @@ namespace live_key {
 using rocksdb::ColumnFamilyHandle;
 
 constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
-// 1 lacked the SST set; 2 held DLeftCountingBloomFilter indexes; 3 holds
-// FastDLeftFilter indexes. Only 3 is loaded; older files are rebuilt.
-constexpr uint32_t kFileVersion = 3;
+// 1 lacked the SST set; 2 held DLeftCountingBloomFilter indexes; 3 held
+// FastDLeftFilter indexes; 4 records each index's kernel (fast or dense).
+// Only 4 is loaded; older files are rebuilt.
+constexpr uint32_t kFileVersion = 4;
 constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
 constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
 
@@ -437,11 +438,16 @@ struct LiveKeyDB::Rep {
     bool wake;
     {
       std::lock_guard<std::mutex> l(check_mu);
-      wake = checks.empty() && !check_busy;
       checks.push_back(std::move(c));
+      wake = checks.size() == kCheckWakeBatch;
     }
+    // No wake-up per check: a futex wake and a context switch would cost
+    // the writer more than the check saves it. The checker polls every
+    // kCheckPollMs and is woken only when a batch has piled up.
     if (wake) check_cv.notify_one();
   }
+  static constexpr size_t kCheckWakeBatch = 256;
+  static constexpr int kCheckPollMs = 1;
   // One check: was the key live at the snapshot (just before its write)?
   // Then the write counted a second copy up, or deleted a live key: erase
   // one copy, unless a rebuild started since (its scan already counted the
@@ -476,8 +482,10 @@ struct LiveKeyDB::Rep {
   // Close drains the queue before it stops.
   void CheckLoop() {
     std::unique_lock<std::mutex> l(check_mu);
+    std::vector<PendingCheck> batch;
     for (;;) {
-      check_cv.wait_for(l, std::chrono::milliseconds(100), [&] { return check_stop || !checks.empty(); });
+      check_cv.wait_for(l, std::chrono::milliseconds(kCheckPollMs),
+                        [&] { return check_stop || checks.size() >= kCheckWakeBatch; });
       if (checks.empty()) {
         if (check_stop) break;
         continue;
@@ -490,12 +498,16 @@ struct LiveKeyDB::Rep {
         continue;
       }
 #endif
-      PendingCheck c = std::move(checks.front());
-      checks.pop_front();
+      // Take everything queued at once (one lock round trip per batch).
+      batch.assign(std::make_move_iterator(checks.begin()), std::make_move_iterator(checks.end()));
+      checks.clear();
       check_busy = true;
       l.unlock();
-      RunCheck(&c);
-      pending_checks.fetch_sub(1, std::memory_order_relaxed);
+      for (PendingCheck& c : batch) {
+        RunCheck(&c);
+        pending_checks.fetch_sub(1, std::memory_order_relaxed);
+      }
+      batch.clear();
       l.lock();
       check_busy = false;
       if (checks.empty()) check_idle_cv.notify_all();

@@ -83,6 +83,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -236,18 +237,21 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   static Status Create(const ElasticOptions& options,
                                 std::unique_ptr<ElasticFilter>* out);
 
-  // Wraps an existing fast kernel (for example one read back with
-  // FastDLeftFilter::Deserialize) without copying it: O(1). options.kernel
-  // must be kFast; options.fast, thread_safe and expected_items are taken
-  // from the kernel (its blocks, subtables, seed and thread-safety).
-  // `items` is the number of live items it holds (the caller's count: it
-  // decides when migration starts and the ABF's k). InvalidArgument for a
-  // null kernel or options that do not validate.
-  static Status Adopt(const ElasticOptions& options,
-                               std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
-                               std::unique_ptr<ElasticFilter>* out);
+  // Wraps an existing kernel (for example one read back with its
+  // Deserialize) without copying it: O(1). options.kernel must name the
+  // kernel's kind (kFast or kDense); options.fast / options.dense,
+  // thread_safe and expected_items are taken from the kernel (its size,
+  // seed and thread-safety). `items` is the number of live items it holds
+  // (the caller's count: it decides when migration starts and the ABF's
+  // k). InvalidArgument for a null kernel or options that do not validate
+  // (the kernel is then freed).
+  static Status Adopt(const ElasticOptions& options, std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
+                      std::unique_ptr<ElasticFilter>* out);
+  static Status Adopt(const ElasticOptions& options, std::unique_ptr<DenseDLeftFilter> kernel, uint64_t items,
+                      std::unique_ptr<ElasticFilter>* out);
 
-  // Appends FastDLeftFilter::Serialize() of the kernel and returns true
+  // Appends the kernel's Serialize() (FastDLeftFilter or DenseDLeftFilter,
+  // as options().kernel says) and returns true
   // while the filter is in mode kDLeft (also during incremental steps: the
   // kernel is complete); false, appending nothing, for the general kernel
   // or after migration. Takes the writer lock in thread_safe mode.
@@ -310,7 +314,10 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   uint64_t FastPackedOfHash(uint64_t key_hash) const;
   Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
   Status InitGeneral();
-  Status InitDense();
+  Status InitDense(std::unique_ptr<DenseDLeftFilter> given = nullptr);
+  static Status FinishAdopt(ElasticOptions o, uint64_t items, std::unique_ptr<ElasticFilter>* out,
+                            const std::function<Status(ElasticFilter*)>& init,
+                            const std::function<void()>& drop_kernel);
   // Keeps phase 1 of a kernel that hashes through internal::Hashing
   // (general, dense) and checks it against the kernel's own.
   template <class K>

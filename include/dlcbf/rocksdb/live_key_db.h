@@ -183,6 +183,7 @@
 #include <string>
 #include <vector>
 
+#include "dlcbf/core/elastic_filter.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
@@ -198,19 +199,34 @@ namespace dlcbf {
 
 struct LiveKeyIndexOptions {
   // Live keys expected per column family; each index is sized for it
-  // (dlCBF at sizing_load). [1, 2^40].
+  // (bits_per_key or sizing_load, by kernel). [1, 2^40].
   uint64_t expected_keys = 1000000;
 
-  // The index is the cache-line-local FastDLeftFilter (D = 2, thread-safe,
-  // lock-free readers): 18 / a bits per key at load a = 0.75 (16-bit cells
-  // with 2-bit counters and a 1/8 spare area), predicted FPR
-  // 32 a / (4 * 8191) (the kernel's design note), one 64-byte line per
-  // lookup (two when its bucket spilled).
+  // The index kernel, thread-safe with lock-free readers, wrapped in an
+  // ElasticFilter that migrates to its ABF past the kernel's capacity:
+  //   kDense (default): DenseDLeftFilter (dense_dleft_filter.h), d = 2
+  //     blocks of variable-occupancy buckets, sized by bits_per_key: at 12
+  //     bits per sized key the 8-bit class at load a = 512 / (48 * 12),
+  //     predicted FPR 2 a 48 / (80 * 255) (the kernel's design note); a
+  //     lookup reads one line per block probed (two for a negative).
+  //   kFast: FastDLeftFilter (fast_dleft_filter.h), D = 2, sized at
+  //     sizing_load: 18 / a bits per key (24 at a = 0.75), predicted FPR
+  //     32 a / (4 * 8191), one line per lookup (two when its bucket
+  //     spilled).
+  // The kernel of an index file is recorded in it; a file of the other
+  // kernel is rebuilt, not loaded.
+  ElasticKernel kernel = ElasticKernel::kDense;
+  // kDense: bits of index per sized key, in
+  // DenseDLeftOptions::ForBitsPerKey's range (from the 8-bit class at its
+  // MaxLoad up; the 16-bit class where it fits).
+  double bits_per_key = 12.0;
+  // kFast: fraction of the cells in use at the sized key count, in (0, 1]
+  // (capped at the kernel's MaxLoad, 0.80).
+  double sizing_load = 0.75;
   //
   // The key hash seed of every index (also recorded in the index file; an
   // index file written with another seed is rebuilt, not loaded).
   uint64_t seed = 0x5EEDD1CBF0000001ULL;
-  double sizing_load = 0.75;  // (0, 1]; capped at the kernel's MaxLoad (0.80)
 
   // Counter width of the autoscaling Bloom filter the index migrates to
   // past the dlCBF's capacity. [1, 8].
