@@ -366,6 +366,11 @@ case "$cmd" in
     log "demo: no filter vs bloom/ribbon/dlcbf in stock db_bench (db_bench_ext/compare)"
     DLCBF_PLUGIN="$BUILD_DIR/libdlcbf_plugin.so" \
       python3 db_bench_ext/compare --out="$BUILD_DIR/compare-demo" "$@"
+    log "demo: LiveKeyDB vs plain RocksDB (bloomfilter:10) on a deep LSM (tools/bench/live_key_bench, short:"
+    log "      200k keys; per workload the median of 3 repetitions, with the fastest and slowest)"
+    "$BUILD_DIR/tools/bench/live_key_bench" --db_dir="$BUILD_DIR/live-key-demo" --num_keys=200000 \
+      --deleted_keys=20000 --reads=50000 --writes=10000 --repeats=3 --write_repeats=3 \
+      | grep -v ' stats: \|^  cf '
     ;;
   rocksdb-source)
     rocksdb_source "$@"
