@@ -5,23 +5,25 @@
 // persistence.cc (file format and load checks), write_batch.cc, ingest.cc.
 //
 // Design note
-//   Index. Per column family a thread-safe FastDLeftFilter (the
-//   cache-line-local dlCBF kernel, D = 2) sized for max(expected_keys, ...)
-//   at load min(sizing_load, 0.80) (default 0.75): 16-bit cells (13-bit
-//   remainder, 2-bit counter), a 1/8 spare area, 24 bits per key, predicted
-//   FPR 32 a / (4 * 8191) at a = 0.75 (Bonomi et al., Claim 3;
-//   tools/bench/live_key_bench prints the measured rate). A lookup reads
-//   one 64-byte line (two when its bucket spilled). Readers are lock-free:
-//   the kernel validates a negative answer against a per-stripe sequence
-//   number (tests/fast_dleft_filter_test.cc races this, with a negative
-//   control). The previous index, a DLeftCountingBloomFilter with d 2, L 4,
-//   r 14, c 2, probed two buckets on different lines; the fast kernel
-//   trades more bits and a higher FPR for one line per lookup.
+//   Index. Per column family a thread-safe kernel (LiveKeyIndexOptions::
+//   kernel). kDense (default): a DenseDLeftFilter, d = 2, 8-bit class,
+//   sized by bits_per_key (12: load 512 / (48 * 12) = 0.89, predicted FPR
+//   2 a 48 / (80 * 255) = 0.42 %, Bonomi et al., Claim 3); a negative
+//   lookup reads two lines. kFast: a FastDLeftFilter (D = 2) at
+//   min(sizing_load, 0.80): 16-bit cells (13-bit remainder, 2-bit
+//   counter), a 1/8 spare area, 24 bits per key at 0.75, predicted FPR
+//   32 a / (4 * 8191); one line per lookup (two when its bucket spilled).
+//   The dense kernel halves the memory for a higher FPR and a second line
+//   on misses (tools/bench/live_key_bench prints both kernels' figures).
+//   Readers are lock-free: both kernels validate a negative answer against
+//   per-stripe sequence numbers (their tests race this, with negative
+//   controls).
 //
 //   Elastic fallback. The kernel is wrapped, without a copy, in an
 //   ElasticFilter (ElasticFilter::Adopt) from the start. Past the kernel's
-//   MaxLoad (0.80 of its cells) that filter migrates to its ABF without the
-//   keys and in steps: each insert maps 16 KiB of the ABF or copies one
+//   capacity that filter migrates to its ABF without the keys: the dense
+//   kernel at once, on the writer that crosses its load threshold or
+//   overflows; the fast kernel past MaxLoad (0.80 of its cells) in steps: each insert maps 16 KiB of the ABF or copies one
 //   group of 16 blocks (true fingerprints through P_i^-1, spare cells
 //   decoded) and mirrors itself and each erase into the ABF when its block
 //   is copied; readers keep the complete dlCBF until one pointer publish
