@@ -125,6 +125,15 @@ def main():
         check(rc == 3 and "FILTER NOT USED" in err and "filter_policy=nullptr" in err,
               f"user OPTIONS without plugin: post-run verification exit 3 (got {rc}: "
               f"{err.strip()[-300:]!r})")
+        # a malformed dlcbf id stops before db_bench runs, with the parser's
+        # own message and the accepted forms (not a blamed plugin)
+        for bad, why in (("dlcbf:abc", 'bits_per_key: "abc"'), ("dlcbf:10:q3", 'unknown option "q3"')):
+            rc, out, err = run(base + [f"--filter={bad}", f"--db={os.path.join(tmp, 'db-bad')}",
+                                       "--benchmarks=fillrandom", "--num=1000"])
+            check(rc == 2 and f"--filter={bad} is not a valid dlcbf filter id" in err and why in err
+                  and "Accepted forms: dlcbf:<bits_per_key>" in err and "plugin" not in err.split("ERROR")[-1],
+                  f"bad id {bad}: exit 2, parser message, accepted forms (got {rc}: {err.strip()[-300:]!r})")
+            check(not os.path.exists(os.path.join(tmp, "db-bad")), f"bad id {bad}: db_bench never ran")
         env = dict(os.environ, DLCBF_PLUGIN=os.path.join(tmp, "missing.so"))
         rc, out, err = run([py, WRAPPER, "--filter=dlcbf:10", "--benchmarks=fillrandom"], env=env)
         check(rc == 2 and "plugin not found" in err, f"missing plugin: exit 2 + message (got {rc})")
