@@ -595,3 +595,30 @@ TEST(LiveKeyDBOracle, NegativeControlCheckWithoutReadIsCaught) {
       << "the oracle did not catch checks that erase without a read: " << Describe(r);
 #endif
 }
+
+// Negative control of the shared check snapshot: reused whatever its age,
+// it shows a key as it was before earlier writes to it, so a check may
+// erase a copy the key still needs. The oracle must report false
+// negatives.
+TEST(LiveKeyDBOracle, NegativeControlStaleCheckSnapshotIsCaught) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "negative control needs the DLCBF_TESTING build of the library (its fault hook "
+                  "exists only there; the in-tree plugin build links the shipped library)";
+#else
+  FaultGuard fault(LiveKeyFault::kStaleCheckSnapshot);
+  Workload w;
+  w.keys = 64;  // hot keys: many writes per key within one snapshot's life
+  w.sd_keys = 8;
+  w.writers = 2;
+  w.readers = 3;
+  w.ops_per_writer = Scaled(3000, 1500);
+  w.manual_rebuilds = 0;
+  w.delete_range = false;
+  w.ingest = false;
+  w.expected_keys = 1000;
+  const RunResult r = RunOracle("negative-stale-snapshot", w);
+  std::printf("  %s\n", Describe(r).c_str());
+  EXPECT_GT(r.verdict.false_negatives + r.final_mismatches, 0u)
+      << "the oracle did not catch checks reading a stale snapshot: " << Describe(r);
+#endif
+}

@@ -26,6 +26,11 @@ enum class LiveKeyFault : int {
   // or delete of a key that only collided with another key's fingerprint
   // then takes that key's evidence away.
   kCheckEraseWithoutRead = 2,
+  // The check's shared snapshot is reused whatever its age (Rep::
+  // CheckSnapshot skips its "every earlier write to the stripe is in it"
+  // test): a check then judges the key by a state from before earlier
+  // writes to it, and may erase a copy the key still needs.
+  kStaleCheckSnapshot = 3,
 };
 
 // While true, the background checker takes no deferred check from its

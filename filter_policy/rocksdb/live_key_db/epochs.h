@@ -38,6 +38,7 @@ enum Counter : uint32_t {
   kDeferredChecks,
   kCheckErases,
   kChecksDropped,
+  kCheckSnapshots,
   kRangeErased,
   kRangeLimitHits,
   kIngestedKeys,

@@ -45,10 +45,16 @@
 //   - Synchronous (queue full or defer_liveness_checks off): a liveness
 //     read decides; Put/Merge insert only when k is not live, Delete
 //     erases only when k was live, AFTER the base write succeeded.
-//   - Deferred (the default; rep.h, QueueCheck/RunCheck). Put/Merge insert
-//     blindly BEFORE the write; Delete keeps the copy. A snapshot S taken
-//     just before the write goes with (k, hash, the family's generation)
-//     into a FIFO queue; the checker thread reads k at S. If k was live at
+//   - Deferred (the default; rep.h, CheckSnapshot/QueueCheck/RunCheck).
+//     Put/Merge insert blindly BEFORE the write; Delete keeps the copy. A
+//     snapshot S that shows k as just before the write goes with (k, hash,
+//     the family's generation) into a FIFO queue; the checker thread reads
+//     k at S. S is shared: every stripe records the DB's latest sequence
+//     number when it is released, and the current shared snapshot serves a
+//     write iff its sequence number is at least its stripe's (every earlier
+//     write to k is in it); else a new one replaces it. Changes that bypass
+//     LiveKeyDB (compaction filters, TTL) only make k not live, leaving its
+//     copy stale, so an erase they justify is harmless. If k was live at
 //     S, the write's copy is a second one (Put) or k's copy belongs to a
 //     now-deleted key (Delete): erase one. Each erase removes a copy k
 //     itself added, so it never takes another key's evidence, whatever
@@ -62,8 +68,8 @@
 //   Why this option over the others weighed in issue #23: batched MultiGet
 //   liveness reads still put a read on the write path; proving "not live"
 //   from the memtable and SST filters helps only absent keys, which the
-//   index already answers; a snapshot read is exact and costs the writer
-//   one GetSnapshot (a DB-mutex acquisition) and a queue push. The cost
+//   index already answers; a snapshot read is exact and costs the writer a
+//   queue push and, now and then, a GetSnapshot (a DB-mutex acquisition). The cost
 //   moves to the checker thread (one Get per check), which competes for
 //   cores: live_key_bench reports both.
 //   Hence each live key is counted once when the queue is empty, erase
@@ -302,6 +308,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.deferred_checks = r.epochs.Sum(kDeferredChecks);
   st.check_erases = r.epochs.Sum(kCheckErases);
   st.checks_dropped = r.epochs.Sum(kChecksDropped);
+  st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
   st.pending_checks = r.pending_checks.load();
   st.delete_range_erased = r.epochs.Sum(kRangeErased);
   st.delete_range_limit_hits = r.epochs.Sum(kRangeLimitHits);

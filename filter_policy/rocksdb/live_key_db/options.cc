@@ -72,7 +72,8 @@ std::string LiveKeyStats::ToString() const {
     << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
     << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts
     << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
-    << " checks_dropped=" << checks_dropped << " pending_checks=" << pending_checks
+    << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
+    << " pending_checks=" << pending_checks
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds

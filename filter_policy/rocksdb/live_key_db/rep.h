@@ -94,16 +94,26 @@ struct CfTable {
 
 enum class Liveness { kLive, kNotLive, kUnknown };
 
+// A RocksDB snapshot shared by the checks of many writes (see
+// Rep::CheckSnapshot): one reference for Rep::current_snap while it is the
+// current one, one per queued check; the last release releases it.
+struct SharedSnapshot {
+  const rocksdb::Snapshot* snap = nullptr;
+  uint64_t seq = 0;
+  std::atomic<uint32_t> refs{1};
+};
+
 // A liveness check moved off the write path (live_key_db.cc, "Writes
 // without a read"): the write of `key` counted a copy of `hash` up (blind
 // Put/Merge) or kept its copy (blind Delete) without knowing whether the
-// key was live before. The checker reads the key at `snapshot`, taken just
-// before the write under the key's stripe, and erases one copy if it was.
+// key was live before. The checker reads the key at `snapshot`, which
+// shows the key as it was just before the write (every earlier write to
+// the key's stripe is in it), and erases one copy if it was live there.
 struct PendingCheck {
   CfState* cf = nullptr;
   uint64_t hash = 0;
   uint64_t generation = 0;  // CfState::generation when queued
-  const rocksdb::Snapshot* snapshot = nullptr;
+  SharedSnapshot* snapshot = nullptr;
   std::string key;
 };
 
@@ -124,7 +134,9 @@ using namespace live_key;  // NOLINT: the Rep is this namespace's user
 struct LiveKeyDB::Rep {
   Rep(DB* b, const LiveKeyIndexOptions& o)
       : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
-        stripes(new std::mutex[o.lock_stripes]), stripe_mask(o.lock_stripes - 1) {
+        stripes(new std::mutex[o.lock_stripes]), stripe_seq(new std::atomic<uint64_t>[o.lock_stripes]),
+        stripe_mask(o.lock_stripes - 1) {
+    for (uint32_t i = 0; i < o.lock_stripes; ++i) stripe_seq[i].store(0, std::memory_order_relaxed);
     log = b->GetDBOptions().info_log;
   }
 
@@ -135,6 +147,11 @@ struct LiveKeyDB::Rep {
   std::shared_ptr<rocksdb::Logger> log;
   EpochDomain epochs;
   std::unique_ptr<std::mutex[]> stripes;
+  // The DB's latest sequence number when stripe i was last released: every
+  // write made under stripe i is visible at any snapshot at or after it.
+  // Written with the stripe held, just before its release (UnlockStripe,
+  // UnlockAll, StripeGuard: the only ways a stripe is released).
+  std::unique_ptr<std::atomic<uint64_t>[]> stripe_seq;
   uint32_t stripe_mask;
 
   std::mutex cf_mu;  // cfs, the table, handles
@@ -152,7 +169,9 @@ struct LiveKeyDB::Rep {
   bool bg_stop = false;
   bool bg_busy = false;
 
-  // The deferred liveness checks (CheckLoop).
+  // The deferred liveness checks (CheckLoop) and their shared snapshot.
+  std::mutex snap_mu;
+  SharedSnapshot* current_snap = nullptr;  // guarded by snap_mu
   std::thread checker;
   std::mutex check_mu;
   std::condition_variable check_cv, check_idle_cv;
@@ -179,8 +198,28 @@ struct LiveKeyDB::Rep {
     for (uint32_t i = 0; i <= stripe_mask; ++i) stripes[i].lock();
   }
   void UnlockAll() {
-    for (uint32_t i = stripe_mask + 1; i-- > 0;) stripes[i].unlock();
+    const uint64_t seq = base->GetLatestSequenceNumber();
+    for (uint32_t i = stripe_mask + 1; i-- > 0;) {
+      stripe_seq[i].store(seq, std::memory_order_relaxed);
+      stripes[i].unlock();
+    }
   }
+  void UnlockStripe(uint32_t i) {
+    stripe_seq[i].store(base->GetLatestSequenceNumber(), std::memory_order_relaxed);
+    stripes[i].unlock();
+  }
+  // One stripe, held for a scope.
+  class StripeGuard {
+   public:
+    StripeGuard(Rep* r, uint32_t i) : r_(r), i_(i) { r_->stripes[i_].lock(); }
+    ~StripeGuard() { r_->UnlockStripe(i_); }
+    StripeGuard(const StripeGuard&) = delete;
+    StripeGuard& operator=(const StripeGuard&) = delete;
+
+   private:
+    Rep* r_;
+    uint32_t i_;
+  };
 
   // The state of an indexed, live family, or nullptr (pass through).
   CfState* Lookup(const ColumnFamilyHandle* h) {
@@ -325,10 +364,10 @@ struct LiveKeyDB::Rep {
   rocksdb::Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
-    std::mutex& stripe = stripes[StripeOf(id, hash)];
-    __builtin_prefetch(&stripe, 1);
+    const uint32_t si = StripeOf(id, hash);
+    __builtin_prefetch(&stripes[si], 1);
     PrefetchIndex(id, hash);
-    std::lock_guard<std::mutex> l(stripe);
+    StripeGuard l(this, si);
     const Probed p = ProbeLocked(id, hash, /*probe=*/true);
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
@@ -340,12 +379,12 @@ struct LiveKeyDB::Rep {
     // Not in the index: certainly not live, so insert. In it: either count
     // up blindly now and check later (the common case), or, when checks
     // cannot be queued, read liveness first and insert only if not live.
-    const rocksdb::Snapshot* snap = p.contains ? CheckSnapshot() : nullptr;
+    SharedSnapshot* snap = p.contains ? CheckSnapshot(si) : nullptr;
     const bool insert = !p.contains || snap != nullptr || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
       rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) {  // nothing written
-        if (snap != nullptr) base->ReleaseSnapshot(snap);
+        if (snap != nullptr) ReleaseSnapshotRef(snap);
         return s;
       }
     }
@@ -363,7 +402,7 @@ struct LiveKeyDB::Rep {
     if (insert && now == Liveness::kNotLive) {
       IndexErase(p.cf, p.idx, hash);
       epochs.Bump(kUndone);
-      if (snap != nullptr) base->ReleaseSnapshot(snap);
+      if (snap != nullptr) ReleaseSnapshotRef(snap);
     } else if (snap != nullptr) {
       QueueCheck(p.cf, hash, snap, key);
     }
@@ -391,24 +430,24 @@ struct LiveKeyDB::Rep {
   rocksdb::Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
-    std::mutex& stripe = stripes[StripeOf(id, hash)];
-    __builtin_prefetch(&stripe, 1);
+    const uint32_t si = StripeOf(id, hash);
+    __builtin_prefetch(&stripes[si], 1);
     if (may_erase) PrefetchIndex(id, hash);
-    std::lock_guard<std::mutex> l(stripe);
+    StripeGuard l(this, si);
     const Probed p = ProbeLocked(id, hash, /*probe=*/may_erase);
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
     if (!p.contains) return write();  // certainly not live: nothing to erase
     // Check later (the common case), or read liveness first when checks
     // cannot be queued; either way erase only after the write succeeded.
-    const rocksdb::Snapshot* snap = CheckSnapshot();
+    SharedSnapshot* snap = CheckSnapshot(si);
     const bool was_live = snap == nullptr && ReadLiveness(h, key) == Liveness::kLive;
     rocksdb::Status s = write();
     if (snap != nullptr) {
       if (s.ok()) {
         QueueCheck(p.cf, hash, snap, key);
       } else {
-        base->ReleaseSnapshot(snap);
+        ReleaseSnapshotRef(snap);
       }
     }
     if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash);
@@ -416,17 +455,52 @@ struct LiveKeyDB::Rep {
   }
 
   // ---- deferred liveness checks ------------------------------------------------
-  // Under the key's stripe: the snapshot a deferred check reads at, or
-  // nullptr when checks are off, the queue is full or the DB has no
-  // snapshots (the caller then reads synchronously).
-  const rocksdb::Snapshot* CheckSnapshot() {
+  // Under the key's stripe `si`: a reference to the snapshot a deferred
+  // check reads at, or nullptr when checks are off, the queue is full or
+  // the DB has no snapshots (the caller then reads synchronously). The
+  // check must see the key as it was just before this write: every earlier
+  // LiveKeyDB write to it was made under this stripe, so any snapshot at or
+  // after stripe_seq[si] will do. The current shared snapshot is reused
+  // while it is that recent (GetSnapshot takes the DB mutex and allocates:
+  // most writes save both); else a new one replaces it. Changes to the key
+  // that bypass LiveKeyDB (a compaction filter, TTL) can only make it not
+  // live; then its old copy is stale and an erase it justifies is harmless.
+  SharedSnapshot* CheckSnapshot(uint32_t si) {
     if (!opt.defer_liveness_checks || pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
       return nullptr;
     }
-    return base->GetSnapshot();
+    uint64_t need = stripe_seq[si].load(std::memory_order_relaxed);
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kStaleCheckSnapshot) need = 0;
+#endif
+    std::lock_guard<std::mutex> l(snap_mu);
+    if (current_snap == nullptr || current_snap->seq < need) {
+      const rocksdb::Snapshot* fresh = base->GetSnapshot();
+      if (fresh == nullptr) return nullptr;
+      epochs.Bump(kCheckSnapshots);
+      if (current_snap != nullptr) ReleaseSnapshotRef(current_snap);
+      current_snap = new SharedSnapshot;
+      current_snap->snap = fresh;
+      current_snap->seq = fresh->GetSequenceNumber();
+    }
+    current_snap->refs.fetch_add(1, std::memory_order_relaxed);
+    return current_snap;
+  }
+  void ReleaseSnapshotRef(SharedSnapshot* s) {
+    if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      base->ReleaseSnapshot(s->snap);
+      delete s;
+    }
+  }
+  // Drops the current shared snapshot (so an idle DB holds none, and old
+  // versions can be compacted away); queued checks keep theirs.
+  void DropCurrentSnapshot() {
+    std::lock_guard<std::mutex> l(snap_mu);
+    if (current_snap != nullptr) ReleaseSnapshotRef(current_snap);
+    current_snap = nullptr;
   }
   // Under the key's stripe (the generation must be read there).
-  void QueueCheck(CfState* cf, uint64_t hash, const rocksdb::Snapshot* snap, const Slice& key) {
+  void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key) {
     PendingCheck c;
     c.cf = cf;
     c.hash = hash;
@@ -457,7 +531,7 @@ struct LiveKeyDB::Rep {
     bool live = false;
     {
       ReadOptions ro;
-      ro.snapshot = c->snapshot;
+      ro.snapshot = c->snapshot->snap;
       PinnableSlice v;
       const rocksdb::Status s = base->Get(ro, c->cf->handle, c->key, &v);
       live = s.ok();
@@ -465,10 +539,10 @@ struct LiveKeyDB::Rep {
       if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
 #endif
     }
-    base->ReleaseSnapshot(c->snapshot);
+    ReleaseSnapshotRef(c->snapshot);
     c->snapshot = nullptr;
     if (!live) return;
-    std::lock_guard<std::mutex> l(stripes[StripeOf(c->cf->id, c->hash)]);
+    StripeGuard l(this, StripeOf(c->cf->id, c->hash));
     LiveKeyIndex* idx = c->cf->active.load();
     if (c->cf->dropped || idx == nullptr || c->cf->generation.load(std::memory_order_relaxed) != c->generation) {
       epochs.Bump(kChecksDropped);
@@ -488,6 +562,9 @@ struct LiveKeyDB::Rep {
                         [&] { return check_stop || checks.size() >= kCheckWakeBatch; });
       if (checks.empty()) {
         if (check_stop) break;
+        l.unlock();
+        DropCurrentSnapshot();  // idle (no check waited this poll)
+        l.lock();
         continue;
       }
 #ifdef DLCBF_TESTING
@@ -521,6 +598,7 @@ struct LiveKeyDB::Rep {
     }
     check_cv.notify_all();
     if (checker.joinable()) checker.join();
+    DropCurrentSnapshot();
   }
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);

@@ -130,7 +130,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
       if (all) {
         r->UnlockAll();
       } else {
-        for (size_t i = t->size(); i-- > 0;) r->stripes[(*t)[i]].unlock();
+        for (size_t i = t->size(); i-- > 0;) r->UnlockStripe((*t)[i]);
       }
     }
   } unlocker{this, has_range, &taken};

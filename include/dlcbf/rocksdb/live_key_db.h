@@ -60,9 +60,11 @@
 //     index does contain k, the write does not ask RocksDB whether k is
 //     live. A Put/Merge adds one more copy of k BEFORE its write (so the
 //     count is an upper bound at once); a Delete keeps k's copy. Either
-//     way it takes a snapshot just before its write, under k's stripe, and
-//     queues a check; a background thread reads k at that snapshot and, if
-//     k was live there, erases one copy: the second copy of an overwrite,
+//     way it queues a check with a snapshot that shows k as it was just
+//     before the write (shared by many writes: a new one is taken only when
+//     k's lock stripe was written after the current one); a background
+//     thread reads k at that snapshot and, if k was live there, erases one
+//     copy: the second copy of an overwrite,
 //     or the copy of a deleted key. So counts become exact again within
 //     moments, and in between an over-count costs only a false positive
 //     (RocksDB answers). A check queued before a rebuild's scan erases
@@ -86,9 +88,10 @@
 //     insert, Delete keeps the entry (a stale entry).
 //   Cost: a write of a NEW key costs one hash, one filter probe and one
 //   filter insert on top of the DB write; overwrites, merges into existing
-//   keys and deletes of existing keys add a snapshot and a queue push (a
-//   background thread pays their liveness read), or one liveness read (a
-//   Get) each when checks are not deferred. Batches (Write) still read.
+//   keys and deletes of existing keys add a queue push and now and then a
+//   snapshot (a background thread pays their liveness read), or one
+//   liveness read (a Get) each when checks are not deferred. Batches
+//   (Write) still read.
 //   Measured numbers are in the README and in filter_policy/live_key_db.cc.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
@@ -320,6 +323,7 @@ struct LiveKeyStats {
   uint64_t deferred_checks = 0;  // liveness checks moved off the write path
   uint64_t check_erases = 0;     // of those, copies erased (key was live)
   uint64_t checks_dropped = 0;   // erases skipped: a rebuild or drop came first
+  uint64_t check_snapshots = 0;  // snapshots taken for them (shared by many)
   uint64_t pending_checks = 0;   // queued now
   uint64_t delete_range_erased = 0;      // keys erased by DeleteRange scans
   uint64_t delete_range_limit_hits = 0;  // scans cut by the limit (stale)
