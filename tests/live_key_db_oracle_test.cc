@@ -479,7 +479,35 @@ std::string Describe(const RunResult& r) {
   return s;
 }
 
+// What every run of the real build must show: no false negative, no wrong
+// value, no error, and every key as its last write left it.
+void ExpectLinearizable(const RunResult& r) {
+  std::printf("  %s\n  %s\n", Describe(r).c_str(), r.stats.ToString().c_str());
+  EXPECT_EQ(r.verdict.false_negatives, 0u) << Describe(r);
+  EXPECT_EQ(r.verdict.mismatches, 0u) << Describe(r);
+  EXPECT_EQ(r.verdict.errors, 0u) << Describe(r);
+  EXPECT_EQ(r.write_errors, 0u);
+  EXPECT_EQ(r.final_mismatches, 0u);
+}
+
 #ifdef DLCBF_TESTING
+// The workload of the negative controls: few keys, two writers and three
+// readers, no rebuilds, DeleteRange or ingestion, so a faulty window is
+// met often and nothing else hides it.
+Workload NegativeControlWorkload(int keys, uint64_t expected_keys) {
+  Workload w;
+  w.keys = keys;
+  w.sd_keys = 8;
+  w.writers = 2;
+  w.readers = 3;
+  w.ops_per_writer = Scaled(3000, 1500);
+  w.manual_rebuilds = 0;
+  w.delete_range = false;
+  w.ingest = false;
+  w.expected_keys = expected_keys;
+  return w;
+}
+
 struct FaultGuard {
   explicit FaultGuard(LiveKeyFault f) { dlcbf::internal::SetLiveKeyFaultForTesting(f); }
   ~FaultGuard() { dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone); }
@@ -498,12 +526,7 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizable) {
   Workload w;
   w.ops_per_writer = Scaled(6000, 600);
   const RunResult r = RunOracle("real", w);
-  std::printf("  %s\n  %s\n", Describe(r).c_str(), r.stats.ToString().c_str());
-  EXPECT_EQ(r.verdict.false_negatives, 0u) << Describe(r);
-  EXPECT_EQ(r.verdict.mismatches, 0u) << Describe(r);
-  EXPECT_EQ(r.verdict.errors, 0u) << Describe(r);
-  EXPECT_EQ(r.write_errors, 0u);
-  EXPECT_EQ(r.final_mismatches, 0u);
+  ExpectLinearizable(r);
   EXPECT_GT(r.verdict.judged, 10000u) << Describe(r);
   // Deterministic causes only: the manual rebuilds were all done, and the
   // index (sized for 300) overflowed, which always queues an automatic one.
@@ -529,12 +552,7 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableMixedCheckPaths) {
   w.max_pending_checks = 8;
   w.kernel = dlcbf::ElasticKernel::kFast;
   const RunResult r = RunOracle("mixed", w);
-  std::printf("  %s\n  %s\n", Describe(r).c_str(), r.stats.ToString().c_str());
-  EXPECT_EQ(r.verdict.false_negatives, 0u) << Describe(r);
-  EXPECT_EQ(r.verdict.mismatches, 0u) << Describe(r);
-  EXPECT_EQ(r.verdict.errors, 0u) << Describe(r);
-  EXPECT_EQ(r.write_errors, 0u);
-  EXPECT_EQ(r.final_mismatches, 0u);
+  ExpectLinearizable(r);
   EXPECT_GT(r.stats.deferred_checks, 0u) << r.stats.ToString();
   EXPECT_GT(r.stats.liveness_reads, 0u) << "the queue never filled: " << r.stats.ToString();
   ASSERT_FALSE(r.stats.column_families.empty());
@@ -551,17 +569,8 @@ TEST(LiveKeyDBOracle, NegativeControlInsertAfterWriteIsCaught) {
                   "exists only there; the in-tree plugin build links the shipped library)";
 #else
   FaultGuard fault(LiveKeyFault::kIndexInsertAfterWrite);
-  Workload w;
-  w.keys = 64;  // hot keys: reads overlap the faulty window often
-  w.sd_keys = 8;
-  w.writers = 2;
-  w.readers = 3;
-  w.ops_per_writer = Scaled(3000, 1500);
-  w.manual_rebuilds = 0;
-  w.delete_range = false;
-  w.ingest = false;
-  w.expected_keys = 1000;
-  const RunResult r = RunOracle("negative", w);
+  // Hot keys: reads overlap the faulty window often.
+  const RunResult r = RunOracle("negative", NegativeControlWorkload(64, 1000));
   std::printf("  %s\n", Describe(r).c_str());
   EXPECT_GT(r.verdict.false_negatives, 0u)
       << "the oracle did not catch the reversed order: " << Describe(r);
@@ -579,17 +588,8 @@ TEST(LiveKeyDBOracle, NegativeControlCheckWithoutReadIsCaught) {
                   "exists only there; the in-tree plugin build links the shipped library)";
 #else
   FaultGuard fault(LiveKeyFault::kCheckEraseWithoutRead);
-  Workload w;
-  w.keys = 600;
-  w.sd_keys = 8;
-  w.writers = 2;
-  w.readers = 3;
-  w.ops_per_writer = Scaled(3000, 1500);
-  w.manual_rebuilds = 0;
-  w.delete_range = false;
-  w.ingest = false;
-  w.expected_keys = 100;
-  const RunResult r = RunOracle("negative-check", w);
+  // 600 keys in an index sized for 100: collisions are common.
+  const RunResult r = RunOracle("negative-check", NegativeControlWorkload(600, 100));
   std::printf("  %s\n", Describe(r).c_str());
   EXPECT_GT(r.verdict.false_negatives + r.final_mismatches, 0u)
       << "the oracle did not catch checks that erase without a read: " << Describe(r);
@@ -606,17 +606,8 @@ TEST(LiveKeyDBOracle, NegativeControlStaleCheckSnapshotIsCaught) {
                   "exists only there; the in-tree plugin build links the shipped library)";
 #else
   FaultGuard fault(LiveKeyFault::kStaleCheckSnapshot);
-  Workload w;
-  w.keys = 64;  // hot keys: many writes per key within one snapshot's life
-  w.sd_keys = 8;
-  w.writers = 2;
-  w.readers = 3;
-  w.ops_per_writer = Scaled(3000, 1500);
-  w.manual_rebuilds = 0;
-  w.delete_range = false;
-  w.ingest = false;
-  w.expected_keys = 1000;
-  const RunResult r = RunOracle("negative-stale-snapshot", w);
+  // Hot keys: many writes per key within one snapshot's life.
+  const RunResult r = RunOracle("negative-stale-snapshot", NegativeControlWorkload(64, 1000));
   std::printf("  %s\n", Describe(r).c_str());
   EXPECT_GT(r.verdict.false_negatives + r.final_mismatches, 0u)
       << "the oracle did not catch checks reading a stale snapshot: " << Describe(r);
