@@ -7,8 +7,8 @@
 #include "dlcbf/core/elastic_filter.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/elastic_testing.h"
-#include "sizing_test_util.h"
 #endif
+#include "sizing_test_util.h"
 
 #include <gtest/gtest.h>
 
