@@ -316,7 +316,36 @@ TEST(LiveKeyDBTest, WriteBatchOverlayAndDeleteRange) {
   oracle[Key("r", 5)] = "again";
   all.insert(all.end(), {"k1", "e1", Key("r", 10) + "x"});
   CheckAgainst(db.get(), oracle, all);
-  EXPECT_EQ(Cf(Settled(db)).entries, oracle.size());
+  {
+    // The batch read nothing: e1 (deleted) and e2 (overwritten) went to
+    // deferred checks, which took e2's second copy and e1's copy back.
+    const LiveKeyStats st = Settled(db);
+    EXPECT_EQ(st.liveness_reads, 0u) << st.ToString();
+    EXPECT_EQ(st.deferred_checks, 2u) << st.ToString();
+    EXPECT_EQ(st.check_erases, 2u) << st.ToString();
+    EXPECT_EQ(Cf(st).entries, oracle.size());
+  }
+  // The same batch shapes with checks off: one MultiGet reads them.
+  {
+    LiveKeyIndexOptions sync = SmallIndex();
+    sync.defer_liveness_checks = false;
+    ASSERT_TRUE(db->Close().ok());
+    db.reset();
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), sync, dir, &raw).ok());
+    db.reset(raw);
+    rocksdb::WriteBatch b2;
+    b2.Put("e2", "w");     // overwrite: counted once
+    b2.Delete("k2");       // delete of a live key
+    ASSERT_TRUE(db->Write(wo, &b2).ok());
+    oracle["e2"] = "w";
+    oracle.erase("k2");
+    all.push_back("k2");
+    const LiveKeyStats st = Settled(db);
+    EXPECT_EQ(st.liveness_reads, 2u) << st.ToString();
+    EXPECT_EQ(st.deferred_checks, 0u) << st.ToString();
+    EXPECT_EQ(Cf(st).entries, oracle.size());
+    CheckAgainst(db.get(), oracle, all);
+  }
 
   // DeleteRange past the scan limit leaves stale entries: still correct.
   LiveKeyIndexOptions limited = SmallIndex();

@@ -65,6 +65,9 @@
 //     not in the new index). A failed write queues the check only if k is
 //     live afterwards (a failed Put cannot make k not live; not live =>
 //     undo at once), and a failed Delete queues none (its copy stays).
+//     A batch (write_batch.cc) does the same per key of its overlay: a key
+//     live after the batch gets a blind copy, a key it deletes keeps its
+//     copy, and each gets a check, queued after the batch's write.
 //   Why this option over the others weighed in issue #23: batched MultiGet
 //   liveness reads still put a read on the write path; proving "not live"
 //   from the memtable and SST filters helps only absent keys, which the

@@ -206,13 +206,30 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     }
   }
 
-  // State before the batch for the keys we still need it for.
+  // State before the batch for the keys the index holds. Where a deferred
+  // check can be queued (rep.h, "Writes without a read"), it decides later
+  // and the batch acts as if the key were not live: a key live after the
+  // batch gets a blind copy, a key the batch deletes keeps its copy until
+  // its check. The others are read in one MultiGet.
+  std::vector<SharedSnapshot*> deferred(ov.size(), nullptr);
+  auto release_deferred = [&] {
+    for (SharedSnapshot*& d : deferred) {
+      if (d != nullptr) ReleaseSnapshotRef(d);
+      d = nullptr;
+    }
+  };
   std::vector<size_t> need_read;
   for (size_t i = 0; i < ov.size(); ++i) {
     Overlay& e = ov[i];
     epochs.Bump(kWriteKeys);
     if (e.l0_known) continue;
     if (!WriterContains(e.cf->active.load(), e.hash)) {
+      e.l0_known = true;
+      e.l0 = false;
+    } else if (!e.cur && e.keep) {
+      e.l0_known = true;  // a kept entry never changes the index:
+      e.l0 = false;       // its state before does not matter
+    } else if ((deferred[i] = CheckSnapshot(StripeOf(e.cf->id, e.hash))) != nullptr) {
       e.l0_known = true;
       e.l0 = false;
     } else {
@@ -245,26 +262,41 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     s = IndexInsert(e.cf, e.cf->active.load(), e.hash);
     if (!s.ok()) {
       for (size_t j : inserted) IndexErase(ov[j].cf, ov[j].cf->active.load(), ov[j].hash);
+      release_deferred();
       return s;
     }
     inserted.push_back(i);
   }
   s = base->Write(wo, batch);
   if (s.ok()) {
-    for (Overlay& e : ov) {
-      if (!e.cur && e.l0 && !e.keep) {
+    for (size_t i = 0; i < ov.size(); ++i) {
+      Overlay& e = ov[i];
+      if (deferred[i] != nullptr) {
+        QueueCheck(e.cf, e.hash, deferred[i], e.key);
+        deferred[i] = nullptr;
+      } else if (!e.cur && e.l0 && !e.keep) {
         IndexErase(e.cf, e.cf->active.load(), e.hash);
         if (has_range) epochs.Bump(kRangeErased);
       }
     }
   } else {
+    // As in Upsert: a key not live now gets its copy back (a failed write
+    // cannot have made it not live); a key live (or unknown) now with a
+    // blind copy keeps its check; a key the batch would have deleted keeps
+    // its copy (the write may not have happened) and needs no check.
     for (size_t i : inserted) {
       Overlay& e = ov[i];
       if (ReadLiveness(e.cf->handle, e.key) == Liveness::kNotLive) {
         IndexErase(e.cf, e.cf->active.load(), e.hash);
         epochs.Bump(kUndone);
+        if (deferred[i] != nullptr) ReleaseSnapshotRef(deferred[i]);
+        deferred[i] = nullptr;
+      } else if (deferred[i] != nullptr) {
+        QueueCheck(e.cf, e.hash, deferred[i], e.key);
+        deferred[i] = nullptr;
       }
     }
+    release_deferred();
   }
   return s;
 }

@@ -79,7 +79,9 @@
 //     of the keys the batch already touched; only each key's state before
 //     and after the batch matters (the batch becomes visible atomically).
 //     Keys that become live are inserted before the write, keys that stop
-//     being live are erased after it succeeded.
+//     being live are erased after it succeeded. A key the index holds gets
+//     a deferred check as below (or, with the queue full, one MultiGet for
+//     the batch's keys decides).
 //   - Per key, check -> write -> index update is serialized by striped
 //     mutexes keyed by the key's hash (LiveKeyIndexOptions::lock_stripes).
 //     A batch takes its stripes in ascending order (no deadlock).
@@ -90,8 +92,8 @@
 //   filter insert on top of the DB write; overwrites, merges into existing
 //   keys and deletes of existing keys add a queue push and now and then a
 //   snapshot (a background thread pays their liveness read), or one
-//   liveness read (a Get) each when checks are not deferred. Batches
-//   (Write) still read.
+//   liveness read (a Get; in a batch, one MultiGet) each when checks are
+//   not deferred.
 //   Measured numbers are in the README and in filter_policy/live_key_db.cc.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
