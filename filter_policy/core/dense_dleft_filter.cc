@@ -147,7 +147,7 @@ uint32_t BucketsFor(uint32_t r) { return r == 8 ? Class8::kBuckets : Class16::kB
 double RnFor(uint32_t r) { return r == 8 ? 255.0 : 65535.0; }
 // FPR ~ F / (B Rn) = d a S / (K Rn) at load a.
 double FprAtLoad(uint32_t r, uint32_t d, double a) { return d * a * SlotsFor(r) / (BucketsFor(r) * RnFor(r)); }
-std::string Num(double x) { return internal::SizingNumber(x); }
+using internal::SizingNumber;
 
 // The one place the block count follows from keys and load.
 void SizeTo(uint64_t n, double load, uint32_t r, DenseDLeftOptions* o) {
@@ -183,8 +183,8 @@ double DenseDLeftOptions::PredictedFpr(uint64_t items) const {
 Status DenseDLeftOptions::ForLoad(uint64_t n, double load, uint32_t r, DenseDLeftOptions* out) {
   if (r != 8 && r != 16) return Status::InvalidArgument("remainder_bits must be 8 or 16 (got " + std::to_string(r) + ")");
   if (!(load > 0 && load <= MaxLoad(r)))
-    return Status::InvalidArgument("load must be in (0, " + Num(MaxLoad(r)) + "] for remainder_bits " +
-                                   std::to_string(r) + " (got " + Num(load) + ")");
+    return Status::InvalidArgument("load must be in (0, " + SizingNumber(MaxLoad(r)) + "] for remainder_bits " +
+                                   std::to_string(r) + " (got " + SizingNumber(load) + ")");
   if (n == 0) return Status::InvalidArgument("expected_items must be >= 1");
   DenseDLeftOptions o = *out;
   SizeTo(n, load, r, &o);
@@ -197,8 +197,8 @@ Status DenseDLeftOptions::ForBitsPerKey(uint64_t n, double bpk, DenseDLeftOption
   const double min16 = 512.0 / (Class16::kSlots * MaxLoad(16));
   const double min8 = 512.0 / (Class8::kSlots * MaxLoad(8));
   if (!(bpk >= min8) || !std::isfinite(bpk))
-    return Status::InvalidArgument("bits_per_key must be >= " + Num(min8) + " (the 8-bit class at load " +
-                                   Num(MaxLoad(8)) + "; got " + Num(bpk) + ")");
+    return Status::InvalidArgument("bits_per_key must be >= " + SizingNumber(min8) + " (the 8-bit class at load " +
+                                   SizingNumber(MaxLoad(8)) + "; got " + SizingNumber(bpk) + ")");
   const uint32_t r = bpk >= min16 ? 16 : 8;
   return ForLoad(n, 512.0 / (SlotsFor(r) * bpk), r, out);
 }
@@ -208,8 +208,8 @@ Status DenseDLeftOptions::ForFpr(uint64_t n, double fpr, DenseDLeftOptions* out)
   if (d < 2 || d > 4) return Status::InvalidArgument("subtables must be in [2, 4] (got " + std::to_string(d) + ")");
   const double min_fpr = FprAtLoad(16, d, 0.05);
   if (!(fpr >= min_fpr && fpr < 1))
-    return Status::InvalidArgument("fpr must be in [" + Num(min_fpr) + ", 1) (the 16-bit class at load 0.05; got " +
-                                   Num(fpr) + ")");
+    return Status::InvalidArgument("fpr must be in [" + SizingNumber(min_fpr) + ", 1) (the 16-bit class at load 0.05; got " +
+                                   SizingNumber(fpr) + ")");
   const uint32_t r = fpr >= FprAtLoad(8, d, 0.5) ? 8 : 16;
   const double load = std::min(MaxLoad(r), fpr / FprAtLoad(r, d, 1.0));
   return ForLoad(n, load, r, out);

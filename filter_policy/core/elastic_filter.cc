@@ -422,9 +422,14 @@ Status ElasticFilter::Adopt(const ElasticOptions& options, std::unique_ptr<FastD
   ElasticOptions o = options;
   o.fast = kernel->options();
   o.thread_safe = o.fast.thread_safe;
-  FastDLeftFilter* raw = kernel.release();
-  return FinishAdopt(o, items, out, [raw](ElasticFilter* f) { return f->InitFast(std::unique_ptr<FastDLeftFilter>(raw)); },
-                     [raw] { delete raw; });
+  std::unique_ptr<ElasticFilter> f;
+  Status s = NewForAdopt(o, out, &f);
+  if (s.ok()) s = f->InitFast(std::move(kernel));
+  if (s.ok()) {
+    f->SetAdoptedItems(items);
+    *out = std::move(f);
+  }
+  return s;
 }
 
 Status ElasticFilter::Adopt(const ElasticOptions& options, std::unique_ptr<DenseDLeftFilter> kernel, uint64_t items,
@@ -436,31 +441,32 @@ Status ElasticFilter::Adopt(const ElasticOptions& options, std::unique_ptr<Dense
   ElasticOptions o = options;
   o.dense = kernel->options();
   o.thread_safe = o.dense.thread_safe;
-  DenseDLeftFilter* raw = kernel.release();
-  return FinishAdopt(o, items, out, [raw](ElasticFilter* f) { return f->InitDense(std::unique_ptr<DenseDLeftFilter>(raw)); },
-                     [raw] { delete raw; });
+  std::unique_ptr<ElasticFilter> f;
+  Status s = NewForAdopt(o, out, &f);
+  if (s.ok()) s = f->InitDense(std::move(kernel));
+  if (s.ok()) {
+    f->SetAdoptedItems(items);
+    *out = std::move(f);
+  }
+  return s;
 }
 
-Status ElasticFilter::FinishAdopt(ElasticOptions o, uint64_t items, std::unique_ptr<ElasticFilter>* out,
-                                  const std::function<Status(ElasticFilter*)>& init,
-                                  const std::function<void()>& drop_kernel) {
-  if (out == nullptr) {
-    drop_kernel();
-    return Status::InvalidArgument("out must not be null");
-  }
+// The part of Adopt shared by the kernels: the options (sized by the
+// kernel, not by expected_items) must validate; then an uninitialized
+// filter for them.
+Status ElasticFilter::NewForAdopt(ElasticOptions o, std::unique_ptr<ElasticFilter>* out,
+                                  std::unique_ptr<ElasticFilter>* f) {
+  if (out == nullptr) return Status::InvalidArgument("out must not be null");
   o.expected_items = 0;  // keep the kernel's size
   Status s = o.Validate();
-  if (!s.ok()) {
-    drop_kernel();
-    return s;
-  }
-  std::unique_ptr<ElasticFilter> f(new ElasticFilter(o));
-  s = init(f.get());  // owns the kernel from here on
-  if (!s.ok()) return s;
-  f->items_ = items;
-  f->inserts_ = items;
-  *out = std::move(f);
+  if (s.ok()) f->reset(new ElasticFilter(o));
   return s;
+}
+
+// After the kernel's Init: the caller's count of the live items it holds.
+void ElasticFilter::SetAdoptedItems(uint64_t items) {
+  items_ = items;
+  inserts_ = items;
 }
 
 bool ElasticFilter::SerializeKernel(std::string* out) const {

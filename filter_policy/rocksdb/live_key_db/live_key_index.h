@@ -100,21 +100,8 @@ class LiveKeyIndex {
                      uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     if (kind != KindOf(o.kernel)) return rocksdb::Status::Corruption("written for the other index kernel");
     if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
-    const DeserializeOptions ts{/*thread_safe=*/true};
-    if (o.kernel == ElasticKernel::kDense) {
-      std::unique_ptr<DenseDLeftFilter> f;
-      rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::Deserialize(glue::View(blob), &f, ts));
-      if (!s.ok()) return s;
-      if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
-      if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
-      return Wrap(o, sized_for, entries, epochs, std::move(f), out);
-    }
-    std::unique_ptr<FastDLeftFilter> f;
-    rocksdb::Status s = glue::ToRocksStatus(FastDLeftFilter::Deserialize(glue::View(blob), &f, ts));
-    if (!s.ok()) return s;
-    if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
-    if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not D = 2");
-    return Wrap(o, sized_for, entries, epochs, std::move(f), out);
+    if (o.kernel == ElasticKernel::kDense) return LoadKernel<DenseDLeftFilter>(blob, o, sized_for, entries, epochs, out);
+    return LoadKernel<FastDLeftFilter>(blob, o, sized_for, entries, epochs, out);
   }
 
   // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense.
@@ -197,6 +184,18 @@ class LiveKeyIndex {
   LiveKeyIndex(const LiveKeyIndexOptions& o, uint64_t sized_for, EpochDomain* epochs)
       : abf_counter_bits_(o.abf_counter_bits), sized_for_(std::max<uint64_t>(1, sized_for)),
         epochs_(epochs) {}
+
+  template <class Kernel>
+  static rocksdb::Status LoadKernel(const Slice& blob, const LiveKeyIndexOptions& o, uint64_t sized_for,
+                                    uint64_t entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
+    std::unique_ptr<Kernel> f;
+    rocksdb::Status s =
+        glue::ToRocksStatus(Kernel::Deserialize(glue::View(blob), &f, DeserializeOptions{/*thread_safe=*/true}));
+    if (!s.ok()) return s;
+    if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
+    if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
+    return Wrap(o, sized_for, entries, epochs, std::move(f), out);
+  }
 
   template <class Kernel>
   static rocksdb::Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,

@@ -83,7 +83,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -244,7 +243,7 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // seed and thread-safety). `items` is the number of live items it holds
   // (the caller's count: it decides when migration starts and the ABF's
   // k). InvalidArgument for a null kernel or options that do not validate
-  // (the kernel is then freed).
+  // (the kernel is then freed with the unique_ptr).
   static Status Adopt(const ElasticOptions& options, std::unique_ptr<FastDLeftFilter> kernel, uint64_t items,
                       std::unique_ptr<ElasticFilter>* out);
   static Status Adopt(const ElasticOptions& options, std::unique_ptr<DenseDLeftFilter> kernel, uint64_t items,
@@ -315,9 +314,9 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   Status InitFast(std::unique_ptr<FastDLeftFilter> given = nullptr);
   Status InitGeneral();
   Status InitDense(std::unique_ptr<DenseDLeftFilter> given = nullptr);
-  static Status FinishAdopt(ElasticOptions o, uint64_t items, std::unique_ptr<ElasticFilter>* out,
-                            const std::function<Status(ElasticFilter*)>& init,
-                            const std::function<void()>& drop_kernel);
+  static Status NewForAdopt(ElasticOptions o, std::unique_ptr<ElasticFilter>* out,
+                            std::unique_ptr<ElasticFilter>* f);
+  void SetAdoptedItems(uint64_t items);
   // Keeps phase 1 of a kernel that hashes through internal::Hashing
   // (general, dense) and checks it against the kernel's own.
   template <class K>
