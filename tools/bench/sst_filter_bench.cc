@@ -106,7 +106,7 @@ double PredictedFpr(const FilterPolicy& p, size_t n, size_t bytes, double bpk_cf
   if (dlcbf::IsDLeftFilterPolicy(&p, &o)) {
     dlcbf::DLeftFilterPlan plan;
     if (!dlcbf::PlanDLeftFilter(o, &plan).ok()) return -1;
-    if (plan.format_version == 2) return plan.predicted_fpr;  // the planner's model
+    if (plan.format_version >= 2) return plan.predicted_fpr;  // the planner's model
     const double B = std::ceil(n / (plan.load * plan.subtables * plan.cells_per_bucket));
     const double space = B * (std::ldexp(1.0, static_cast<int>(plan.remainder_bits)) - 1);
     return -std::expm1(static_cast<double>(n) * std::log1p(-1.0 / space));

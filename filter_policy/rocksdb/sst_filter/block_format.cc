@@ -11,6 +11,8 @@ namespace sst_filter {
 // header (48 + 4 d multiplier bytes) padded to 64 (d <= 4) or 128 bytes.
 static_assert(kFixedHeader == 48 && kChecksumBytes == 8, "48-byte fixed header, 8-byte XXH3-64");
 static_assert(BlockedHeaderBytes(4) == 64 && kFixedHeader + 4 * 4 <= 64, "d <= 4: 64-byte header");
+static_assert(kPackedHeaderBytes == 64 && kFixedHeader + 2 <= kPackedHeaderBytes,
+              "packed: 48 fixed bytes, C and B, padding to 64");
 static_assert(BlockedHeaderBytes(kBlockedMaxSubtables) == 128 &&
                   kFixedHeader + 4 * kBlockedMaxSubtables <= 128,
               "d <= 8: 128-byte header");
@@ -44,7 +46,7 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
     *why = "bad magic (not a dlcbf filter block)";
     return false;
   }
-  if (version != kBlockVersion1 && version != kBlockVersion2) {
+  if (version != kBlockVersion1 && version != kBlockVersion2 && version != kBlockVersion3) {
     *why = "unsupported format version " + std::to_string(version);
     return false;
   }
@@ -57,7 +59,8 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
     return false;
   }
   if ((kind == kKindDLeft && version != kBlockVersion1) ||
-      (kind == kKindBlocked && version != kBlockVersion2)) {
+      (kind == kKindBlocked && version != kBlockVersion2) ||
+      (kind == kKindPacked && version != kBlockVersion3)) {
     *why = "block kind " + std::to_string(kind) + " does not exist in format version " +
            std::to_string(version);
     return false;
@@ -146,6 +149,42 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
         return false;
       }
       out->blocked = g;
+      break;
+    }
+    case kKindPacked: {
+      PackedGeometry g;
+      g.r = r;
+      g.C = static_cast<uint8_t>(s[kFixedHeader]);
+      g.B = static_cast<uint8_t>(s[kFixedHeader + 1]);
+      g.home_blocks = size_field;
+      g.total_blocks = payload / kPackedBlockBytes;
+      for (size_t i = kFixedHeader + 2; i < header; ++i) {
+        if (s[i] != 0) {
+          *why = "packed header padding is not zero";
+          return false;
+        }
+      }
+      if (d != 0 || L != 0 || k != 0) {
+        *why = "inconsistent packed header (d, L and k must be 0)";
+        return false;
+      }
+      if (payload % kPackedBlockBytes != 0 || payload == 0) {
+        *why = "packed payload is not a whole, non-zero number of 64-byte blocks";
+        return false;
+      }
+      if (const char* bad = g.Invalid()) {
+        *why = std::string("bad packed geometry: ") + bad;
+        return false;
+      }
+      if (entries > g.total_blocks * g.C) {
+        *why = "more entries than slots";
+        return false;
+      }
+      if (packed_detail::Flag(s.data() + header + payload - kPackedBlockBytes)) {
+        *why = "overflow flag set on the last block";
+        return false;
+      }
+      out->packed = g;
       break;
     }
     case kKindBloom:

@@ -1,9 +1,10 @@
 // SST filter builder: collects key hashes, plans the table, inserts with
 // relocation, retries and falls back, and encodes the block.
 //
-// Version 2 (blocked table) is built in place: the builder allocates the
-// final buffer once, placement writes the blocks into it, and the header
-// and checksum are written around them; nothing is copied afterwards.
+// Versions 2 (blocked table) and 3 (packed table) are built in place: the
+// builder allocates the final buffer once, placement writes the blocks
+// into it, and the header and checksum are written around them; nothing is
+// copied afterwards.
 //
 // Never failing a flush: if an insert overflows (all candidate buckets
 // full and no relocation chain found), the table is rebuilt with fresh
@@ -89,11 +90,11 @@ class DLeftBuilder final : public FilterBitsBuilder {
         *status = Status::Corruption("dlcbf filter: key hashes changed in memory before Finish");
       }
     }
-    if (plan_.format_version == 2 && !match_all_ && !hashes_.empty()) {
+    if (plan_.format_version >= 2 && !match_all_ && !hashes_.empty()) {
       Slice result;
       bool built = false;
       try {
-        built = BuildBlocked(buf, &result);
+        built = plan_.format_version == 3 ? BuildPacked(buf, &result) : BuildBlocked(buf, &result);
       } catch (const std::bad_alloc&) {
         OutOfMemory("building the filter block");
       }
@@ -160,6 +161,16 @@ class DLeftBuilder final : public FilterBitsBuilder {
   }
 
   size_t ApproximateNumEntries(size_t bytes) override {
+    if (plan_.format_version == 3) {
+      const size_t overhead = kPackedHeaderBytes + kChecksumBytes;
+      if (bytes <= overhead + kPackedBlockBytes) return 0;
+      const double blocks = static_cast<double>((bytes - overhead) / kPackedBlockBytes);
+      double est = std::floor(blocks * PackedKeysPerBlock(0));
+      if (est > 1e12) est = 1e12;
+      uint64_t n = static_cast<uint64_t>(est);
+      while (n > 0 && ExpectedBytes(n) > bytes) n -= std::max<uint64_t>(1, n / 1024);
+      return static_cast<size_t>(n);
+    }
     if (plan_.format_version == 2) {
       const size_t overhead = HeaderBytes(kKindBlocked, plan_.subtables) + kChecksumBytes;
       if (bytes <= overhead + kBlockBytes) return 0;
@@ -187,6 +198,9 @@ class DLeftBuilder final : public FilterBitsBuilder {
   // blocks and one tail block (the carry after the last home block rarely
   // needs more).
   uint64_t ExpectedBytes(uint64_t n) const {
+    if (plan_.format_version == 3) {
+      return kPackedHeaderBytes + (PackedHome(n, 0) + 1) * kPackedBlockBytes + kChecksumBytes;
+    }
     if (plan_.format_version != 2) return BlockBytesFor(n);
     return HeaderBytes(kKindBlocked, plan_.subtables) +
            (BlockedHome(n, plan_.load) + 1) * kBlockBytes + kChecksumBytes;
@@ -272,7 +286,87 @@ class DLeftBuilder final : public FilterBitsBuilder {
     return false;
   }
 
-  uint8_t version() const { return plan_.format_version == 2 ? kBlockVersion2 : kBlockVersion1; }
+  // Version 3: keys per home block (lambda = 512 / bits per key), 5% fewer
+  // for each earlier attempt whose carry did not drain; home blocks for n
+  // keys; the largest block the build may need.
+  double PackedKeysPerBlock(int attempt) const {
+    return plan_.load * plan_.slots_per_block * std::pow(0.95, attempt);
+  }
+  uint64_t PackedHome(uint64_t n, int attempt) const {
+    const double h = std::ceil(static_cast<double>(n) / PackedKeysPerBlock(attempt));
+    if (!(h >= 1.0)) return 1;
+    if (h > 1e13) return uint64_t{1} << 44;  // absurd; the size check rejects it
+    return static_cast<uint64_t>(h);
+  }
+  uint64_t PackedBytesFor(uint64_t n, int attempt) const {
+    const uint64_t home = PackedHome(n, attempt);
+    return kPackedHeaderBytes + (home + BlockedMaxTail(home)) * kPackedBlockBytes + kChecksumBytes;
+  }
+
+  // Builds a version-3 block straight into its final buffer; as
+  // BuildBlocked, false (after logging) sends the caller to the Bloom format.
+  //
+  //   offset  size  field (little-endian; FORMATS.md, "Version 3")
+  //        0    48  fixed header: version 3, kind 4, d = L = 0, r, c = k = 0,
+  //                 retries, H home blocks, seed, entries, payload bytes
+  //       48     1  C slots per block
+  //       49     1  B buckets per block
+  //       50    14  zero
+  //       64  64 T  T >= H blocks (packed_table.cc draws one)
+  //   64+64T     8  XXH3-64 (seed 0) of bytes [0, 64 + 64 T)
+  bool BuildPacked(std::unique_ptr<const char[]>* buf, Slice* result) {
+    const uint64_t n = hashes_.size();
+    PackedGeometry g;
+    g.r = plan_.remainder_bits;
+    g.C = plan_.slots_per_block;
+    g.B = plan_.buckets_per_block;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      const uint64_t cap = PackedBytesFor(n, attempt);
+      if (cap > max_block_bytes_) {
+        Warn("a packed d-left filter for %llu keys needs up to %llu bytes, over the filter block "
+             "limit of %llu bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). "
+             "Writing a Bloom-format block capped at the limit instead (lossless, higher FP "
+             "rate). Use partitioned filters (BlockBasedTableOptions::partition_filters = true, "
+             "index_type = kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
+             static_cast<unsigned long long>(n), static_cast<unsigned long long>(cap),
+             static_cast<unsigned long long>(max_block_bytes_));
+        return false;
+      }
+      g.home_blocks = PackedHome(n, attempt);
+      const uint64_t max_tail = BlockedMaxTail(g.home_blocks);
+      std::unique_ptr<char[]> mem(new char[cap]);
+      std::memset(mem.get(), 0, cap);
+      PackedBuildStats st;
+      if (!BuildPackedTable(hashes_, max_tail, &g, mem.get() + kPackedHeaderBytes, &st)) {
+        shared_->placement_retries.fetch_add(1, std::memory_order_relaxed);
+        Warn("packed d-left carry did not drain within %llu tail blocks (attempt %d, %llu keys); "
+             "rebuilding with 5%% more blocks",
+             static_cast<unsigned long long>(max_tail), attempt + 1,
+             static_cast<unsigned long long>(n));
+        continue;
+      }
+      std::string head;
+      head.reserve(kPackedHeaderBytes);
+      PutHeader(&head, kBlockVersion3, kKindPacked, 0, 0, static_cast<uint8_t>(g.r), 0,
+                static_cast<uint8_t>(attempt), g.home_blocks, st.stored, g.payload_bytes());
+      internal::PutFixed8(&head, static_cast<uint8_t>(g.C));
+      internal::PutFixed8(&head, static_cast<uint8_t>(g.B));
+      head.resize(kPackedHeaderBytes, '\0');
+      std::memcpy(mem.get(), head.data(), kPackedHeaderBytes);
+      const size_t body = kPackedHeaderBytes + static_cast<size_t>(g.payload_bytes());
+      internal::EncodeFixed64(mem.get() + body, internal::HashKey(mem.get(), body, 0));
+      *result = Slice(mem.get(), body + kChecksumBytes);
+      buf->reset(mem.release());
+      return true;
+    }
+    return false;
+  }
+
+  uint8_t version() const {
+    return plan_.format_version == 3   ? kBlockVersion3
+           : plan_.format_version == 2 ? kBlockVersion2
+                                       : kBlockVersion1;
+  }
 
   void Build(std::string* out) {
     const uint64_t n = hashes_.size();
@@ -281,7 +375,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
       internal::PutFixed64(out, internal::HashKey(out->data(), out->size(), 0));
       return;
     }
-    if (plan_.format_version == 2) {  // the in-place build failed
+    if (plan_.format_version >= 2) {  // the in-place build failed
       BuildBloom(out);
       return;
     }

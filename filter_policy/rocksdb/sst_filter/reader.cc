@@ -1,5 +1,5 @@
-// SST filter readers: the d-left reader (single and batched MayMatch), the
-// Bloom-fallback reader and the constant readers for empty and unreadable
+// SST filter readers: the d-left readers of versions 1 to 3 (single and
+// batched MayMatch), the Bloom-fallback reader and the constant readers for empty and unreadable
 // blocks. Unknown or corrupt data means "may match"; an empty filter never
 // matches.
 #include <algorithm>
@@ -215,6 +215,123 @@ class BlockedReader final : public FilterBitsReader {
   const BlockedD4R9* const d4r9_;  // the default geometry's tables, or null
 };
 
+// Version 3: the packed table, one 64-byte block per query (plus the
+// prefix-carry chain). The probes are compiled twice: portable, and for
+// POPCNT + BMI2 (PackedCpuIsFast picks per process), as the dense kernel
+// does.
+template <bool kFast>
+inline bool PackedHashMayMatchImpl(const PackedGeometry& g, const char* payload, uint64_t h) {
+  PackedProbe p;
+  PackedLocate(g, h, &p);
+  const char* a = payload + p.block * kPackedBlockBytes;
+  // The home block (two lines if RocksDB left it unaligned) and the next,
+  // where ~1 negative query in 9 continues: no dependent second miss.
+  // Prefetches never fault, so running past the last block is harmless.
+  __builtin_prefetch(a);
+  __builtin_prefetch(a + kPackedBlockBytes - 1);
+  __builtin_prefetch(a + 2 * kPackedBlockBytes - 1);
+  return PackedMayMatch<kFast>(g, payload, p);
+}
+
+// The batch: locate and prefetch every home block first, then probe; keys
+// that go on to the next block are probed in a second round, and so on.
+template <bool kFast>
+inline void PackedBatchImpl(const PackedGeometry& g, const char* payload, const uint64_t* h, int m,
+                            bool* may_match) {
+  constexpr int kChunk = 32;
+  PackedProbe probe[kChunk];
+  int pending[kChunk];
+  const char* const last = payload + (g.total_blocks - 1) * kPackedBlockBytes;
+  for (int i = 0; i < m; ++i) {
+    PackedLocate(g, h[i], &probe[i]);
+    const char* a = payload + probe[i].block * kPackedBlockBytes;
+    __builtin_prefetch(a);
+    __builtin_prefetch(a + kPackedBlockBytes - 1);
+    pending[i] = i;
+  }
+  int n = m;
+  while (n > 0) {
+    int next = 0;
+    for (int k = 0; k < n; ++k) {
+      const int i = pending[k];
+      const char* a = payload + probe[i].block * kPackedBlockBytes;
+      const int r = PackedProbeBlock<kFast>(g, a, probe[i].b, probe[i].q);
+      if (r == 2 && a != last) {
+        ++probe[i].block;
+        __builtin_prefetch(a + kPackedBlockBytes);
+        __builtin_prefetch(a + 2 * kPackedBlockBytes - 1);
+        pending[next++] = i;
+      } else {
+        may_match[i] = r != 0;
+      }
+    }
+    n = next;
+  }
+}
+
+bool PackedHashMayMatchPortable(const PackedGeometry& g, const char* payload, uint64_t h) {
+  return PackedHashMayMatchImpl<false>(g, payload, h);
+}
+void PackedBatchPortable(const PackedGeometry& g, const char* payload, const uint64_t* h, int m,
+                         bool* out) {
+  PackedBatchImpl<false>(g, payload, h, m, out);
+}
+#if defined(DLCBF_PACKED_HAVE_FAST)
+__attribute__((target("popcnt,bmi2"), flatten)) bool PackedHashMayMatchFast(const PackedGeometry& g,
+                                                                             const char* payload,
+                                                                             uint64_t h) {
+  return PackedHashMayMatchImpl<true>(g, payload, h);
+}
+__attribute__((target("popcnt,bmi2"), flatten)) void PackedBatchFast(const PackedGeometry& g,
+                                                                    const char* payload,
+                                                                    const uint64_t* h, int m,
+                                                                    bool* out) {
+  PackedBatchImpl<true>(g, payload, h, m, out);
+}
+#else
+bool PackedHashMayMatchFast(const PackedGeometry& g, const char* payload, uint64_t h) {
+  return PackedHashMayMatchPortable(g, payload, h);
+}
+void PackedBatchFast(const PackedGeometry& g, const char* payload, const uint64_t* h, int m,
+                     bool* out) {
+  PackedBatchPortable(g, payload, h, m, out);
+}
+#endif
+
+class PackedReader final : public FilterBitsReader {
+ public:
+  PackedReader(const ParsedBlock& p, bool fast)
+      : g_(p.packed), payload_(p.payload), seed_(p.hash_seed), fast_(fast) {}
+
+  bool MayMatch(const Slice& key) override { return HashMayMatch(Hash(key)); }
+
+  void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
+    constexpr int kChunk = 32;  // MultiGet batches at most 32 keys
+    uint64_t h[kChunk];
+    for (int base = 0; base < num_keys; base += kChunk) {
+      const int m = std::min(kChunk, num_keys - base);
+      for (int i = 0; i < m; ++i) h[i] = Hash(*keys[base + i]);
+      if (fast_) {
+        PackedBatchFast(g_, payload_, h, m, may_match + base);
+      } else {
+        PackedBatchPortable(g_, payload_, h, m, may_match + base);
+      }
+    }
+  }
+
+  bool HashMayMatch(uint64_t h) const {
+    return fast_ ? PackedHashMayMatchFast(g_, payload_, h) : PackedHashMayMatchPortable(g_, payload_, h);
+  }
+
+ private:
+  uint64_t Hash(const Slice& key) const { return internal::HashKey(key.data(), key.size(), seed_); }
+
+  const PackedGeometry g_;
+  const char* const payload_;
+  const uint64_t seed_;
+  const bool fast_;
+};
+
 class BloomReader final : public FilterBitsReader {
  public:
   explicit BloomReader(const ParsedBlock& p)
@@ -264,6 +381,7 @@ FilterBitsReader* MakeReader(const Slice& contents, PolicyShared* shared, bool* 
   switch (p.kind) {
     case kKindDLeft: return new DLeftReader(p);
     case kKindBlocked: return new BlockedReader(p);
+    case kKindPacked: return new PackedReader(p, PackedCpuIsFast());
     case kKindBloom: return new BloomReader(p);
     default: return new ConstantReader(false);  // empty: no key was added
   }
@@ -281,6 +399,14 @@ bool AllHashesMayMatch(const ParsedBlock& p, const std::vector<uint64_t>& hashes
   if (p.kind == kKindBlocked) {
     for (uint64_t h : hashes) {
       if (!BlockedHashMayMatch(p.blocked, p.payload, h)) return false;
+    }
+    return true;
+  }
+  if (p.kind == kKindPacked) {
+    // Both instances: a build checked by one is read by either.
+    const PackedReader portable(p, false), fast(p, PackedCpuIsFast());
+    for (uint64_t h : hashes) {
+      if (!portable.HashMayMatch(h) || !fast.HashMayMatch(h)) return false;
     }
     return true;
   }

@@ -48,6 +48,12 @@ double PlanFpr(uint32_t d, uint32_t L, uint32_t r, double load);
 double BlockedMaxLoad(uint32_t d);
 double BlockedProbesPerQuery(uint32_t d, uint32_t r, double load);
 double BlockedPlanFpr(uint32_t d, uint32_t r, double load);
+// Version 3 (packed table): the carried share of keys for lambda keys per
+// home block and C slots (queue model, planner.cc), and the predicted FPR
+// of B buckets of r-bit remainders:
+// lambda / (B 2^r) (1 + 2 share).
+double PackedCarryShare(double lambda, uint32_t C);
+double PackedPlanFpr(double lambda, uint32_t r, uint32_t B, double carry_share);
 // Buckets per subtable for n keys at `load`.
 uint64_t BucketsFor(uint64_t n, double load, uint32_t d, uint32_t L);
 

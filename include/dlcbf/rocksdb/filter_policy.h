@@ -25,7 +25,9 @@
 //                           with a bits budget: the other follows from it)
 //     nodes<0..65536>       relocation search budget (buckets visited;
 //                           format version 1 only)
-//     v<1|2>                block format version to write (see below)
+//     v<1|2|3>              block format version to write (see below)
+//   d, L and load describe the fixed-cell layouts (versions 1 and 2): with
+//   any of them and no v, the plan is version 2 (or 1); ":v3" takes only r.
 //   Numbers are plain decimals (an exponent is accepted, e.g. fpr1e-4);
 //   signs, "nan", "inf" and hex are rejected. Any error is
 //   Status::InvalidArgument naming the field. Values are canonicalized to
@@ -39,19 +41,25 @@
 // Space budget
 //   bits_per_key means what it means for NewBloomFilterPolicy: filter bits
 //   per distinct key (or prefix) added, not counting a constant-size block
-//   header and checksum (version 2: 64 bytes, one tail block of 64 bytes
-//   at most in practice, and 8; version 1: 48 + 16 d and 8). So "dlcbf:10"
-//   and "bloomfilter:10" spend the same space.
+//   header and checksum (versions 2 and 3: 64 bytes, one tail block of 64
+//   bytes at most in practice, and 8; version 1: 48 + 16 d and 8). So
+//   "dlcbf:10" and "bloomfilter:10" spend the same space.
 //
 // Block format versions (filter_policy/FORMATS.md)
-//   2 (default): the blocked table -- all d candidate cells of a key in one
-//     64-byte block, so a negative query reads one cache line unless its
-//     block overflowed into the next. r in [4, 16], L = 1.
+//   3 (default): the packed table -- buckets of variable occupancy in one
+//     64-byte block behind a unary directory; a negative query reads one
+//     cache line (plus the next for ~1 in 9 queries) and compares only its
+//     own bucket's remainders. r in [4, 16]. 10 bits/key: ~0.64% FPR.
+//     Planned for 9 bits/key and more (and any fp_rate it can reach);
+//     below that, version 2 is planned.
+//   2: the blocked table -- d fixed cells per key in one 64-byte block
+//     (":v2", or when d or load is given). 10 bits/key: ~0.87% FPR.
 //   1: d subtables in separate arrays (d cache lines per query). Written
 //     when asked for (":v1"), when the geometry needs it (L >= 2 or r > 16)
 //     or when the target FP rate needs more than 16 remainder bits.
-//   Readers accept both versions, so SSTs of both kinds mix in one DB and a
-//   downgrade to a release that reads only version 1 needs ":v1" first.
+//   Readers accept every version, so SSTs of all kinds mix in one DB; a
+//   downgrade to a release that reads only versions 1 and 2 needs ":v2"
+//   first (and the SSTs rewritten by compaction).
 //
 // Thread safety: the policy and its readers are immutable and safe to share;
 // each builder is used by one thread at a time (as RocksDB does).
@@ -90,8 +98,9 @@ struct DLeftFilterPolicyOptions {
   // (version 1; the version-2 search is bounded by the 64-byte block).
   uint32_t max_relocation_nodes = 256;  // [0, 65536]
 
-  // Block format to write: 0 = automatic (2 unless the geometry needs 1),
-  // 1 or 2. Readers read both whatever this says.
+  // Block format to write: 0 = automatic (3, unless the overrides or the
+  // budget call for 2 or 1), 1, 2 or 3. Readers read every version
+  // whatever this says.
   uint32_t format_version = 0;
 
   // Largest filter block a builder writes, header included, [4096,
@@ -113,15 +122,20 @@ struct DLeftFilterPolicyOptions {
 
 // The geometry the policy uses; B follows from the number of keys.
 struct DLeftFilterPlan {
-  uint32_t format_version = 0;  // 1 or 2
-  uint32_t subtables = 0;       // d
-  uint32_t cells_per_bucket = 0;  // L (1 in version 2)
+  uint32_t format_version = 0;  // 1, 2 or 3
+  uint32_t subtables = 0;       // d (0 in version 3: one bucket per key)
+  uint32_t cells_per_bucket = 0;  // L (1 in version 2, 0 in version 3)
   uint32_t remainder_bits = 0;  // r (counter bits are always 0)
-  double load = 0;              // target cell load alpha
+  uint32_t slots_per_block = 0;    // version 3: C remainders per block
+  uint32_t buckets_per_block = 0;  // version 3: B buckets per block
+  double load = 0;              // target cell load alpha (version 3: keys
+                                // per home block / C)
   double bits_per_key = 0;      // payload bits per key: r / load (v1),
-                                // 512 / (load * cells per block) (v2)
+                                // 512 / (load * cells per block) (v2),
+                                // 512 / (load * C) (v3)
   double predicted_fpr = 0;     // d * L * load / (2^r - 1); version 2 adds
-                                // the measured overflow probes (planner.cc)
+                                // the measured overflow probes, version 3
+                                // is its own model (planner.cc)
 };
 
 // Validates options and picks the geometry. InvalidArgument naming the field.

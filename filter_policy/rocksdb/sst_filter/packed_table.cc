@@ -1,0 +1,130 @@
+// The packed static table (version-3 SST filter payload): geometry checks,
+// the CPU choice of the probe instance, and the builder. Design note and
+// layout: packed_table.h.
+#include "filter_policy/rocksdb/sst_filter/packed_table.h"
+
+#include <algorithm>
+
+namespace dlcbf {
+namespace sst_filter {
+
+static_assert(kPackedBlockBytes == 64 && kPackedFlagBit == 8 * kPackedBlockBytes - 1,
+              "one 64-byte block; the flag is its top bit");
+static_assert(kPackedMaxDirBits == 128, "the directory is at most two words");
+static_assert(kPackedMaxRemainderBits + 7 <= 64 - 8 + 1,
+              "a remainder plus its bit offset fits the 8-byte window Slot reads");
+
+bool PackedFits(uint32_t r, uint32_t C, uint32_t B) {
+  return r >= kPackedMinRemainderBits && r <= kPackedMaxRemainderBits && C >= 1 && B >= 1 &&
+         C + B <= kPackedMaxDirBits && C + B + C * r <= kPackedFlagBit;
+}
+
+const char* PackedGeometry::Invalid() const {
+  if (r < kPackedMinRemainderBits || r > kPackedMaxRemainderBits) return "r must be in [4, 16]";
+  if (C < 1 || B < 1) return "slots and buckets per block must be >= 1";
+  if (C + B > kPackedMaxDirBits) return "slots + buckets exceed the 128-bit directory";
+  if (C + B + C * r > kPackedFlagBit) return "slots do not fit below the flag bit";
+  if (home_blocks < 1) return "no home blocks";
+  if (total_blocks < home_blocks) return "fewer blocks than home blocks";
+  if (total_blocks > (uint64_t{1} << 40)) return "absurd block count";
+  return nullptr;
+}
+
+bool PackedCpuIsFast() {
+#if defined(DLCBF_PACKED_HAVE_FAST)
+  static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi2") &&
+                           !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
+  return fast;
+#else
+  return false;
+#endif
+}
+
+// Block layout written here (the reader is PackedProbeBlock):
+//
+//   bit 0                    C+B                         C+B+C*r     511
+//   +------------------------+---------------------------+-----------+-+
+//   | directory (unary)      | remainders, r bits each   | zeros     |F|
+//   | 1 per slot, 0 / bucket | ascending inside a bucket |           | |
+//   +------------------------+---------------------------+-----------+-+
+//   slot t's directory 1 is at bit t + (its bucket); F = overflow flag.
+bool BuildPackedTable(const std::vector<uint64_t>& hashes, uint64_t max_tail, PackedGeometry* g,
+                      char* payload, PackedBuildStats* st) {
+  const uint64_t H = g->home_blocks;
+  const uint32_t r = g->r, C = g->C, D = g->dir_bits();
+  // 1. Counting sort by home block: counts, offsets, then each key's value
+  //    v = b 2^r + q scattered into its block's range.
+  std::vector<uint64_t> start(H + 1, 0);
+  for (uint64_t h : hashes) ++start[internal::Mul64Hi(h, H) + 1];
+  for (uint64_t j = 0; j < H; ++j) start[j + 1] += start[j];
+  std::vector<uint32_t> vals(hashes.size());
+  {
+    std::vector<uint64_t> pos(start.begin(), start.end() - 1);
+    for (uint64_t h : hashes) {
+      PackedProbe p;
+      PackedLocate(*g, h, &p);
+      vals[pos[p.block]++] = (p.b << r) | p.q;
+    }
+  }
+  // 2. Blocks in order: merge the carry (sorted) with the block's own keys
+  //    (sorted here), one copy per value; keep the C smallest, carry the rest.
+  std::vector<uint32_t> carry, cur, next;
+  carry.reserve(2 * C);
+  cur.reserve(4 * C);
+  next.reserve(2 * C);
+  uint64_t j = 0;
+  for (; j < H + max_tail; ++j) {
+    if (j >= H && carry.empty()) break;
+    cur.clear();
+    if (j < H) {
+      uint32_t* a = vals.data() + start[j];
+      uint32_t* e = vals.data() + start[j + 1];
+      std::sort(a, e);
+      cur.resize(carry.size() + static_cast<size_t>(e - a));
+      std::merge(carry.begin(), carry.end(), a, e, cur.begin());
+    } else {
+      cur.swap(carry);
+      ++st->tail_blocks;
+    }
+    const size_t before = cur.size();
+    cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
+    st->duplicates += before - cur.size();
+    next.clear();
+    char* blk = payload + j * kPackedBlockBytes;
+    if (cur.size() > C) {
+      next.assign(cur.begin() + C, cur.end());
+      cur.resize(C);
+      blk[63] = static_cast<char>(0x80);
+      ++st->flagged_blocks;
+      st->carried += next.size();
+    }
+    // Encode: directory ones, then the remainders (the buffer is zeroed).
+    uint64_t dir[2] = {0, 0};
+    for (uint32_t t = 0; t < cur.size(); ++t) {
+      const uint32_t v = cur[t];
+      const uint32_t bit = t + (v >> r);
+      dir[bit >> 6] |= uint64_t{1} << (bit & 63);
+      const uint32_t sbit = D + t * r;
+      const uint32_t byte = (sbit >> 3) < 56 ? (sbit >> 3) : 56;
+      uint64_t w;
+      std::memcpy(&w, blk + byte, 8);
+      w |= static_cast<uint64_t>(v & ((uint32_t{1} << r) - 1)) << (sbit - 8 * byte);
+      std::memcpy(blk + byte, &w, 8);
+    }
+    // The directory shares its words with the first slots: OR it in.
+    for (int w = 0; w < 2; ++w) {
+      uint64_t x;
+      std::memcpy(&x, blk + 8 * w, 8);
+      x |= dir[w];
+      std::memcpy(blk + 8 * w, &x, 8);
+    }
+    st->stored += cur.size();
+    carry.swap(next);
+  }
+  if (!carry.empty()) return false;
+  g->total_blocks = j;
+  return true;
+}
+
+}  // namespace sst_filter
+}  // namespace dlcbf
