@@ -11,12 +11,15 @@
 #                        FUZZ_SECONDS (default 600) from its seed corpus
 #   tools/run.sh crash   SIGKILL crash-recovery test, CRASH_CYCLES (default 60)
 #   tools/run.sh rocksdb-source <rocksdb-source-dir>
-#                        build that RocksDB (11.x) with this project as its
-#                        in-tree plugin (tools/rocksdb_plugin/), run our
+#                        build that RocksDB (a verified release: 9.10.0,
+#                        10.10.1, 11.8.1) with this project as its in-tree
+#                        plugin (tools/rocksdb_plugin/), run our
 #                        RocksDB-facing tests against it, its own db_bench
-#                        with dlcbf:10 + dlcbf_index, and the cross-version
-#                        SST check against the Debian build (never part of
-#                        `test`/CI: the RocksDB build alone takes ~20 min)
+#                        and db_stress (DB_STRESS_SECONDS, default 600) with
+#                        dlcbf:10 + dlcbf_index, optionally its blackbox
+#                        crash test (CRASHTEST_SECONDS), and the
+#                        cross-version SST checks (never part of `test`/CI:
+#                        the RocksDB build alone takes 8-60 min)
 #
 # `test` (= CI) = Release suite, then the ASan/UBSan suite, then the TSan
 # suite, then every fuzz target for FUZZ_SECONDS=30. Each stage can be
@@ -170,10 +173,10 @@ fuzz_run() {
 }
 
 # ---- rocksdb-source: the in-tree plugin on a RocksDB source tree ----
-# Supported RocksDB majors for the in-tree build. 11 is verified end to end
-# (README, "Verified RocksDB versions"); the version guards also cover 9.x
-# and 10.x, but no such build has been run, so they are refused here.
-ROCKSDB_SOURCE_MAJORS="11"
+# The RocksDB releases verified end to end (README, "Verified RocksDB
+# versions"); others are refused. The version guards in the code name what
+# differs between them (ROCKSDB_MAJOR/ROCKSDB_MINOR, beside the code).
+ROCKSDB_SOURCE_VERSIONS="9.10.0 10.10.1 11.8.1"
 
 # "<passed> passed of <total>, <skipped> skipped" from a gtest log.
 gtest_counts() {
@@ -181,6 +184,63 @@ gtest_counts() {
        /^\[  PASSED  \] [0-9]+ test/ {p=$4}
        /^\[  SKIPPED \] [0-9]+ test/ {k=$4}
        END {printf "%d passed of %d, %d skipped\n", p, t, k}' "$1"
+}
+
+# db_stress on the in-tree build, with an OPTIONS file that names our
+# filter policy and memtable rep, until $2 seconds have passed: runs of
+# 4 threads with reopens, flushes, compactions, deletes, single deletes and
+# range deletes, each verified against the expected state kept across runs.
+# Prints one line per run and a total; fails on any verification failure.
+db_stress_runs() {
+  local db_stress="$1" seconds="$2" ver="$3" dir="$4"
+  rm -rf "$dir"; mkdir -p "$dir/exp"
+  cat >"$dir/OPTIONS-dlcbf" <<OPT
+[Version]
+  rocksdb_version=$ver
+  options_file_version=1.1
+[DBOptions]
+  create_if_missing=true
+  create_missing_column_families=true
+[CFOptions "default"]
+  write_buffer_size=262144
+  target_file_size_base=262144
+  max_bytes_for_level_base=1048576
+  memtable_factory=dlcbf_index
+[TableOptions/BlockBasedTable "default"]
+  filter_policy=dlcbf:10
+OPT
+  local t0 run=0 ops=0 useful=0 found=0 reads=0 destroy=1 out
+  t0="$(date -u +%s)"
+  while [ $(( $(date -u +%s) - t0 )) -lt "$seconds" ]; do
+    run=$((run + 1))
+    out="$dir/run-$run.log"
+    # (fault injection off: db_stress refuses it in release builds; the
+    # column family is not cleared: that is incompatible with keeping the
+    # expected state across runs)
+    if ! "$db_stress" --options_file="$dir/OPTIONS-dlcbf" --db="$dir/db" \
+          --expected_values_dir="$dir/exp" --destroy_db_initially=$destroy \
+          --column_families=1 --clear_column_family_one_in=0 --read_fault_one_in=0 \
+          --metadata_read_fault_one_in=0 --metadata_write_fault_one_in=0 \
+          --threads=4 --max_key=50000 --ops_per_thread=100000 --reopen=4 \
+          --readpercent=40 --prefixpercent=0 --writepercent=30 --delpercent=10 \
+          --delrangepercent=5 --iterpercent=15 --use_multiget=1 --flush_one_in=2000 \
+          --compact_range_one_in=20000 --statistics=1 --seed=$run >"$out" 2>&1; then
+      tail -n 30 "$out" >&2
+      echo "db_stress run $run FAILED (log: $out)" >&2
+      return 1
+    fi
+    grep -q "Verification successful" "$out" || { tail -n 30 "$out" >&2; echo "db_stress run $run: no successful verification" >&2; return 1; }
+    grep -Eq "Got errors 0 times" "$out" || { grep -E "Got errors" "$out" >&2; return 1; }
+    local u r f
+    u="$(awk '/^rocksdb.bloom.filter.useful COUNT/ {print $4}' "$out")"
+    read -r r f < <(sed -n 's/.*: \([0-9]*\) read and \([0-9]*\) found the key.*/\1 \2/p' "$out" | tail -n 1)
+    ops=$((ops + 4 * 100000)); useful=$((useful + ${u:-0})); reads=$((reads + ${r:-0})); found=$((found + ${f:-0}))
+    echo "db_stress run $run: verification successful, 0 errors, $(( $(date -u +%s) - t0 ))s elapsed, filter useful ${u:-0}, ${r:-0} reads (${f:-0} found)"
+    destroy=0
+  done
+  [ "$useful" -gt 0 ] || { echo "db_stress: rocksdb.bloom.filter.useful stayed 0: the dlcbf filter was not used" >&2; return 1; }
+  DB_STRESS_SUMMARY="db_stress: $run runs, $(( ($(date -u +%s) - t0) / 60 )) min, $ops ops (4 threads x 100000 per run), 0 verification failures, filter useful $useful, $reads reads ($found found)"
+  echo "$DB_STRESS_SUMMARY"
 }
 
 rocksdb_source() {
@@ -196,26 +256,28 @@ rocksdb_source() {
   minor="$(sed -n 's/^#define ROCKSDB_MINOR \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
   patch="$(sed -n 's/^#define ROCKSDB_PATCH \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
   ver="$major.$minor.$patch"
-  if ! printf ' %s ' $ROCKSDB_SOURCE_MAJORS | grep -q " $major "; then
-    echo "error: RocksDB $ver in $src is not supported by rocksdb-source; supported major version(s): $ROCKSDB_SOURCE_MAJORS" >&2
+  if ! printf ' %s ' $ROCKSDB_SOURCE_VERSIONS | grep -q " $ver "; then
+    echo "error: RocksDB $ver in $src has not been verified with rocksdb-source; verified releases: $ROCKSDB_SOURCE_VERSIONS" >&2
     echo "       (Debian's packaged 7.8.3 is the other supported build: tools/run.sh test)" >&2
     return 2
   fi
   local gccmaj; gccmaj="$(g++ -dumpversion | cut -d. -f1)"
-  if [ "$gccmaj" -lt 11 ]; then
+  if [ "$major" -ge 10 ] && [ "$gccmaj" -lt 11 ]; then
     echo "error: RocksDB $major.x needs C++20 (g++ >= 11); g++ is $gccmaj" >&2; return 2
   fi
   local rbuild="${ROCKSDB_BUILD_DIR:-$src/build}"
   local ourbuild="${INTREE_BUILD_DIR:-build-rocksdb-$ver}"
   local work="${ROCKSDB_SOURCE_WORK:-$here/$ourbuild/rocksdb-source-run}"
   local NUM="${DB_BENCH_NUM:-100000}"
+  local stress_seconds="${DB_STRESS_SECONDS:-600}"
+  local crash_seconds="${CRASHTEST_SECONDS:-0}"
   local started; started="$(date -u +%s)"
   step() { log "[rocksdb-source $ver] $*"; }
   # Each failing step stops the run with its name.
   trap 'echo "rocksdb-source: FAILED at: $current_step" >&2' ERR
   local current_step
 
-  current_step="1/7 plugin directory"
+  current_step="1/9 plugin directory"
   step "$current_step: $src/plugin/dlcbf (dlcbf.mk, CMakeLists.txt, dlcbf_repo -> $here)"
   mkdir -p "$src/plugin/dlcbf"
   local f
@@ -224,23 +286,27 @@ rocksdb_source() {
   done
   ln -sfn "$here" "$src/plugin/dlcbf/dlcbf_repo"
 
-  current_step="2/7 RocksDB build (librocksdb.so + db_bench, ROCKSDB_PLUGINS=dlcbf)"
-  step "$current_step into $rbuild, $JOBS jobs (log: $rbuild/dlcbf-build.log)"
+  current_step="2/9 RocksDB build (librocksdb.so, db_bench, db_stress; ROCKSDB_PLUGINS=dlcbf)"
+  install_packages ccache python3
+  step "$current_step into $rbuild, $JOBS jobs, ccache (log: $rbuild/dlcbf-build.log)"
   mkdir -p "$rbuild"
   t0="$(date -u +%s)"
   cmake -S "$src" -B "$rbuild" -DCMAKE_BUILD_TYPE=Release -DPORTABLE=1 -DROCKSDB_PLUGINS=dlcbf \
-        -DWITH_TESTS=OFF -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DWITH_BENCHMARK_TOOLS=ON \
-        -DWITH_GFLAGS=ON -DWITH_SNAPPY=ON -DFAIL_ON_WARNINGS=OFF >"$rbuild/dlcbf-configure.log" 2>&1 ||
+        -DWITH_TESTS=OFF -DWITH_TOOLS=ON -DWITH_CORE_TOOLS=OFF -DWITH_BENCHMARK_TOOLS=ON \
+        -DWITH_GFLAGS=ON -DWITH_SNAPPY=ON -DFAIL_ON_WARNINGS=OFF \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+        >"$rbuild/dlcbf-configure.log" 2>&1 ||
     { tail -n 30 "$rbuild/dlcbf-configure.log" >&2; false; }
-  cmake --build "$rbuild" -j "$JOBS" --target rocksdb-shared db_bench >"$rbuild/dlcbf-build.log" 2>&1 ||
+  cmake --build "$rbuild" -j "$JOBS" --target rocksdb-shared db_bench db_stress >"$rbuild/dlcbf-build.log" 2>&1 ||
     { grep -E "error|Error" "$rbuild/dlcbf-build.log" | head -n 30 >&2; false; }
   t=$(( $(date -u +%s) - t0 ))
-  echo "built $(ls "$rbuild"/librocksdb.so.* | head -n 1) and $rbuild/db_bench in ${t}s"
+  echo "built $(ls "$rbuild"/librocksdb.so.* | head -n 1), $rbuild/db_bench and $rbuild/db_stress_tool/db_stress in ${t}s"
   # (no `nm | grep -q`: with pipefail, grep's early exit fails nm by SIGPIPE)
   [ "$(nm -D --defined-only "$rbuild/librocksdb.so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
     { echo "librocksdb.so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
+  local summary=("RocksDB build (librocksdb.so, db_bench, db_stress): ${t}s")
 
-  current_step="3/7 our tests, in-tree mode (C++20, RocksDB $ver headers, DLCBF_ROCKSDB_IN_TREE)"
+  current_step="3/9 our tests, in-tree mode (RocksDB $ver headers, DLCBF_ROCKSDB_IN_TREE)"
   step "$current_step into $ourbuild"
   cmake -S . -B "$ourbuild" -DCMAKE_BUILD_TYPE=Release -DDLCBF_ROCKSDB_SOURCE_DIR="$src" \
         -DDLCBF_ROCKSDB_BUILD_DIR="$rbuild" -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
@@ -248,9 +314,9 @@ rocksdb_source() {
                 hostile_config_test)
   cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat
 
-  current_step="4/7 RocksDB-facing suites against librocksdb $ver"
+  current_step="4/9 RocksDB-facing suites against librocksdb $ver"
   step "$current_step"
-  local s summary=()
+  local s
   for s in "${suites[@]}"; do
     if ! "$ourbuild/tests/$s" --gtest_brief=1 >"$ourbuild/$s.log" 2>&1; then
       tail -n 40 "$ourbuild/$s.log" >&2; false
@@ -259,10 +325,10 @@ rocksdb_source() {
     echo "${summary[-1]}"
   done
   (cd "$ourbuild" && ctest --output-on-failure -R '^crash_test_(short|negative_control)$|^sst_fixture_') |
-    tee "$ourbuild/ctest-crash-fixtures.log" | tail -n 8
-  summary+=("ctest crash_test_short + crash_test_negative_control + sst fixtures: $(grep -o '[0-9]*% tests passed.*' "$ourbuild/ctest-crash-fixtures.log")")
+    tee "$ourbuild/ctest-crash-fixtures.log" | tail -n 12
+  summary+=("ctest crash_test_short + crash_test_negative_control + SST fixtures (every committed tests/data/*.sst read by $ver): $(grep -o '[0-9]*% tests passed.*' "$ourbuild/ctest-crash-fixtures.log")")
 
-  current_step="5/7 RocksDB $ver db_bench with filter_policy=dlcbf:10, memtable_factory=dlcbf_index"
+  current_step="5/9 RocksDB $ver db_bench with filter_policy=dlcbf:10, memtable_factory=dlcbf_index"
   step "$current_step"
   rm -rf "$work"; mkdir -p "$work"
   cat >"$work/OPTIONS-dlcbf" <<OPT
@@ -300,7 +366,36 @@ OPT
     { echo "the DB did not run with dlcbf:10 + dlcbf_index (see $opts_written)" >&2; false; }
   summary+=("db_bench: $(grep -Eo '\( ?[0-9]+ of [0-9]+ found\)' "$work/db_bench.log"), filter useful=$useful")
 
-  current_step="6/7 cross-version SST format (Debian 7.8.3 build <-> RocksDB $ver build)"
+  current_step="6/9 RocksDB $ver db_stress with dlcbf:10 + dlcbf_index, ${stress_seconds}s"
+  step "$current_step"
+  DB_STRESS_SUMMARY=""
+  db_stress_runs "$rbuild/db_stress_tool/db_stress" "$stress_seconds" "$ver" "$work/stress"
+  summary+=("$DB_STRESS_SUMMARY")
+
+  current_step="7/9 RocksDB $ver blackbox crash test (db_crashtest.py), ${crash_seconds}s"
+  if [ "$crash_seconds" -gt 0 ]; then
+    step "$current_step"
+    local cdir="$work/crash"
+    rm -rf "$cdir"; mkdir -p "$cdir"
+    cp "$work/stress/OPTIONS-dlcbf" "$cdir/OPTIONS-dlcbf"
+    # db_crashtest.py kills db_stress every --interval seconds and
+    # restarts it; every restart verifies the DB against the expected state.
+    (cd "$src" && TEST_TMPDIR="$cdir" python3 tools/db_crashtest.py blackbox \
+        --stress_cmd="$rbuild/db_stress_tool/db_stress" --duration="$crash_seconds" --interval=30 \
+        --options_file="$cdir/OPTIONS-dlcbf" --column_families=1 --clear_column_family_one_in=0 \
+        --read_fault_one_in=0 --metadata_read_fault_one_in=0 --metadata_write_fault_one_in=0 \
+        --write_fault_one_in=0 --open_metadata_write_fault_one_in=0 --open_write_fault_one_in=0 \
+        --open_read_fault_one_in=0 --open_metadata_read_fault_one_in=0 --sync_fault_injection=0 \
+        --disable_wal=0 --test_batches_snapshots=0) >"$cdir/crashtest.log" 2>&1 ||
+      { tail -n 40 "$cdir/crashtest.log" >&2; false; }
+    local iters; iters="$(grep -c 'Running blackbox-crash-test' "$cdir/crashtest.log" || true)"
+    summary+=("db_crashtest.py blackbox: ${crash_seconds}s, $iters kill/restart iterations, passed")
+    echo "${summary[-1]}"
+  else
+    step "$current_step: SKIPPED (CRASHTEST_SECONDS=0)"
+  fi
+
+  current_step="8/9 cross-version SST format (Debian 7.8.3 build <-> RocksDB $ver build)"
   step "$current_step"
   install_packages
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -308,16 +403,16 @@ OPT
   local deb="$here/$BUILD_DIR/tools/sst_compat" cur="$here/$ourbuild/tools/sst_compat"
   "$deb" write "$work/by-debian-7.8.3.sst" 4000
   "$cur" verify "$work/by-debian-7.8.3.sst" 4000
-  "$cur" verify "$here/tests/data/dlcbf_v1_rocksdb_7.8.3_debian.sst" 4000
   "$cur" write "$work/by-rocksdb-$ver.sst" 4000
   "$deb" verify "$work/by-rocksdb-$ver.sst" 4000
-  summary+=("cross-version: 7.8.3 -> $ver and $ver -> 7.8.3 verified (zero false negatives, filter used)")
+  summary+=("cross-version: 7.8.3 -> $ver and $ver -> 7.8.3 verified (zero false negatives, filter used); the committed fixtures: step 4")
   if [ "${SAVE_FIXTURE:-0}" = 1 ]; then
-    cp "$work/by-rocksdb-$ver.sst" "$here/tests/data/dlcbf_v1_rocksdb_$ver.sst"
-    echo "saved tests/data/dlcbf_v1_rocksdb_$ver.sst (SAVE_FIXTURE=1)"
+    # sst_compat writes dlcbf:10, whose default block is format version 3
+    cp "$work/by-rocksdb-$ver.sst" "$here/tests/data/dlcbf_v3_rocksdb_$ver.sst"
+    echo "saved tests/data/dlcbf_v3_rocksdb_$ver.sst (SAVE_FIXTURE=1)"
   fi
 
-  current_step="7/7 summary"
+  current_step="9/9 summary"
   step "summary (RocksDB $ver, $src, $(( $(date -u +%s) - started ))s in all)"
   printf '  %s\n' "${summary[@]}"
   trap - ERR

@@ -1,5 +1,6 @@
 // Declarations of rocksdb::FilterBitsBuilder and rocksdb::FilterBitsReader
-// that match the virtual tables of RocksDB 7.x; in an in-tree build
+// that match the virtual tables of RocksDB 7.x and 9.10 (the installed
+// libraries of Debian bookworm and trixie); in an in-tree build
 // (DLCBF_ROCKSDB_IN_TREE) the real RocksDB header instead.
 //
 // INTERNAL: for filter_policy/, tests/ and bench/ only.
@@ -19,8 +20,11 @@
 //   ("VtableMatchesAtRuntime"): a filter built through these classes is
 //   written to an SST by the real library, read back, and must answer "no"
 //   (rocksdb.bloom.filter.useful > 0) without ever giving a false negative.
+//   Verified against Debian's librocksdb 7.8.3 and against a 9.10.0
+//   librocksdb.so built from source (README, "Verified RocksDB versions").
 //
-// Virtual functions, in vtable order (7.8.3):
+// Virtual functions, in vtable order (7.8.3; 9.10 adds AddKeyAndAlt after
+// AddKey):
 //   FilterBitsBuilder: ~dtor, AddKey(const Slice&), EstimateEntriesAdded(),
 //     Finish(std::unique_ptr<const char[]>*),
 //     Finish(std::unique_ptr<const char[]>*, Status*)   [default: Finish(buf)]
@@ -80,14 +84,18 @@
 #define DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE \
   (ROCKSDB_MAJOR > 10 || (ROCKSDB_MAJOR == 10 && ROCKSDB_MINOR >= 9))
 
-#else  // !DLCBF_ROCKSDB_IN_TREE: the installed (Debian 7.8.3) library
+#else  // !DLCBF_ROCKSDB_IN_TREE: an installed library (Debian 7.8.3 or 9.10)
 
+#if defined(ROCKSDB_MAJOR) && ROCKSDB_MAJOR == 7
 #define DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT 0
-#define DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE 0
-
-#if !defined(ROCKSDB_MAJOR) || ROCKSDB_MAJOR != 7
-#error "filter_policy/rocksdb/abi/filter_abi.h declares the RocksDB 7.x FilterBitsBuilder/FilterBitsReader vtables; this RocksDB is not 7.x. Port the declarations (see the comment at the top of this header) before building against it."
+#elif defined(ROCKSDB_MAJOR) && ROCKSDB_MAJOR == 9 && ROCKSDB_MINOR == 10
+// 9.6 .. 9.11 share this layout upstream; only 9.10 (Debian trixie, Ubuntu
+// 25.10) has been run against, so only 9.10 is accepted.
+#define DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT 1
+#else
+#error "filter_policy/rocksdb/abi/filter_abi.h declares the FilterBitsBuilder/FilterBitsReader vtables of RocksDB 7.x and 9.10 only; this RocksDB is neither. Port the declarations (see the comment at the top of this header) or build RocksDB with this project as its in-tree plugin (tools/run.sh rocksdb-source)."
 #endif
+#define DLCBF_FILTER_BUILDER_HAS_SPACE_AND_FP_RATE 0
 
 namespace ROCKSDB_NAMESPACE {
 
@@ -97,6 +105,11 @@ class FilterBitsBuilder {
 
   // A key or prefix, in sorted order; duplicates are possible.
   virtual void AddKey(const Slice& key) = 0;
+
+#if DLCBF_FILTER_BUILDER_HAS_ADD_KEY_AND_ALT
+  // 9.10: a whole key and an alternative (its prefix) in one call.
+  virtual void AddKeyAndAlt(const Slice& key, const Slice& alt) = 0;
+#endif
 
   // Distinct entries added so far (becomes num_filter_entries).
   virtual size_t EstimateEntriesAdded() = 0;

@@ -24,8 +24,10 @@
 //       UserComparatorOfMemTable below.
 //
 // Stability
-//   The guard below refuses anything but 7.8 at compile time for the
-//   layout-dependent parts; UserComparatorOfMemTable additionally verifies
+//   The guard below refuses anything but 7.x and 9.10 at compile time for
+//   the layout-dependent parts (9.10.0's memory/allocator.h, db/lookup_key.h,
+//   db/memtable.h, db/dbformat.h and util/user_comparator_wrapper.h were
+//   read for this: the same shapes as 7.8.3); UserComparatorOfMemTable additionally verifies
 //   the dynamic types at run time and answers "unknown" (nullptr) on any
 //   mismatch, in which case the decorator bypasses its index (slower, never
 //   wrong). Allocator and LookupKey have had this shape since RocksDB 5.x.
@@ -58,15 +60,15 @@
 
 #else  // !DLCBF_ROCKSDB_IN_TREE: the installed (Debian 7.8.3) library
 
-#if !defined(ROCKSDB_MAJOR) || ROCKSDB_MAJOR != 7
-#error "filter_policy/rocksdb/abi/memtable_abi.h is written for RocksDB 7.x; re-check memory/allocator.h, db/lookup_key.h and db/memtable.h of the target version."
+#if !defined(ROCKSDB_MAJOR) || !(ROCKSDB_MAJOR == 7 || (ROCKSDB_MAJOR == 9 && ROCKSDB_MINOR == 10))
+#error "filter_policy/rocksdb/abi/memtable_abi.h is written for RocksDB 7.x and 9.10; re-check memory/allocator.h, db/lookup_key.h and db/memtable.h of the target version."
 #endif
 
 namespace ROCKSDB_NAMESPACE {
 
 class Logger;
 
-// memory/allocator.h (7.8.3): same virtual functions, same order.
+// memory/allocator.h (7.8.3 and 9.10.0): same virtual functions, same order.
 class Allocator {
  public:
   virtual ~Allocator() {}
@@ -108,7 +110,7 @@ inline bool UserKeyOfMemTableKey(const char* entry, rocksdb::Slice* user_key) {
   return true;
 }
 
-// LookupKey (db/lookup_key.h, 7.8.3): `const char* start_` is its first
+// LookupKey (db/lookup_key.h, 7.8.3 and 9.10.0): `const char* start_` is its first
 // data member and the class is not polymorphic, so it sits at offset 0.
 inline const char* MemTableKeyOfLookupKey(const rocksdb::LookupKey& k) {
 #if defined(DLCBF_ROCKSDB_IN_TREE)
@@ -124,7 +126,8 @@ inline const char* MemTableKeyOfLookupKey(const rocksdb::LookupKey& k) {
 // MemTableRepFactory::CreateMemTableRep, or nullptr if that cannot be
 // established with certainty.
 //
-// 7.8.3 facts (db/memtable.h, db/dbformat.h, util/user_comparator_wrapper.h):
+// 7.8.3 and 9.10.0 facts (db/memtable.h, db/dbformat.h,
+// util/user_comparator_wrapper.h):
 //   struct MemTable::KeyComparator : MemTableRep::KeyComparator {
 //     const InternalKeyComparator comparator; };
 //   class InternalKeyComparator : CompareInterface {   // polymorphic

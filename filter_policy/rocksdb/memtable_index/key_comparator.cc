@@ -1,5 +1,5 @@
 // Recovers the user comparator behind a MemTableRep::KeyComparator by
-// checking the exported vtables of RocksDB 7.x's MemTable::KeyComparator and
+// checking the exported vtables of RocksDB 7.8's and 9.10's MemTable::KeyComparator and
 // InternalKeyComparator (the layouts are in ../abi/memtable_abi.h; an
 // in-tree build reads the member through RocksDB's real declaration).
 #include "filter_policy/rocksdb/abi/memtable_abi.h"
@@ -41,7 +41,7 @@ const rocksdb::Comparator* UserComparatorOfMemTable(const MemTableRep::KeyCompar
   if (vptr != static_cast<const void*>(mt_vtable + 2)) return nullptr;
   return static_cast<const rocksdb::MemTable::KeyComparator&>(key_cmp)
       .comparator.user_comparator();
-#elif ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8
+#elif (ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8) || (ROCKSDB_MAJOR == 9 && ROCKSDB_MINOR == 10)
   // The symbol names above are mangled for namespace "rocksdb".
   if (std::strcmp(DLCBF_MI_XSTR(ROCKSDB_NAMESPACE), "rocksdb") != 0) return nullptr;
   const void* const* mt_vtable = dlcbf_rocksdb_memtable_keycmp_vtable;

@@ -269,68 +269,64 @@ inline void PackedBatchImpl(const PackedGeometry& g, const char* payload, const 
   }
 }
 
-bool PackedHashMayMatchPortable(const PackedGeometry& g, const char* payload, uint64_t h) {
-  return PackedHashMayMatchImpl<false>(g, payload, h);
-}
-void PackedBatchPortable(const PackedGeometry& g, const char* payload, const uint64_t* h, int m,
-                         bool* out) {
-  PackedBatchImpl<false>(g, payload, h, m, out);
-}
-#if defined(DLCBF_PACKED_HAVE_FAST)
-__attribute__((target("popcnt,bmi2"), flatten)) bool PackedHashMayMatchFast(const PackedGeometry& g,
-                                                                             const char* payload,
-                                                                             uint64_t h) {
-  return PackedHashMayMatchImpl<true>(g, payload, h);
-}
-__attribute__((target("popcnt,bmi2"), flatten)) void PackedBatchFast(const PackedGeometry& g,
-                                                                    const char* payload,
-                                                                    const uint64_t* h, int m,
-                                                                    bool* out) {
-  PackedBatchImpl<true>(g, payload, h, m, out);
-}
-#else
-bool PackedHashMayMatchFast(const PackedGeometry& g, const char* payload, uint64_t h) {
-  return PackedHashMayMatchPortable(g, payload, h);
-}
-void PackedBatchFast(const PackedGeometry& g, const char* payload, const uint64_t* h, int m,
-                     bool* out) {
-  PackedBatchPortable(g, payload, h, m, out);
-}
-#endif
-
-class PackedReader final : public FilterBitsReader {
+class PackedReaderBase : public FilterBitsReader {
  public:
-  PackedReader(const ParsedBlock& p, bool fast)
-      : g_(p.packed), payload_(p.payload), seed_(p.hash_seed), fast_(fast) {}
+  explicit PackedReaderBase(const ParsedBlock& p) : g_(p.packed), payload_(p.payload), seed_(p.hash_seed) {}
 
-  bool MayMatch(const Slice& key) override { return HashMayMatch(Hash(key)); }
-
-  void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
-    constexpr int kChunk = 32;  // MultiGet batches at most 32 keys
+ protected:
+  uint64_t Hash(const Slice& key) const { return internal::HashKey(key.data(), key.size(), seed_); }
+  // MultiGet batches at most 32 keys; longer batches go in chunks.
+  template <bool kFast>
+  void Batch(int num_keys, Slice** keys, bool* may_match) const {
+    constexpr int kChunk = 32;
     uint64_t h[kChunk];
     for (int base = 0; base < num_keys; base += kChunk) {
       const int m = std::min(kChunk, num_keys - base);
       for (int i = 0; i < m; ++i) h[i] = Hash(*keys[base + i]);
-      if (fast_) {
-        PackedBatchFast(g_, payload_, h, m, may_match + base);
-      } else {
-        PackedBatchPortable(g_, payload_, h, m, may_match + base);
-      }
+      PackedBatchImpl<kFast>(g_, payload_, h, m, may_match + base);
     }
   }
-
-  bool HashMayMatch(uint64_t h) const {
-    return fast_ ? PackedHashMayMatchFast(g_, payload_, h) : PackedHashMayMatchPortable(g_, payload_, h);
-  }
-
- private:
-  uint64_t Hash(const Slice& key) const { return internal::HashKey(key.data(), key.size(), seed_); }
 
   const PackedGeometry g_;
   const char* const payload_;
   const uint64_t seed_;
-  const bool fast_;
 };
+
+class PackedReaderPortable final : public PackedReaderBase {
+ public:
+  using PackedReaderBase::PackedReaderBase;
+  bool MayMatch(const Slice& key) override { return HashMayMatch(Hash(key)); }
+  void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
+    Batch<false>(num_keys, keys, may_match);
+  }
+  bool HashMayMatch(uint64_t h) const { return PackedHashMayMatchImpl<false>(g_, payload_, h); }
+};
+
+#if defined(DLCBF_PACKED_HAVE_FAST)
+// The same reader compiled for POPCNT + BMI2: the whole query, key hashing
+// included, is one function of that target (flatten), so no call is left
+// between the virtual MayMatch and the probe.
+#define DLCBF_PACKED_FAST_FN __attribute__((target("popcnt,bmi2"), flatten))
+class PackedReaderFast final : public PackedReaderBase {
+ public:
+  using PackedReaderBase::PackedReaderBase;
+  DLCBF_PACKED_FAST_FN bool MayMatch(const Slice& key) override {
+    return PackedHashMayMatchImpl<true>(g_, payload_, Hash(key));
+  }
+  DLCBF_PACKED_FAST_FN void MayMatch(int num_keys, Slice** keys, bool* may_match) override {
+    Batch<true>(num_keys, keys, may_match);
+  }
+  DLCBF_PACKED_FAST_FN bool HashMayMatch(uint64_t h) const { return PackedHashMayMatchImpl<true>(g_, payload_, h); }
+};
+#undef DLCBF_PACKED_FAST_FN
+#else
+using PackedReaderFast = PackedReaderPortable;
+#endif
+
+FilterBitsReader* NewPackedReader(const ParsedBlock& p) {
+  if (PackedCpuIsFast()) return new PackedReaderFast(p);
+  return new PackedReaderPortable(p);
+}
 
 class BloomReader final : public FilterBitsReader {
  public:
@@ -381,7 +377,7 @@ FilterBitsReader* MakeReader(const Slice& contents, PolicyShared* shared, bool* 
   switch (p.kind) {
     case kKindDLeft: return new DLeftReader(p);
     case kKindBlocked: return new BlockedReader(p);
-    case kKindPacked: return new PackedReader(p, PackedCpuIsFast());
+    case kKindPacked: return NewPackedReader(p);
     case kKindBloom: return new BloomReader(p);
     default: return new ConstantReader(false);  // empty: no key was added
   }
@@ -404,9 +400,15 @@ bool AllHashesMayMatch(const ParsedBlock& p, const std::vector<uint64_t>& hashes
   }
   if (p.kind == kKindPacked) {
     // Both instances: a build checked by one is read by either.
-    const PackedReader portable(p, false), fast(p, PackedCpuIsFast());
+    const PackedReaderPortable portable(p);
     for (uint64_t h : hashes) {
-      if (!portable.HashMayMatch(h) || !fast.HashMayMatch(h)) return false;
+      if (!portable.HashMayMatch(h)) return false;
+    }
+    if (PackedCpuIsFast()) {
+      const PackedReaderFast fast(p);
+      for (uint64_t h : hashes) {
+        if (!fast.HashMayMatch(h)) return false;
+      }
     }
     return true;
   }
