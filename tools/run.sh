@@ -388,8 +388,8 @@ OPT
         --open_read_fault_one_in=0 --open_metadata_read_fault_one_in=0 --sync_fault_injection=0 \
         --disable_wal=0 --test_batches_snapshots=0) >"$cdir/crashtest.log" 2>&1 ||
       { tail -n 40 "$cdir/crashtest.log" >&2; false; }
-    local iters; iters="$(grep -c 'Running blackbox-crash-test' "$cdir/crashtest.log" || true)"
-    summary+=("db_crashtest.py blackbox: ${crash_seconds}s, $iters kill/restart iterations, passed")
+    local iters; iters="$(grep -c 'Running db_stress with pid' "$cdir/crashtest.log" || true)"
+    summary+=("db_crashtest.py blackbox: ${crash_seconds}s, $iters db_stress runs (killed and restarted; each restart verifies), passed")
     echo "${summary[-1]}"
   else
     step "$current_step: SKIPPED (CRASHTEST_SECONDS=0)"
