@@ -1096,7 +1096,7 @@ namespace {
 
 // The workload of the pending-checks tests: 200 keys, then blind
 // overwrites of 0..49 and deletes of 150..199 (100 checks).
-std::map<std::string, std::string> BlindWrites(LiveKeyDB* db) {
+[[maybe_unused]] std::map<std::string, std::string> BlindWrites(LiveKeyDB* db) {
   std::map<std::string, std::string> oracle;
   for (int i = 0; i < 200; ++i) {
     EXPECT_TRUE(db->Put(WriteOptions(), Key("p", i), "v").ok());
