@@ -150,6 +150,24 @@ double ExactFpr(const Slice& block) {
                                                                         : ExactBlockedFpr(block);
 }
 
+// Golden blocks are kept as hex text.
+std::string FromHex(const char* hex) {
+  std::string out;
+  for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
+  }
+  return out;
+}
+std::string ToHex(const Slice& s) {
+  std::string h;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char buf[3];
+    std::snprintf(buf, sizeof(buf), "%02x", static_cast<unsigned char>(s[i]));
+    h += buf;
+  }
+  return h;
+}
+
 struct Block {
   std::unique_ptr<const char[]> buf;
   Slice data;
@@ -715,10 +733,7 @@ TEST(FilterBlockTest, GoldenVersion1BlockStillReadable) {
       "7bc26652022e6863624d1acd8b6e191b0f17d74148686985dc40f7d12212f1da"
       "e3b7c90bbd4238c5add7bd593e9dc807100f61a0b3cf244563b5a90678bac423"
       "b7889901143e9d89c87200fa000010085f676aef92b784cc";
-  std::string block;
-  for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
-    block.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
-  }
+  const std::string block = FromHex(hex);
   ASSERT_EQ(block.size(), 152u);
   auto policy = Policy("dlcbf:10");
   std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(block)));
@@ -744,22 +759,13 @@ TEST(FilterBlockTest, GoldenVersion2BlockStillReadable) {
       "322402d8ecfd3b00129c7b019007fe2480d6002a010000609b1fd2709563aa0c"
       "00806b00000000c00b000080a441000000000000000000000000000000000000"
       "69a5441496d1db9f";
-  std::string block;
-  for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
-    block.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
-  }
+  const std::string block = FromHex(hex);
   std::vector<std::string> keys;
   for (int i = 0; i < 24; ++i) keys.push_back("golden-key-" + std::to_string(i));
   auto policy = Policy("dlcbf:10:v2");
   {
     Block now = BuildBlock(*policy, keys);
-    std::string h;
-    for (size_t i = 0; i < now.data.size(); ++i) {
-      char buf[3];
-      std::snprintf(buf, sizeof(buf), "%02x", static_cast<unsigned char>(now.data[i]));
-      h += buf;
-    }
-    EXPECT_EQ(h, std::string(hex)) << "today's builder writes different version-2 bytes";
+    EXPECT_EQ(ToHex(now.data), std::string(hex)) << "today's builder writes different version-2 bytes";
   }
   ASSERT_EQ(block.size(), 64u + 64 + 8);
   std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(block)));
@@ -783,22 +789,13 @@ TEST(FilterBlockTest, GoldenVersion3BlockStillReadable) {
       "290a1005858230320220410a00000080af222d92db3c5240206fb4ab6085721a"
       "bc149c1536000000000000000000000000000000000000000000000000000000"
       "1c20d78fa1501e9c";
-  std::string block;
-  for (size_t i = 0; hex[i] && hex[i + 1]; i += 2) {
-    block.push_back(static_cast<char>(std::stoi(std::string(hex + i, 2), nullptr, 16)));
-  }
+  const std::string block = FromHex(hex);
   std::vector<std::string> keys;
   for (int i = 0; i < 24; ++i) keys.push_back("golden-key-" + std::to_string(i));
   auto policy = Policy("dlcbf:10");
   {
     Block now = BuildBlock(*policy, keys);
-    std::string h;
-    for (size_t i = 0; i < now.data.size(); ++i) {
-      char buf[3];
-      std::snprintf(buf, sizeof(buf), "%02x", static_cast<unsigned char>(now.data[i]));
-      h += buf;
-    }
-    EXPECT_EQ(h, std::string(hex)) << "today's builder writes different version-3 bytes";
+    EXPECT_EQ(ToHex(now.data), std::string(hex)) << "today's builder writes different version-3 bytes";
   }
   ASSERT_EQ(block.size(), 64u + 64 + 8);
   ASSERT_EQ(block[4], 3) << "version byte";

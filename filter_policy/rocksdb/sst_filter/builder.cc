@@ -247,13 +247,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
       const double load = plan_.load * std::pow(0.95, attempt);
       const uint64_t cap = BlockedBytesFor(n, load);
       if (cap > max_block_bytes_) {
-        Warn("a blocked d-left filter for %llu keys needs up to %llu bytes, over the filter block "
-             "limit of %llu bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). "
-             "Writing a Bloom-format block capped at the limit instead (lossless, higher FP "
-             "rate). Use partitioned filters (BlockBasedTableOptions::partition_filters = true, "
-             "index_type = kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
-             static_cast<unsigned long long>(n), static_cast<unsigned long long>(cap),
-             static_cast<unsigned long long>(max_block_bytes_));
+        WarnTooLarge("blocked", n, cap);
         return false;
       }
       g.home_blocks = BlockedHome(n, load);
@@ -323,13 +317,7 @@ class DLeftBuilder final : public FilterBitsBuilder {
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
       const uint64_t cap = PackedBytesFor(n, attempt);
       if (cap > max_block_bytes_) {
-        Warn("a packed d-left filter for %llu keys needs up to %llu bytes, over the filter block "
-             "limit of %llu bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). "
-             "Writing a Bloom-format block capped at the limit instead (lossless, higher FP "
-             "rate). Use partitioned filters (BlockBasedTableOptions::partition_filters = true, "
-             "index_type = kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
-             static_cast<unsigned long long>(n), static_cast<unsigned long long>(cap),
-             static_cast<unsigned long long>(max_block_bytes_));
+        WarnTooLarge("packed", n, cap);
         return false;
       }
       g.home_blocks = PackedHome(n, attempt);
@@ -488,6 +476,17 @@ class DLeftBuilder final : public FilterBitsBuilder {
     xor_ = 0;
     pending_.clear();
     std::vector<uint64_t>().swap(hashes_);
+  }
+
+  // The in-place build of version 2 or 3 would exceed max_filter_block_bytes.
+  void WarnTooLarge(const char* layout, uint64_t n, uint64_t cap) {
+    Warn("a %s d-left filter for %llu keys needs up to %llu bytes, over the filter block "
+         "limit of %llu bytes (max_filter_block_bytes; RocksDB's own filters stop at ~4 GiB). "
+         "Writing a Bloom-format block capped at the limit instead (lossless, higher FP "
+         "rate). Use partitioned filters (BlockBasedTableOptions::partition_filters = true, "
+         "index_type = kTwoLevelIndexSearch) or smaller SST files to keep the full FP rate.",
+         layout, static_cast<unsigned long long>(n), static_cast<unsigned long long>(cap),
+         static_cast<unsigned long long>(max_block_bytes_));
   }
 
   template <typename... Args>
