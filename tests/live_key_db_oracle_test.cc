@@ -606,10 +606,17 @@ TEST(LiveKeyDBOracle, NegativeControlStaleCheckSnapshotIsCaught) {
                   "exists only there; the in-tree plugin build links the shipped library)";
 #else
   FaultGuard fault(LiveKeyFault::kStaleCheckSnapshot);
-  // Hot keys: many writes per key within one snapshot's life.
-  const RunResult r = RunOracle("negative-stale-snapshot", NegativeControlWorkload(64, 1000));
-  std::printf("  %s\n", Describe(r).c_str());
+  // Hot keys: many writes per key within one snapshot's life. Whether a
+  // stale snapshot is reused while its key changes depends on scheduling;
+  // with both cores saturated (load average ~12) one run in ~40 missed it,
+  // so the workload runs up to 4 times and must be caught in one of them.
+  RunResult r;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    r = RunOracle("negative-stale-snapshot", NegativeControlWorkload(64, 1000));
+    std::printf("  attempt %d: %s\n", attempt + 1, Describe(r).c_str());
+    if (r.verdict.false_negatives + r.final_mismatches > 0) break;
+  }
   EXPECT_GT(r.verdict.false_negatives + r.final_mismatches, 0u)
-      << "the oracle did not catch checks reading a stale snapshot: " << Describe(r);
+      << "the oracle did not catch checks reading a stale snapshot in 4 runs: " << Describe(r);
 #endif
 }
