@@ -214,27 +214,22 @@ inline int PackedProbeBlock(const PackedGeometry& g, const char* blk, uint32_t b
   const uint32_t end = static_cast<uint32_t>(p_end) - b;
   const uint32_t start = b == 0 ? 0 : static_cast<uint32_t>(p_start) + 1 - b;
   const uint32_t k = end - start;  // remainders in the bucket
-  // The first four remainders without branches (a bucket holds ~0.7 on
-  // average; more than 4 in ~0.2% of queries at 10 bits/key), from ONE
-  // 8-byte window: slots t0 .. t0 + 3 all fit it whenever they are real
-  // slots and 4 r <= 56 (the window starts at most 7 bits before t0, or at
-  // byte 56, and slots end below bit 511). t0 is clamped to a real slot.
-  // With r > 14 only the first 3 (r <= 19) are taken from the window.
+  // The first two remainders without branches (a bucket holds ~0.7 on
+  // average; 3 or more in ~4% of queries), from ONE 8-byte window: slots
+  // t0 and t0 + 1 both fit it whenever t0 + 1 is a real slot (the window
+  // starts at most 7 bits before t0, or at byte 56, and slots end below
+  // bit 511). t0 is clamped to a real slot.
   const uint32_t t0 = start < C ? start : C - 1;
   const uint32_t bit0 = D + t0 * r;
   const uint32_t byte0 = (bit0 >> 3) < 56 ? (bit0 >> 3) : 56;
   uint64_t win;
   std::memcpy(&win, blk + byte0, 8);
   const uint32_t sh = bit0 - 8 * byte0, mask = (uint32_t{1} << r) - 1;
-  const uint32_t in_window = r <= 14 ? 4 : 3;
-  bool hit = false;
-  for (uint32_t i = 0; i < 4; ++i) {  // unrolled; (i < k) is a mask, not a branch
-    const bool real = (k - 1 - i < C) & (i < in_window);  // i < k, k <= C
-    hit |= real & ((static_cast<uint32_t>(win >> ((sh + i * r) & 63)) & mask) == q);
-  }
-  if (__builtin_expect(k > in_window, 0)) {
+  bool hit = (k - 1 < C) & ((static_cast<uint32_t>(win >> sh) & mask) == q);  // k >= 1
+  hit |= (k - 2 < C) & ((static_cast<uint32_t>(win >> ((sh + r) & 63)) & mask) == q);  // k >= 2
+  if (__builtin_expect(k > 2, 0)) {
     const uint32_t e = end < C ? end : C;
-    for (uint32_t t = start + in_window; t < e; ++t) hit |= packed_detail::Slot(blk, D, r, t) == q;
+    for (uint32_t t = start + 2; t < e; ++t) hit |= packed_detail::Slot(blk, D, r, t) == q;
   }
   // Go on only if flagged and b is at or above the bucket of the block's
   // largest stored value (the bucket of the highest directory one): every
