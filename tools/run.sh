@@ -186,6 +186,27 @@ gtest_counts() {
        END {printf "%d passed of %d, %d skipped\n", p, t, k}' "$1"
 }
 
+# An OPTIONS file for RocksDB $2 naming our filter policy and memtable rep,
+# with small memtables and files ($3 bytes each, levels of 4x that) so that
+# short runs flush and compact.
+dlcbf_options_file() {
+  cat >"$1" <<OPT
+[Version]
+  rocksdb_version=$2
+  options_file_version=1.1
+[DBOptions]
+  create_if_missing=true
+  create_missing_column_families=true
+[CFOptions "default"]
+  write_buffer_size=$3
+  target_file_size_base=$3
+  max_bytes_for_level_base=$(( 4 * $3 ))
+  memtable_factory=dlcbf_index
+[TableOptions/BlockBasedTable "default"]
+  filter_policy=dlcbf:10
+OPT
+}
+
 # db_stress on the in-tree build, with an OPTIONS file that names our
 # filter policy and memtable rep, until $2 seconds have passed: runs of
 # 4 threads with reopens, flushes, compactions, deletes, single deletes and
@@ -194,21 +215,7 @@ gtest_counts() {
 db_stress_runs() {
   local db_stress="$1" seconds="$2" ver="$3" dir="$4"
   rm -rf "$dir"; mkdir -p "$dir/exp"
-  cat >"$dir/OPTIONS-dlcbf" <<OPT
-[Version]
-  rocksdb_version=$ver
-  options_file_version=1.1
-[DBOptions]
-  create_if_missing=true
-  create_missing_column_families=true
-[CFOptions "default"]
-  write_buffer_size=262144
-  target_file_size_base=262144
-  max_bytes_for_level_base=1048576
-  memtable_factory=dlcbf_index
-[TableOptions/BlockBasedTable "default"]
-  filter_policy=dlcbf:10
-OPT
+  dlcbf_options_file "$dir/OPTIONS-dlcbf" "$ver" 262144
   local t0 run=0 ops=0 useful=0 found=0 reads=0 destroy=1 out extra=()
   # 10.x runs remote compactions in 2 threads by default, which db_stress
   # refuses with the WAL on; older releases do not know the flag.
@@ -340,20 +347,7 @@ rocksdb_source() {
   current_step="5/9 RocksDB $ver db_bench with filter_policy=dlcbf:10, memtable_factory=dlcbf_index"
   step "$current_step"
   rm -rf "$work"; mkdir -p "$work"
-  cat >"$work/OPTIONS-dlcbf" <<OPT
-[Version]
-  rocksdb_version=$ver
-  options_file_version=1.1
-[DBOptions]
-  create_if_missing=true
-[CFOptions "default"]
-  write_buffer_size=1048576
-  target_file_size_base=1048576
-  max_bytes_for_level_base=4194304
-  memtable_factory=dlcbf_index
-[TableOptions/BlockBasedTable "default"]
-  filter_policy=dlcbf:10
-OPT
+  dlcbf_options_file "$work/OPTIONS-dlcbf" "$ver" 1048576
   local bench=("$rbuild/db_bench" --db="$work/db" --options_file="$work/OPTIONS-dlcbf"
                --benchmarks=filluniquerandom,readrandom --num="$NUM" --reads="$NUM"
                --value_size=100 --statistics --threads=1 --seed=1)
