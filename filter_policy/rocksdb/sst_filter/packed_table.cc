@@ -119,20 +119,18 @@ bool BuildPackedTable(const std::vector<uint64_t>& hashes, uint64_t max_tail, Pa
     const size_t before = cur.size();
     cur.erase(std::unique(cur.begin(), cur.end()), cur.end());
     st->duplicates += before - cur.size();
-    next.clear();
-    char* blk = payload + j * kPackedBlockBytes;
-    if (cur.size() > C) {
-      next.assign(cur.begin() + C, cur.end());
-      cur.resize(C);
-      blk[63] = static_cast<char>(0x80);
-      ++st->flagged_blocks;
-      st->carried += next.size();
-    }
     // Encode in registers (a word array), then store the block once:
     // read-modify-writes of overlapping 8-byte windows would defeat
     // store-to-load forwarding on every key.
     uint64_t w[9] = {};  // w[8] catches the (zero) spill of a slot ending at bit 511
-    if (blk[63] != 0) w[7] = uint64_t{1} << 63;
+    next.clear();
+    if (cur.size() > C) {
+      next.assign(cur.begin() + C, cur.end());
+      cur.resize(C);
+      w[7] = uint64_t{1} << 63;  // the overflow flag, bit 511
+      ++st->flagged_blocks;
+      st->carried += next.size();
+    }
     const uint32_t rmask = (uint32_t{1} << r) - 1;
     for (uint32_t t = 0; t < cur.size(); ++t) {
       const uint32_t v = cur[t];
@@ -144,7 +142,7 @@ bool BuildPackedTable(const std::vector<uint64_t>& hashes, uint64_t max_tail, Pa
       w[(sbit >> 6) + 1] |= (q >> 1) >> (63 - off);  // the part past the word, if any
     }
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "blocks are little-endian words");
-    std::memcpy(blk, w, kPackedBlockBytes);
+    std::memcpy(payload + j * kPackedBlockBytes, w, kPackedBlockBytes);
     st->stored += cur.size();
     carry.swap(next);
   }
