@@ -34,7 +34,11 @@
 #include "rocksdb_test_util.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#if __has_include("rocksdb/attribute_groups.h")
+#include "rocksdb/attribute_groups.h"
+#endif
 
 namespace fs = std::filesystem;
 using dlcbf::LiveKeyDB;
@@ -919,6 +923,253 @@ TEST(LiveKeyDBTest, IngestExternalFileAddsKeysFirst) {
   db.reset();
   fs::remove_all(dir);
   fs::remove(sst);
+}
+
+// ---------------------------------------------------------------------------
+// Write calls of newer releases (tests/live_key_db_surface_test.py checks
+// that LiveKeyDB overrides every one; these check what the overrides do).
+// Each skips loudly on a release without the call.
+// ---------------------------------------------------------------------------
+
+// [Put k, Put k, SingleDelete k] in one batch, untrusted SingleDelete (the
+// default): RocksDB brings the first value back at flush (the SingleDelete
+// cancels only the second Put), so the key must keep an index entry.
+TEST(LiveKeyDBTest, BatchPutPutSingleDeleteKeepsAnEntry) {
+  const std::string dir = TestDir("batch_put_put_sd");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(5000), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 100, 0, "a");  // keys the index holds: a000000..
+  constexpr int kKeys = 200;
+  for (int i = 0; i < kKeys; ++i) {
+    // Half on keys the index does not hold (the lost case), half on keys
+    // it holds (a000000.. a000099).
+    const std::string k = i < 100 ? Key("n", i) : Key("a", i - 100);
+    rocksdb::WriteBatch b;
+    ASSERT_TRUE(b.Put(k, "first").ok());
+    ASSERT_TRUE(b.Put(k, "second").ok());
+    ASSERT_TRUE(b.SingleDelete(k).ok());
+    ASSERT_TRUE(db->Write(WriteOptions(), &b).ok());
+  }
+  // Whether RocksDB resurrects "first" depends on how the flush meets the
+  // three versions (undefined behaviour for SingleDelete; both outcomes
+  // were seen): the index must keep an entry for every key either way.
+  // (A read the index answers "no" counts as short-circuited.)
+  const uint64_t short_before = db->GetLiveKeyStats().short_circuited;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = i < 100 ? Key("n", i) : Key("a", i - 100);
+    std::string v;
+    db->Get(ReadOptions(), k, &v).PermitUncheckedError();
+  }
+  EXPECT_EQ(db->GetLiveKeyStats().short_circuited - short_before, 0u)
+      << "keys of [Put, Put, SingleDelete] batches without an index entry";
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  int resurrected = 0;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = i < 100 ? Key("n", i) : Key("a", i - 100);
+    std::string base_v, v;
+    const Status bs = db->GetBaseDB()->Get(ReadOptions(), k, &base_v);
+    const Status s = db->Get(ReadOptions(), k, &v);
+    if (bs.ok()) {
+      ++resurrected;
+      EXPECT_TRUE(s.ok()) << k << ": the base DB has '" << base_v << "', LiveKeyDB says " << s.ToString();
+      EXPECT_EQ(v, base_v) << k;
+    } else {
+      EXPECT_TRUE(s.IsNotFound()) << k << " " << s.ToString();
+    }
+  }
+  std::printf("  resurrected by RocksDB: %d of %d keys\n", resurrected, kKeys);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+TEST(LiveKeyDBTest, PutEntityWithAttributeGroupsIndexesEveryFamily) {
+#if !DLCBF_ROCKSDB_AT_LEAST(8, 9)
+  GTEST_SKIP() << "RocksDB " << ROCKSDB_MAJOR << "." << ROCKSDB_MINOR
+               << " has no PutEntity with AttributeGroups (it came in 8.9)";
+#else
+  const std::string dir = TestDir("attribute_groups");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  rocksdb::ColumnFamilyHandle* c1 = nullptr;
+  ASSERT_TRUE(db->CreateColumnFamily(BaseOptions(), "c1", &c1).ok());
+  auto groups = [&](const std::string& v) {
+    rocksdb::AttributeGroups g;
+    g.emplace_back(db->DefaultColumnFamily(),
+                   rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, "d" + v}, {"col", "x"}});
+    g.emplace_back(c1, rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, "c" + v}});
+    return g;
+  };
+  WriteOptions wo;
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(db->PutEntity(wo, Key("e", i), groups(std::to_string(i))).ok());
+  for (int i = 0; i < 50; ++i) {
+    std::string v;
+    ASSERT_TRUE(db->Get(ReadOptions(), db->DefaultColumnFamily(), Key("e", i), &v).ok()) << Key("e", i);
+    EXPECT_EQ(v, "d" + std::to_string(i));
+    ASSERT_TRUE(db->Get(ReadOptions(), c1, Key("e", i), &v).ok()) << Key("e", i);
+    EXPECT_EQ(v, "c" + std::to_string(i));
+    rocksdb::PinnableWideColumns cols;
+    ASSERT_TRUE(db->GetEntity(ReadOptions(), db->DefaultColumnFamily(), Key("e", i), &cols).ok());
+    EXPECT_EQ(cols.columns().size(), 2u);
+  }
+  const LiveKeyStats st = Settled(db);
+  EXPECT_EQ(Cf(st, 0).entries, 50u) << st.ToString();
+  EXPECT_EQ(Cf(st, c1->GetID()).entries, 50u) << st.ToString();
+  // Negative control: the same call on the base DB, as StackableDB's
+  // forwarding made it before LiveKeyDB overrode it, leaves the key out of
+  // the index, and LiveKeyDB answers NotFound for a key RocksDB holds.
+  ASSERT_TRUE(db->GetBaseDB()->PutEntity(wo, "bypassed", groups("b")).ok());
+  std::string v;
+  EXPECT_TRUE(db->GetBaseDB()->Get(ReadOptions(), "bypassed", &v).ok());
+  EXPECT_TRUE(db->Get(ReadOptions(), "bypassed", &v).IsNotFound())
+      << "the index saw a write made behind its back: this test could not catch the loss";
+  // Empty groups: RocksDB's own answer, unchanged.
+  const Status empty_ours = db->PutEntity(wo, "z", rocksdb::AttributeGroups{});
+  const Status empty_base = db->GetBaseDB()->PutEntity(wo, "z", rocksdb::AttributeGroups{});
+  EXPECT_EQ(empty_ours.code(), empty_base.code()) << empty_ours.ToString() << " / " << empty_base.ToString();
+  ASSERT_TRUE(db->DestroyColumnFamilyHandle(c1).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+#endif
+}
+
+TEST(LiveKeyDBTest, TwoPhaseIngestionIndexesTheFiles) {
+#if !DLCBF_ROCKSDB_AT_LEAST(11, 5)
+  GTEST_SKIP() << "RocksDB " << ROCKSDB_MAJOR << "." << ROCKSDB_MINOR
+               << " has no PrepareFileIngestion / CommitFileIngestionHandles (they came in 11.5)";
+#else
+  const std::string dir = TestDir("two_phase_ingest");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 100, 0, "t");
+  auto write_sst = [&](const std::string& path, int from, int to, const char* v) {
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), BaseOptions());
+    ASSERT_TRUE(w.Open(path).ok());
+    for (int i = from; i < to; ++i) ASSERT_TRUE(w.Put(Key("t", i), v).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  };
+  const std::string a = dir + "_a.sst", b = dir + "_b.sst", c = dir + "_c.sst";
+  write_sst(a, 50, 150, "a");   // 50 overwrites, 50 new
+  write_sst(b, 150, 200, "b");  // 50 new, committed with the single-handle call
+  write_sst(c, 200, 250, "c");  // prepared on the base DB: refused
+  rocksdb::IngestExternalFileArg arg;
+  arg.column_family = db->DefaultColumnFamily();
+  arg.external_files = {a};
+  std::unique_ptr<rocksdb::FileIngestionHandle> ha;
+  ASSERT_TRUE(db->PrepareFileIngestion({arg}, &ha).ok());
+  std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> hs;
+  hs.push_back(std::move(ha));
+  ASSERT_TRUE(db->CommitFileIngestionHandles(std::move(hs)).ok());
+  for (int i = 50; i < 150; ++i) oracle[Key("t", i)] = "a";
+  std::unique_ptr<rocksdb::FileIngestionHandle> hb;
+  ASSERT_TRUE(db->PrepareFileIngestion(db->DefaultColumnFamily(), {b}, rocksdb::IngestExternalFileOptions(), &hb).ok());
+  ASSERT_TRUE(db->CommitFileIngestionHandle(std::move(hb)).ok());
+  for (int i = 150; i < 200; ++i) oracle[Key("t", i)] = "b";
+  // A handle the index never saw prepared is refused, and nothing lands.
+  std::unique_ptr<rocksdb::FileIngestionHandle> hc;
+  arg.external_files = {c};
+  ASSERT_TRUE(db->GetBaseDB()->PrepareFileIngestion({arg}, &hc).ok());
+  std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> hcs;
+  hcs.push_back(std::move(hc));
+  EXPECT_TRUE(db->CommitFileIngestionHandles(std::move(hcs)).IsInvalidArgument());
+  std::string v;
+  EXPECT_TRUE(db->GetBaseDB()->Get(ReadOptions(), Key("t", 200), &v).IsNotFound());
+  const LiveKeyStats st = Settled(db);
+  EXPECT_EQ(st.ingested_keys, 150u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, 200u) << "overwrites are not counted twice: " << st.ToString();
+  CheckAgainst(db.get(), oracle, Probes(260, "t"));
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  for (const std::string& f : {a, b, c}) fs::remove(f);
+#endif
+}
+
+TEST(LiveKeyDBTest, ClipColumnFamilyThenRebuildDropsTheClippedKeys) {
+#if !DLCBF_ROCKSDB_AT_LEAST(8, 3)
+  GTEST_SKIP() << "RocksDB " << ROCKSDB_MAJOR << "." << ROCKSDB_MINOR
+               << " has no ClipColumnFamily (it came in 8.3)";
+#else
+  const std::string dir = TestDir("clip");
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  auto oracle = Fill(db.get(), 300, 0, "q");
+  ASSERT_TRUE(db->ClipColumnFamily(db->DefaultColumnFamily(), Key("q", 100), Key("q", 200)).ok());
+  for (auto it = oracle.begin(); it != oracle.end();) {
+    it = (it->first < Key("q", 100) || it->first >= Key("q", 200)) ? oracle.erase(it) : std::next(it);
+  }
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  const LiveKeyStats st = Settled(db);
+  EXPECT_GE(st.auto_rebuilds, 1u) << st.ToString();
+  EXPECT_EQ(Cf(st).entries, 100u) << "the clipped keys' entries were dropped: " << st.ToString();
+  CheckAgainst(db.get(), oracle, Probes(300, "q"));
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+#endif
+}
+
+TEST(LiveKeyDBTest, ImportFromSeveralExportsIsIndexed) {
+#if !DLCBF_ROCKSDB_AT_LEAST(8, 4)
+  GTEST_SKIP() << "RocksDB " << ROCKSDB_MAJOR << "." << ROCKSDB_MINOR
+               << " has no CreateColumnFamilyWithImport over several exports (it came in 8.4)";
+#else
+  const std::string dir = TestDir("import_multi");
+  const std::string src_dir = dir + "_src";
+  std::vector<rocksdb::ExportImportFilesMetaData*> metas;
+  {
+    // Two plain DBs, each exporting its default family (disjoint keys).
+    for (int part = 0; part < 2; ++part) {
+      rocksdb::DB* src = nullptr;
+      const std::string d = src_dir + std::to_string(part);
+      fs::remove_all(d);
+      ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), d, &src).ok());
+      for (int i = part * 100; i < part * 100 + 100; ++i) {
+        ASSERT_TRUE(src->Put(WriteOptions(), Key("x", i), "x").ok());
+      }
+      ASSERT_TRUE(src->Flush(rocksdb::FlushOptions()).ok());
+      rocksdb::Checkpoint* cp = nullptr;
+      ASSERT_TRUE(rocksdb::Checkpoint::Create(src, &cp).ok());
+      rocksdb::ExportImportFilesMetaData* m = nullptr;
+      ASSERT_TRUE(cp->ExportColumnFamily(src->DefaultColumnFamily(), d + "_export", &m).ok());
+      metas.push_back(m);
+      delete cp;
+      ASSERT_TRUE(src->Close().ok());
+      delete src;
+    }
+  }
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  const std::vector<const rocksdb::ExportImportFilesMetaData*> cmetas(metas.begin(), metas.end());
+  ASSERT_TRUE(db->CreateColumnFamilyWithImport(BaseOptions(), "imported", rocksdb::ImportColumnFamilyOptions(),
+                                               cmetas, &h).ok());
+  for (int i = 0; i < 200; ++i) {
+    std::string v;
+    EXPECT_TRUE(db->Get(ReadOptions(), h, Key("x", i), &v).ok()) << Key("x", i);
+  }
+  std::string v;
+  EXPECT_TRUE(db->Get(ReadOptions(), h, Key("x", 200), &v).IsNotFound());
+  const LiveKeyStats st = Settled(db);
+  EXPECT_TRUE(Cf(st, h->GetID()).indexed) << st.ToString();
+  EXPECT_EQ(Cf(st, h->GetID()).entries, 200u) << st.ToString();
+  EXPECT_GE(st.lookups, 201u);
+  ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  for (auto* m : metas) delete m;
+  fs::remove_all(dir);
+  for (int part = 0; part < 2; ++part) {
+    fs::remove_all(src_dir + std::to_string(part));
+    fs::remove_all(src_dir + std::to_string(part) + "_export");
+  }
+#endif
 }
 
 // ---------------------------------------------------------------------------

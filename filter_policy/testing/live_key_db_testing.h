@@ -29,9 +29,26 @@ enum class LiveKeyFault : int {
   // The check's shared snapshot is reused whatever its age (Rep::
   // CheckSnapshot skips its "every earlier write to the stripe is in it"
   // test): a check then judges the key by a state from before earlier
-  // writes to it, and may erase a copy the key still needs.
+  // writes to it, and may erase a copy the key still needs. Writes also
+  // ignore what pending checks know of their keys (as kIgnoreKnownState):
+  // with it, only a key's first write while no check of it is pending
+  // takes a snapshot, so the stale one would rarely be met.
   kStaleCheckSnapshot = 3,
+  // A deferred check queued before a rebuild's scan began erases nothing,
+  // even when that rebuild then fails or is aborted and the index it was
+  // queued against stays active (the behaviour before CfState::serial):
+  // its copy stays counted for good, so the saved index is not exact.
+  kDropOldGenerationChecks = 4,
+  // Writes ignore what a pending check knows of their key (KnownKey): every
+  // overwrite of an indexed key adds a blind copy and a check, so a hot key
+  // takes a slot per overwrite until its checks run.
+  kIgnoreKnownState = 5,
 };
+
+// While true, a rebuild's scan waits before each key (until the DB is
+// closing, which aborts the scan). Process-wide.
+void SetLiveKeyRebuildPauseForTesting(bool paused);
+bool GetLiveKeyRebuildPauseForTesting();
 
 // While true, the background checker takes no deferred check from its
 // queue (the checks stay pending, with their snapshots), except when the

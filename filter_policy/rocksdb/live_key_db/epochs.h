@@ -42,6 +42,8 @@ enum Counter : uint32_t {
   kRangeErased,
   kRangeLimitHits,
   kIngestedKeys,
+  kKnownWrites,
+  kIndexMigrations,
   kNumCounters
 };
 

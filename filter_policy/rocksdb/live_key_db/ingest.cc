@@ -1,30 +1,122 @@
 // LiveKeyDB ingestion: the ingested files' keys enter the index before the
-// files enter the DB.
+// files enter the DB, for one-call ingestion (IngestExternalFile(s)) and
+// for two-phase ingestion (PrepareFileIngestion + CommitFileIngestionHandles,
+// RocksDB >= 11.5). One indexer serves both.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cinttypes>
-#include <cmath>
-#include <condition_variable>
-#include <cstdio>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
 #include "rocksdb/sst_file_reader.h"
 
 namespace dlcbf {
 
 // ---------------------------------------------------------------------------
-// Ingestion
+// The indexer: with every stripe held, counts each key of an ingested file
+// into its family's index unless the key is live already. A key the index
+// may hold is read (MultiGet, 256 at a time); the others are certainly not
+// live and are counted at once. `added` records what was counted, so a
+// failed ingestion can take it back.
 // ---------------------------------------------------------------------------
+struct LiveKeyDB::Rep::IngestIndexer {
+  struct Added {
+    CfState* cf;
+    std::string key;
+    uint64_t hash;
+  };
+  Rep* r;
+  std::vector<Added> added;
+
+  // Counts the keys `next` yields (next(&key) returns false at the end).
+  template <class Next>
+  rocksdb::Status AddKeys(CfState* cf, Next&& next) {
+    if (cf->dropped) return rocksdb::Status::OK();
+    std::vector<std::string> pending;  // keys the index may hold: read them
+    auto flush_pending = [&]() -> rocksdb::Status {
+      if (pending.empty()) return rocksdb::Status::OK();
+      std::vector<ColumnFamilyHandle*> hs(pending.size(), cf->handle);
+      std::vector<Slice> ks(pending.begin(), pending.end());
+      std::vector<PinnableSlice> vals(ks.size());
+      std::vector<rocksdb::Status> sts(ks.size());
+      r->base->MultiGet(ReadOptions(), ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
+      r->epochs.Bump(kLivenessReads, ks.size());
+      for (size_t i = 0; i < ks.size(); ++i) {
+        if (sts[i].ok()) continue;  // live already: counted
+        const uint64_t h = r->Hash(ks[i]);
+        rocksdb::Status is = r->IndexInsert(cf, cf->active.load(), h);
+        if (!is.ok()) return is;
+        added.push_back(Added{cf, std::move(pending[i]), h});
+      }
+      pending.clear();
+      return rocksdb::Status::OK();
+    };
+    Slice key;
+    rocksdb::Status s;
+    while (s.ok() && next(&key)) {
+      r->epochs.Bump(kIngestedKeys);
+      const uint64_t h = r->Hash(key);
+      if (r->WriterContains(cf->active.load(), h)) {
+        pending.push_back(key.ToString());
+        if (pending.size() >= 256) s = flush_pending();
+      } else {
+        s = r->IndexInsert(cf, cf->active.load(), h);
+        if (s.ok()) added.push_back(Added{cf, key.ToString(), h});
+      }
+    }
+    if (s.ok()) s = flush_pending();
+    return s;
+  }
+
+  // Before the ingestion happened: take every count back.
+  void UndoAll() {
+    for (const Added& a : added) r->IndexErase(a.cf, a.cf->active.load(), a.hash);
+    added.clear();
+  }
+  // After a failed ingestion (which may still have taken effect): keys
+  // that are not live give their count back; the others keep it.
+  void UndoNotLive() {
+    for (const Added& a : added) {
+      if (r->ReadLiveness(a.cf->handle, a.key) == Liveness::kNotLive) {
+        r->IndexErase(a.cf, a.cf->active.load(), a.hash);
+        r->epochs.Bump(kUndone);
+      }
+    }
+    added.clear();
+  }
+};
+
+namespace {
+
+// The point keys of one file (latest visible, as the ingestion will see
+// them), handed to `fn` one at a time.
+template <class Fn>
+rocksdb::Status ForEachFileKey(const rocksdb::Options& cf_opts, const std::string& file, Fn&& fn) {
+  rocksdb::SstFileReader reader(cf_opts);
+  rocksdb::Status s = reader.Open(file);
+  if (!s.ok()) return s;
+  std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
+  bool first = true;
+  s = fn([&](Slice* key) {
+    // The key stays valid until the next call: move on only then.
+    if (first) {
+      it->SeekToFirst();
+      first = false;
+    } else {
+      it->Next();
+    }
+    if (!it->Valid()) return false;
+    *key = it->key();
+    return true;
+  });
+  if (s.ok()) s = it->status();
+  return s;
+}
+
+}  // namespace
+
 rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args) {
   std::vector<std::pair<CfState*, const rocksdb::IngestExternalFileArg*>> work;
   for (const auto& a : args) {
@@ -38,77 +130,142 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
     Rep* r;
     ~Unlock() { r->UnlockAll(); }
   } unlock{this};
-  struct Added {
-    CfState* cf;
-    std::string key;
-    uint64_t hash;
-  };
-  std::vector<Added> added;
-  auto undo_all = [&] {
-    for (const Added& a : added) IndexErase(a.cf, a.cf->active.load(), a.hash);
-  };
+  IngestIndexer ix{this, {}};
   for (const auto& w : work) {
     CfState* cf = w.first;
-    if (cf->dropped) continue;
+    ForgetKnownLocked(cf);
     const rocksdb::Options cf_opts = base->GetOptions(w.second->column_family);
     for (const std::string& file : w.second->external_files) {
-      rocksdb::SstFileReader reader(cf_opts);
-      rocksdb::Status s = reader.Open(file);
+      rocksdb::Status s = ForEachFileKey(cf_opts, file, [&](auto&& next) { return ix.AddKeys(cf, next); });
       if (!s.ok()) {
-        undo_all();
-        return s;
-      }
-      std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
-      std::vector<std::string> pending;  // keys the index may hold: read them
-      auto flush_pending = [&]() -> rocksdb::Status {
-        if (pending.empty()) return rocksdb::Status::OK();
-        std::vector<ColumnFamilyHandle*> hs(pending.size(), cf->handle);
-        std::vector<Slice> ks(pending.begin(), pending.end());
-        std::vector<PinnableSlice> vals(ks.size());
-        std::vector<rocksdb::Status> sts(ks.size());
-        base->MultiGet(ReadOptions(), ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
-        epochs.Bump(kLivenessReads, ks.size());
-        for (size_t i = 0; i < ks.size(); ++i) {
-          if (sts[i].ok()) continue;  // live already: counted
-          const uint64_t h = Hash(ks[i]);
-          rocksdb::Status is = IndexInsert(cf, cf->active.load(), h);
-          if (!is.ok()) return is;
-          added.push_back(Added{cf, pending[i], h});
-        }
-        pending.clear();
-        return rocksdb::Status::OK();
-      };
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        epochs.Bump(kIngestedKeys);
-        const uint64_t h = Hash(it->key());
-        if (WriterContains(cf->active.load(), h)) {
-          pending.push_back(it->key().ToString());
-          if (pending.size() >= 256) s = flush_pending();
-        } else {
-          s = IndexInsert(cf, cf->active.load(), h);
-          if (s.ok()) added.push_back(Added{cf, it->key().ToString(), h});
-        }
-        if (!s.ok()) break;
-      }
-      if (s.ok()) s = it->status();
-      if (s.ok()) s = flush_pending();
-      if (!s.ok()) {
-        undo_all();
+        ix.UndoAll();
         return s;
       }
     }
   }
   rocksdb::Status s = base->IngestExternalFiles(args);
-  if (!s.ok()) {
-    for (const Added& a : added) {
-      if (ReadLiveness(a.cf->handle, a.key) == Liveness::kNotLive) {
-        IndexErase(a.cf, a.cf->active.load(), a.hash);
-        epochs.Bump(kUndone);
-      }
-    }
-  }
+  if (!s.ok()) ix.UndoNotLive();
   return s;
 }
 
+#if DLCBF_ROCKSDB_AT_LEAST(11, 5)
+// ---------------------------------------------------------------------------
+// Two-phase ingestion. The handle LiveKeyDB returns wraps RocksDB's and
+// carries the keys read at Prepare (the files may be moved into the DB
+// then, so they cannot be read at Commit).
+// ---------------------------------------------------------------------------
+namespace {
+
+// Registered in the Rep while it lives (Rep::ingest_handles), which is how
+// a commit recognizes its own handles: no RTTI (in-tree RocksDB builds
+// compile without it). RocksDB requires a handle not to outlive its DB.
+class IndexedIngestionHandle : public rocksdb::FileIngestionHandle {
+ public:
+  IndexedIngestionHandle(LiveKeyDB::Rep* owner, std::unique_ptr<rocksdb::FileIngestionHandle> inner)
+      : owner_(owner), inner_(std::move(inner)) {
+    std::lock_guard<std::mutex> l(owner_->ingest_mu);
+    owner_->ingest_handles.insert(static_cast<const rocksdb::FileIngestionHandle*>(this));
+  }
+  ~IndexedIngestionHandle() override {
+    std::lock_guard<std::mutex> l(owner_->ingest_mu);
+    owner_->ingest_handles.erase(static_cast<const rocksdb::FileIngestionHandle*>(this));
+  }
+  rocksdb::Status Abort() override { return inner_ ? inner_->Abort() : rocksdb::Status::OK(); }
+
+  LiveKeyDB::Rep* const owner_;
+  std::unique_ptr<rocksdb::FileIngestionHandle> inner_;
+  // Per indexed family of the arguments: its id and the keys of its files.
+  std::vector<std::pair<uint32_t, std::vector<std::string>>> keys_;
+};
+
+}  // namespace
+
+rocksdb::Status LiveKeyDB::Rep::PrepareIngestion(const std::vector<rocksdb::IngestExternalFileArg>& args,
+                                                 std::unique_ptr<rocksdb::FileIngestionHandle>* handle) {
+  if (handle == nullptr) return rocksdb::Status::InvalidArgument("LiveKeyDB: null ingestion handle");
+  std::vector<std::pair<uint32_t, std::vector<std::string>>> keys;
+  for (const auto& a : args) {
+    CfState* cf = Lookup(a.column_family);
+    if (cf == nullptr) continue;
+    keys.emplace_back(cf->id, std::vector<std::string>());
+    const rocksdb::Options cf_opts = base->GetOptions(a.column_family);
+    for (const std::string& file : a.external_files) {
+      rocksdb::Status s = ForEachFileKey(cf_opts, file, [&](auto&& next) {
+        Slice k;
+        while (next(&k)) keys.back().second.push_back(k.ToString());
+        return rocksdb::Status::OK();
+      });
+      if (!s.ok()) {
+        handle->reset();
+        return s;
+      }
+    }
+  }
+  std::unique_ptr<rocksdb::FileIngestionHandle> inner;
+  rocksdb::Status s = base->PrepareFileIngestion(args, &inner);
+  if (!s.ok()) {
+    handle->reset();
+    return s;
+  }
+  std::unique_ptr<IndexedIngestionHandle> h(new IndexedIngestionHandle(this, std::move(inner)));
+  h->keys_ = std::move(keys);
+  *handle = std::move(h);
+  return s;
+}
+
+rocksdb::Status LiveKeyDB::Rep::CommitIngestion(std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> handles) {
+  // Unwrap first: a handle this LiveKeyDB did not prepare carries keys the
+  // index never saw, so the whole commit is refused (nothing committed).
+  std::vector<IndexedIngestionHandle*> ours;
+  for (const auto& h : handles) {
+    bool mine;
+    {
+      std::lock_guard<std::mutex> l(ingest_mu);
+      mine = h != nullptr && ingest_handles.count(static_cast<const void*>(h.get())) != 0;
+    }
+    auto* ih = mine ? static_cast<IndexedIngestionHandle*>(h.get()) : nullptr;
+    if (ih == nullptr || !ih->inner_) {
+      return rocksdb::Status::InvalidArgument(
+          "LiveKeyDB: CommitFileIngestionHandles takes only handles from this LiveKeyDB's "
+          "PrepareFileIngestion (a base-DB handle's keys are unknown to the index)");
+    }
+    ours.push_back(ih);
+  }
+  std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> inner;
+  for (IndexedIngestionHandle* ih : ours) inner.push_back(std::move(ih->inner_));
+
+  LockAll();
+  struct Unlock {
+    Rep* r;
+    ~Unlock() { r->UnlockAll(); }
+  } unlock{this};
+  IngestIndexer ix{this, {}};
+  for (IndexedIngestionHandle* ih : ours) {
+    for (const auto& fk : ih->keys_) {
+      CfState* cf = nullptr;
+      {
+        ReadSection rs(&epochs);
+        const CfTable* t = table.load();
+        cf = t ? t->Find(fk.first) : nullptr;
+      }
+      if (cf == nullptr || !cf->indexed) continue;  // dropped since Prepare
+      ForgetKnownLocked(cf);
+      size_t i = 0;
+      rocksdb::Status s = ix.AddKeys(cf, [&](Slice* k) {
+        if (i == fk.second.size()) return false;
+        *k = fk.second[i++];
+        return true;
+      });
+      if (!s.ok()) {
+        ix.UndoAll();
+        return s;  // the prepared ingestions are rolled back with `inner`
+      }
+    }
+  }
+  rocksdb::Status s = base->CommitFileIngestionHandles(std::move(inner));
+  if (!s.ok()) ix.UndoNotLive();
+  return s;
+}
+#endif  // DLCBF_ROCKSDB_AT_LEAST(11, 5)
 
 }  // namespace dlcbf

@@ -130,11 +130,14 @@ namespace internal {
 namespace {
 std::atomic<int> g_fault{0};
 std::atomic<bool> g_check_pause{false};
+std::atomic<bool> g_rebuild_pause{false};
 }  // namespace
 void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
 LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
 void SetLiveKeyCheckPauseForTesting(bool paused) { g_check_pause.store(paused); }
 bool GetLiveKeyCheckPauseForTesting() { return g_check_pause.load(); }
+void SetLiveKeyRebuildPauseForTesting(bool paused) { g_rebuild_pause.store(paused); }
+bool GetLiveKeyRebuildPauseForTesting() { return g_rebuild_pause.load(); }
 }  // namespace internal
 #endif  // DLCBF_TESTING
 
@@ -311,6 +314,8 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.deferred_checks = r.epochs.Sum(kDeferredChecks);
   st.check_erases = r.epochs.Sum(kCheckErases);
   st.checks_dropped = r.epochs.Sum(kChecksDropped);
+  st.known_writes = r.epochs.Sum(kKnownWrites);
+  st.index_migrations = r.epochs.Sum(kIndexMigrations);
   st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
   st.pending_checks = r.pending_checks.load();
   st.delete_range_erased = r.epochs.Sum(kRangeErased);
@@ -659,6 +664,27 @@ rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* update
   return rep_->WriteBatchImpl(options, updates);
 }
 
+#if DLCBF_ROCKSDB_AT_LEAST(8, 9)
+rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, const Slice& key,
+                                     const rocksdb::AttributeGroups& attribute_groups) {
+  bool any_indexed = false;
+  for (const rocksdb::AttributeGroup& ag : attribute_groups) {
+    if (rep_->Lookup(ag.column_family()) != nullptr) any_indexed = true;
+  }
+  // Nothing indexed (or nothing at all): RocksDB's own call, its checks
+  // and errors unchanged.
+  if (!any_indexed) return db_->PutEntity(options, key, attribute_groups);
+  // The batch rocksdb::DB::PutEntity builds (db/db_impl/db_impl_write.cc),
+  // applied through the index.
+  const rocksdb::Comparator* ucmp = db_->DefaultColumnFamily()->GetComparator();
+  WriteBatch batch(/*reserved_bytes=*/0, /*max_bytes=*/0, options.protection_bytes_per_key,
+                   ucmp->timestamp_size());
+  rocksdb::Status s = batch.PutEntity(key, attribute_groups);
+  if (!s.ok()) return s;
+  return rep_->WriteBatchImpl(options, &batch);
+}
+#endif
+
 rocksdb::Status LiveKeyDB::IngestExternalFile(ColumnFamilyHandle* column_family,
                                      const std::vector<std::string>& external_files,
                                      const rocksdb::IngestExternalFileOptions& options) {
@@ -673,7 +699,52 @@ rocksdb::Status LiveKeyDB::IngestExternalFiles(const std::vector<rocksdb::Ingest
   return rep_->Ingest(args);
 }
 
+#if DLCBF_ROCKSDB_AT_LEAST(11, 5)
+rocksdb::Status LiveKeyDB::PrepareFileIngestion(const std::vector<rocksdb::IngestExternalFileArg>& args,
+                                                std::unique_ptr<rocksdb::FileIngestionHandle>* handle) {
+  return rep_->PrepareIngestion(args, handle);
+}
+
+rocksdb::Status LiveKeyDB::CommitFileIngestionHandles(
+    std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> handles) {
+  return rep_->CommitIngestion(std::move(handles));
+}
+#endif
+
+#if DLCBF_ROCKSDB_AT_LEAST(8, 3)
+rocksdb::Status LiveKeyDB::ClipColumnFamily(ColumnFamilyHandle* column_family, const Slice& begin_key,
+                                            const Slice& end_key) {
+  rocksdb::Status s = db_->ClipColumnFamily(column_family, begin_key, end_key);
+  // Even a failed clip may have deleted keys: their entries are stale
+  // (false positives only); a rebuild drops them.
+  CfState* cf = rep_->Lookup(column_family);
+  if (cf != nullptr) rep_->ScheduleRebuild(cf);
+  return s;
+}
+#endif
+
 // ---- column families -------------------------------------------------------------
+
+// A family created by import: indexed by a scan before the handle is
+// published (nobody else has it yet).
+rocksdb::Status LiveKeyDB::Rep::RegisterImported(ColumnFamilyHandle* h) {
+  CfState* cf = nullptr;
+  {
+    std::lock_guard<std::mutex> l(cf_mu);
+    cf = AddFamily(h);
+  }
+  rocksdb::Status s;
+  if (cf->indexed) {
+    s = Rebuild(cf, "imported column family", /*automatic=*/false);
+    if (!s.ok()) {
+      cf->indexed = false;
+      cf->bypass_reason = "index build after import failed: " + s.ToString();
+    }
+  }
+  std::lock_guard<std::mutex> l(cf_mu);
+  PublishTableLocked();
+  return s;
+}
 
 rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFamilyOptions& options,
                                                const std::string& column_family_name,
@@ -683,23 +754,20 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFam
   rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                metadata, handle);
   if (!s.ok()) return s;
-  CfState* cf = nullptr;
-  {
-    std::lock_guard<std::mutex> l(rep_->cf_mu);
-    cf = rep_->AddFamily(*handle);
-  }
-  if (cf->indexed) {
-    // Nobody else has the handle yet: build the index before publishing.
-    s = rep_->Rebuild(cf, "imported column family", /*automatic=*/false);
-    if (!s.ok()) {
-      cf->indexed = false;
-      cf->bypass_reason = "index build after import failed: " + s.ToString();
-    }
-  }
-  std::lock_guard<std::mutex> l(rep_->cf_mu);
-  rep_->PublishTableLocked();
-  return s;
+  return rep_->RegisterImported(*handle);
 }
+
+#if DLCBF_ROCKSDB_AT_LEAST(8, 4)
+rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(
+    const rocksdb::ColumnFamilyOptions& options, const std::string& column_family_name,
+    const rocksdb::ImportColumnFamilyOptions& import_options,
+    const std::vector<const rocksdb::ExportImportFilesMetaData*>& metadatas, ColumnFamilyHandle** handle) {
+  rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
+                                                        metadatas, handle);
+  if (!s.ok()) return s;
+  return rep_->RegisterImported(*handle);
+}
+#endif
 
 rocksdb::Status LiveKeyDB::CreateColumnFamily(const rocksdb::ColumnFamilyOptions& options,
                                      const std::string& column_family_name,

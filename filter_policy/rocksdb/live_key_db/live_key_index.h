@@ -145,6 +145,13 @@ class LiveKeyIndex {
     return rocksdb::Status::OK();
   }
 
+  // True once, for the first caller that sees this index past capacity
+  // (LiveKeyStats::index_migrations counts them).
+  bool FirstSeenPastCapacity() {
+    if (migration_seen_.load(std::memory_order_relaxed) || !past_capacity()) return false;
+    return !migration_seen_.exchange(true);
+  }
+
   // Only for keys counted on behalf of the caller (see the invariant).
   void Erase(uint64_t h) {
     if (elastic_->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
@@ -156,9 +163,16 @@ class LiveKeyIndex {
   bool past_capacity() const {
     return elastic_->migrating() || elastic_->mode() == ElasticMode::kAutoscaling;
   }
-  bool NeedsRebuild(double drift) const {
-    return past_capacity() ||
-           static_cast<double>(entries()) > drift * static_cast<double>(sized_for_);
+  // Entries at which the kernel reaches the MaxLoad its sizing helpers use
+  // (its first moves, and far later its first overflow, come after it).
+  uint64_t capacity() const { return capacity_; }
+  // Time for a background rebuild: past capacity, past `drift` x sized_for,
+  // or past `at_capacity` x capacity() (so the rebuild can finish before
+  // the kernel fills; LiveKeyIndexOptions::rebuild_at_capacity).
+  bool NeedsRebuild(double drift, double at_capacity) const {
+    const double e = static_cast<double>(entries());
+    return past_capacity() || e > drift * static_cast<double>(sized_for_) ||
+           e > at_capacity * static_cast<double>(capacity_);
   }
 
   // The kernel's serialized form and its kind (KindOf); false once
@@ -201,6 +215,7 @@ class LiveKeyIndex {
   static rocksdb::Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
                      EpochDomain* epochs, std::unique_ptr<Kernel> kernel,
                      std::unique_ptr<LiveKeyIndex>* out) {
+    const uint64_t capacity = KernelCapacity(*kernel);
     ElasticOptions eo;
     eo.kernel = std::is_same<Kernel, DenseDLeftFilter>::value ? ElasticKernel::kDense : ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
@@ -208,18 +223,31 @@ class LiveKeyIndex {
     rocksdb::Status s = glue::ToRocksStatus(ElasticFilter::Adopt(eo, std::move(kernel), entries, &e));
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
+    idx->capacity_ = capacity;
     idx->elastic_ = std::move(e);
     idx->entries_.store(entries);
     *out = std::move(idx);
     return rocksdb::Status::OK();
   }
 
+  static uint64_t KernelCapacity(const DenseDLeftFilter& k) {
+    const DenseDLeftOptions& o = k.options();
+    return static_cast<uint64_t>(static_cast<double>(o.Blocks()) * o.SlotsPerBlock() *
+                                 DenseDLeftOptions::MaxLoad(o.remainder_bits));
+  }
+  static uint64_t KernelCapacity(const FastDLeftFilter& k) {
+    const FastDLeftOptions& o = k.options();
+    return static_cast<uint64_t>(32.0 * static_cast<double>(o.blocks) * FastDLeftOptions::MaxLoad(o.subtables));
+  }
+
   const uint32_t abf_counter_bits_;
+  uint64_t capacity_ = 0;
   const uint64_t sized_for_;
   EpochDomain* const epochs_;
   std::unique_ptr<ElasticFilter> elastic_;  // never null after Create/Load
   std::mutex release_mu_;                    // the one ReleaseRetired
   std::atomic<bool> elastic_released_{false};
+  std::atomic<bool> migration_seen_{false};
   std::atomic<uint64_t> entries_{0};
 };
 

@@ -46,6 +46,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (!(auto_rebuild_drift == 0.0 || (auto_rebuild_drift > 1.0 && std::isfinite(auto_rebuild_drift)))) {
     return rocksdb::Status::InvalidArgument("auto_rebuild_drift must be 0 (off) or a finite value > 1");
   }
+  if (!(rebuild_at_capacity > 0.0 && rebuild_at_capacity <= 1.0)) {
+    return rocksdb::Status::InvalidArgument("rebuild_at_capacity must be in (0, 1]");
+  }
   if (!(rebuild_headroom >= 1.0 && rebuild_headroom <= 1000.0)) {
     return rocksdb::Status::InvalidArgument("rebuild_headroom must be in [1, 1000]");
   }
@@ -73,11 +76,12 @@ std::string LiveKeyStats::ToString() const {
     << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts
     << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
     << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
-    << " pending_checks=" << pending_checks
+    << " pending_checks=" << pending_checks << " known_writes=" << known_writes
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds
     << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
+    << " index_migrations=" << index_migrations
     << " index_file_loads=" << index_file_loads
     << " index_file_rejections=" << index_file_rejections;
   if (!last_rejection.empty()) o << " last_rejection=\"" << last_rejection << "\"";

@@ -24,6 +24,25 @@ namespace dlcbf {
 // ---------------------------------------------------------------------------
 // Rebuild
 // ---------------------------------------------------------------------------
+namespace {
+// The catch-up before the swap: at most this many rounds without a pause,
+// stopping once at most kPausedDeltas updates are left for the paused one.
+constexpr int kCatchUpRounds = 16;
+constexpr size_t kPausedDeltas = 4096;
+
+rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<std::pair<uint64_t, bool>>& log) {
+  for (const auto& d : log) {
+    if (d.second) {
+      rocksdb::Status s = idx->Insert(d.first);
+      if (!s.ok()) return s;
+    } else {
+      idx->Erase(d.first);
+    }
+  }
+  return rocksdb::Status::OK();
+}
+}  // namespace
+
 rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
   std::lock_guard<std::mutex> rl(rebuild_mu);
   if (cf->dropped) return rocksdb::Status::OK();
@@ -68,13 +87,20 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   }
   cf->rebuilding.store(true);
   // Deferred checks queued before this point belong to copies the scan
-  // counts exactly: they must not erase from the new index.
+  // counts exactly: they must not erase from the new index (they still
+  // erase from the old one while it is active: a rebuild that fails or is
+  // aborted keeps the old index exact; see RunCheck).
   cf->generation.fetch_add(1, std::memory_order_relaxed);
   UnlockAll();
 
   uint64_t keys = 0;
   auto last_log = std::chrono::steady_clock::now();
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
+#ifdef DLCBF_TESTING
+    while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+#endif
     s = fresh->Insert(Hash(it->key()));
     if (!s.ok()) break;
     ++keys;
@@ -92,8 +118,25 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   if (s.ok()) s = it->status();
   it.reset();
 
-  std::unique_ptr<LiveKeyIndex> retired;
+  // Catch up without pausing the writers: replay the delta log in rounds
+  // while they keep appending to it, until what is left is short; only
+  // that rest is replayed with the writers paused. The new index is this
+  // thread's alone until the swap, and the log is replayed in its order
+  // (an erase always follows the insert or the scanned key it takes).
   uint64_t deltas = 0;
+  for (int round = 0; s.ok() && round < kCatchUpRounds; ++round) {
+    std::vector<std::pair<uint64_t, bool>> chunk;
+    {
+      std::lock_guard<std::mutex> l(cf->delta_mu);
+      if (cf->delta.size() <= kPausedDeltas) break;
+      chunk.swap(cf->delta);
+    }
+    deltas += chunk.size();
+    s = ReplayDeltas(fresh.get(), chunk);
+  }
+
+  std::unique_ptr<LiveKeyIndex> retired;
+  uint64_t pause_deltas = 0;
   LockAll();
   const auto p0 = std::chrono::steady_clock::now();
   if (s.ok()) {
@@ -102,21 +145,16 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       std::lock_guard<std::mutex> l(cf->delta_mu);
       log_copy.swap(cf->delta);
     }
-    deltas = log_copy.size();
-    for (const auto& d : log_copy) {
-      if (d.second) {
-        s = fresh->Insert(d.first);
-        if (!s.ok()) break;
-      } else {
-        fresh->Erase(d.first);
-      }
-    }
+    deltas += log_copy.size();
+    pause_deltas = log_copy.size();
+    s = ReplayDeltas(fresh.get(), log_copy);
   }
   if (s.ok()) {
     std::lock_guard<std::mutex> sl(swap_mu);
     retired = std::move(cf->owned);
     cf->owned = std::move(fresh);
     cf->active.store(cf->owned.get());
+    cf->serial.fetch_add(1, std::memory_order_relaxed);
   }
   cf->rebuilding.store(false);
   {
@@ -151,8 +189,8 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     cf->last_pause_micros = pause_us;
   }
   rocksdb::Info(log, "LiveKeyDB: rebuilt '%s': %" PRIu64 " keys in %.2f s, %" PRIu64
-                " concurrent updates replayed, writers paused %" PRIu64 " us",
-                cf->name.c_str(), keys, secs, deltas, pause_us);
+                " concurrent updates replayed (%" PRIu64 " of them with writers paused), writers paused %" PRIu64 " us",
+                cf->name.c_str(), keys, secs, deltas, pause_deltas, pause_us);
   return rocksdb::Status::OK();
 }
 

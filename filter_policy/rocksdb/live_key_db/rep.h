@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,12 @@ struct CfState {
   // deferred check queued before that erases nothing (its copy may not be
   // in the new index).
   std::atomic<uint64_t> generation{0};
+  // Bumped (with every stripe held) when a rebuild swaps its index in. A
+  // check queued before a scan began erases from the index it was queued
+  // against while that index is still the active one (the rebuild failed,
+  // or has not swapped yet), without logging a delta (the scan counts the
+  // key exactly); after a swap it erases nothing.
+  std::atomic<uint64_t> serial{0};
   std::atomic<LiveKeyIndex*> active{nullptr};
   std::unique_ptr<LiveKeyIndex> owned;
 
@@ -113,9 +120,44 @@ struct PendingCheck {
   CfState* cf = nullptr;
   uint64_t hash = 0;
   uint64_t generation = 0;  // CfState::generation when queued
+  uint64_t serial = 0;      // CfState::serial when queued
+  bool has_record = false;  // counted in its key's KnownKey (below)
   SharedSnapshot* snapshot = nullptr;
   std::string key;
 };
+
+// What a write knows of a key's count without reading it. While a key has
+// a deferred check pending, LiveKeyDB remembers (per stripe, under the
+// stripe) what the key's own writes have made of it:
+//   kLive: the index holds exactly one copy on the key's behalf once its
+//     pending checks have run (the key was last Put, or kept by an
+//     untrusted SingleDelete);
+//   kDead: it holds none (the key was last deleted).
+// Each check erases one copy iff the key was live just before its write,
+// whatever came after, so a write that knows the state needs neither a
+// read nor a check, and adds no copy:
+//   Put on kLive: nothing (the copy is there);   Put on kDead: insert;
+//   Delete on kLive: erase after the write;      Delete on kDead: nothing.
+// A blind write (state unknown) adds a copy and a check, and records the
+// state; a key therefore holds at most two copies (its own and one blind
+// copy) however often it is written while its check waits. kLive is set
+// only when the copy is certain (a successful Put); every doubt leaves
+// kUnknown, which falls back to the blind or reading path. A record lives
+// while its key has pending checks (KnownKey::pending > 0). Range
+// deletions and ingestions, which change keys without naming them, reset
+// their family's records to kUnknown (Rep::ForgetKnownLocked).
+enum class Known : uint8_t { kUnknown, kLive, kDead };
+struct KnownKey {
+  uint32_t cf = 0;
+  Known state = Known::kUnknown;
+  uint32_t pending = 0;  // deferred checks of the key not yet finished
+  std::string key;
+};
+// Keyed by KnownSlot(cf, hash); the record's cf and key must match (a 64-bit
+// hash collision between two keys finds no record for the second: it takes
+// the ordinary path).
+using KnownMap = std::unordered_map<uint64_t, KnownKey>;
+inline uint64_t KnownSlot(uint32_t cf, uint64_t hash) { return hash ^ (uint64_t{cf} << 40); }
 
 }  // namespace live_key
 
@@ -135,7 +177,7 @@ struct LiveKeyDB::Rep {
   Rep(DB* b, const LiveKeyIndexOptions& o)
       : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
         stripes(new std::mutex[o.lock_stripes]), stripe_seq(new std::atomic<uint64_t>[o.lock_stripes]),
-        stripe_mask(o.lock_stripes - 1) {
+        known(new KnownMap[o.lock_stripes]), stripe_mask(o.lock_stripes - 1) {
     for (uint32_t i = 0; i < o.lock_stripes; ++i) stripe_seq[i].store(0, std::memory_order_relaxed);
     log = b->GetDBOptions().info_log;
   }
@@ -152,6 +194,9 @@ struct LiveKeyDB::Rep {
   // Written with the stripe held, just before its release (UnlockStripe,
   // UnlockAll, StripeGuard: the only ways a stripe is released).
   std::unique_ptr<std::atomic<uint64_t>[]> stripe_seq;
+  // Per stripe, guarded by it: the keys of the stripe with pending checks
+  // and what is known of them (KnownKey).
+  std::unique_ptr<KnownMap[]> known;
   uint32_t stripe_mask;
 
   std::mutex cf_mu;  // cfs, the table, handles
@@ -291,6 +336,60 @@ struct LiveKeyDB::Rep {
     return idx->Contains(h);
   }
 
+  // ---- known liveness (KnownKey); callers hold stripe `si` -------------------
+  KnownKey* FindKnown(uint32_t si, uint32_t cf, uint64_t h, const Slice& key) {
+    KnownMap& m = known[si];
+    if (m.empty()) return nullptr;
+    auto it = m.find(KnownSlot(cf, h));
+    if (it == m.end() || it->second.cf != cf || Slice(it->second.key) != key) return nullptr;
+    return &it->second;
+  }
+  Known KnownState(uint32_t si, uint32_t cf, uint64_t h, const Slice& key) {
+#ifdef DLCBF_TESTING
+    const internal::LiveKeyFault f = internal::GetLiveKeyFaultForTesting();
+    if (f == internal::LiveKeyFault::kIgnoreKnownState || f == internal::LiveKeyFault::kStaleCheckSnapshot) {
+      return Known::kUnknown;
+    }
+#endif
+    const KnownKey* k = FindKnown(si, cf, h, key);
+    return k == nullptr ? Known::kUnknown : k->state;
+  }
+  // Updates an existing record (none: nothing to update).
+  void SetKnown(uint32_t si, uint32_t cf, uint64_t h, const Slice& key, Known state) {
+    KnownKey* k = FindKnown(si, cf, h, key);
+    if (k != nullptr) k->state = state;
+  }
+  // A check of the key is being queued: count it in the key's record
+  // (created if needed) and set the state. False when the slot belongs to
+  // another key (a hash collision): the check then runs without a record.
+  bool RegisterCheck(uint32_t si, uint32_t cf, uint64_t h, const Slice& key, Known state) {
+    KnownKey& k = known[si][KnownSlot(cf, h)];
+    if (k.pending == 0) {
+      k.cf = cf;
+      k.key.assign(key.data(), key.size());
+    } else if (k.cf != cf || Slice(k.key) != key) {
+      return false;
+    }
+    ++k.pending;
+    k.state = state;
+    return true;
+  }
+  // A check with a record finished (or was dropped).
+  void FinishCheck(uint32_t si, uint32_t cf, uint64_t h) {
+    KnownMap& m = known[si];
+    auto it = m.find(KnownSlot(cf, h));
+    if (it == m.end()) return;
+    if (--it->second.pending == 0) m.erase(it);
+  }
+  // With every stripe held: nothing more is known of cf's keys.
+  void ForgetKnownLocked(const CfState* cf) {
+    for (uint32_t i = 0; i <= stripe_mask; ++i) {
+      for (auto& kv : known[i]) {
+        if (kv.second.cf == cf->id) kv.second.state = Known::kUnknown;
+      }
+    }
+  }
+
   // Callers hold the key's stripe (or all stripes).
   rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
     rocksdb::Status s = idx->Insert(h);
@@ -300,7 +399,8 @@ struct LiveKeyDB::Rep {
       std::lock_guard<std::mutex> l(cf->delta_mu);
       cf->delta.emplace_back(h, true);
     }
-    if (opt.auto_rebuild_drift > 0 && idx->NeedsRebuild(opt.auto_rebuild_drift)) {
+    if (idx->FirstSeenPastCapacity()) epochs.Bump(kIndexMigrations);
+    if (opt.auto_rebuild_drift > 0 && idx->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
       ScheduleRebuild(cf);
     }
     return s;
@@ -376,11 +476,21 @@ struct LiveKeyDB::Rep {
       return UpsertWithFault(p, hash, !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
     }
 #endif
-    // Not in the index: certainly not live, so insert. In it: either count
-    // up blindly now and check later (the common case), or, when checks
-    // cannot be queued, read liveness first and insert only if not live.
-    SharedSnapshot* snap = p.contains ? CheckSnapshot(si) : nullptr;
-    const bool insert = !p.contains || snap != nullptr || ReadLiveness(h, key) != Liveness::kLive;
+    // A key whose check is pending: its state is known (KnownKey). Live:
+    // its copy is counted, nothing to do (a hot key adds no copies).
+    const Known known_state = KnownState(si, id, hash, key);
+    if (known_state == Known::kLive) {
+      epochs.Bump(kKnownWrites);
+      return write();
+    }
+    // Not in the index, or known dead: certainly not live, so insert. In
+    // it: either count up blindly now and check later (the common case),
+    // or, when checks cannot be queued, read liveness first and insert
+    // only if not live.
+    const bool certain = !p.contains || known_state == Known::kDead;
+    if (known_state == Known::kDead) epochs.Bump(kKnownWrites);
+    SharedSnapshot* snap = certain ? nullptr : CheckSnapshot(si);
+    const bool insert = certain || snap != nullptr || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
       rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) {  // nothing written
@@ -390,7 +500,8 @@ struct LiveKeyDB::Rep {
     }
     rocksdb::Status s = write();
     if (s.ok()) {
-      if (snap != nullptr) QueueCheck(p.cf, hash, snap, key);
+      if (snap != nullptr) QueueCheck(p.cf, hash, snap, key, si, Known::kLive);
+      if (known_state == Known::kDead) SetKnown(si, id, hash, key, Known::kLive);
       return s;
     }
     // A failed write may still have taken effect. Not live now: a failed
@@ -404,7 +515,7 @@ struct LiveKeyDB::Rep {
       epochs.Bump(kUndone);
       if (snap != nullptr) ReleaseSnapshotRef(snap);
     } else if (snap != nullptr) {
-      QueueCheck(p.cf, hash, snap, key);
+      QueueCheck(p.cf, hash, snap, key, si, Known::kUnknown);
     }
     return s;
   }
@@ -438,6 +549,19 @@ struct LiveKeyDB::Rep {
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
     if (!p.contains) return write();  // certainly not live: nothing to erase
+    // Known (a check of the key is pending): dead, nothing to erase; live,
+    // erase its copy once the delete succeeded. A failed delete keeps it
+    // (a stale entry if the delete took effect after all).
+    const Known known_state = KnownState(si, id, hash, key);
+    if (known_state != Known::kUnknown) {
+      epochs.Bump(kKnownWrites);
+      rocksdb::Status s = write();
+      if (s.ok() && known_state == Known::kLive) {
+        IndexErase(p.cf, p.idx, hash);
+        SetKnown(si, id, hash, key, Known::kDead);
+      }
+      return s;
+    }
     // Check later (the common case), or read liveness first when checks
     // cannot be queued; either way erase only after the write succeeded.
     SharedSnapshot* snap = CheckSnapshot(si);
@@ -445,7 +569,7 @@ struct LiveKeyDB::Rep {
     rocksdb::Status s = write();
     if (snap != nullptr) {
       if (s.ok()) {
-        QueueCheck(p.cf, hash, snap, key);
+        QueueCheck(p.cf, hash, snap, key, si, Known::kDead);
       } else {
         ReleaseSnapshotRef(snap);
       }
@@ -499,12 +623,16 @@ struct LiveKeyDB::Rep {
     if (current_snap != nullptr) ReleaseSnapshotRef(current_snap);
     current_snap = nullptr;
   }
-  // Under the key's stripe (the generation must be read there).
-  void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key) {
+  // Under the key's stripe `si` (the generation must be read there).
+  // `after`: what the write made of the key (KnownKey), kUnknown if unsure.
+  void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si,
+                  Known after) {
     PendingCheck c;
     c.cf = cf;
     c.hash = hash;
     c.generation = cf->generation.load(std::memory_order_relaxed);
+    c.serial = cf->serial.load(std::memory_order_relaxed);
+    c.has_record = RegisterCheck(si, cf->id, hash, key, after);
     c.snapshot = snap;
     c.key.assign(key.data(), key.size());
     pending_checks.fetch_add(1, std::memory_order_relaxed);
@@ -524,9 +652,13 @@ struct LiveKeyDB::Rep {
   static constexpr int kCheckPollMs = 1;
   // One check: was the key live at the snapshot (just before its write)?
   // Then the write counted a second copy up, or deleted a live key: erase
-  // one copy, unless a rebuild started since (its scan already counted the
-  // key exactly) or the family was dropped. A failed read erases nothing
-  // (a stale entry: the safe side).
+  // one copy from the index it was queued against (CfState::serial) while
+  // that one is active, logging a delta only if the running rebuild's scan
+  // began before the check was queued (CfState::generation); nothing once
+  // a rebuild swapped in (its scan counted the key exactly) or the family
+  // was dropped. A failed read erases nothing (a stale entry: the safe
+  // side). The checker writes nothing to the DB, so it takes the stripe
+  // without bumping stripe_seq.
   void RunCheck(PendingCheck* c) {
     bool live = false;
     {
@@ -541,14 +673,26 @@ struct LiveKeyDB::Rep {
     }
     ReleaseSnapshotRef(c->snapshot);
     c->snapshot = nullptr;
+    const uint32_t si = StripeOf(c->cf->id, c->hash);
+    std::lock_guard<std::mutex> l(stripes[si]);
+    if (c->has_record) FinishCheck(si, c->cf->id, c->hash);
     if (!live) return;
-    StripeGuard l(this, StripeOf(c->cf->id, c->hash));
     LiveKeyIndex* idx = c->cf->active.load();
-    if (c->cf->dropped || idx == nullptr || c->cf->generation.load(std::memory_order_relaxed) != c->generation) {
+    const bool same_generation = c->cf->generation.load(std::memory_order_relaxed) == c->generation;
+    bool same_index = c->cf->serial.load(std::memory_order_relaxed) == c->serial;
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kDropOldGenerationChecks) same_index = false;
+#endif
+    if (c->cf->dropped || idx == nullptr || (!same_generation && !same_index)) {
       epochs.Bump(kChecksDropped);
       return;
     }
-    IndexErase(c->cf, idx, c->hash);
+    if (same_generation) {
+      IndexErase(c->cf, idx, c->hash);
+    } else {  // its scan began after this check was queued: not its delta
+      idx->Erase(c->hash);
+      epochs.Bump(kIndexErases);
+    }
     epochs.Bump(kCheckErases);
   }
   // The checker thread: FIFO, so the checks of one key run in write order
@@ -602,7 +746,16 @@ struct LiveKeyDB::Rep {
   }
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
+  // ingest.cc
+  struct IngestIndexer;
   rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);
+#if DLCBF_ROCKSDB_AT_LEAST(11, 5)
+  rocksdb::Status PrepareIngestion(const std::vector<rocksdb::IngestExternalFileArg>& args,
+                                   std::unique_ptr<rocksdb::FileIngestionHandle>* handle);
+  rocksdb::Status CommitIngestion(std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> handles);
+#endif
+  std::mutex ingest_mu;
+  std::unordered_set<const void*> ingest_handles;  // prepared, not yet destroyed
 
   // ---- column families -------------------------------------------------------------
   CfState* AddFamily(ColumnFamilyHandle* h) {  // cf_mu held; no index yet
@@ -653,6 +806,7 @@ struct LiveKeyDB::Rep {
     PublishTableLocked();
     return result;
   }
+  rocksdb::Status RegisterImported(ColumnFamilyHandle* h);  // live_key_db.cc
   CfState* FindState(uint32_t id) {
     std::lock_guard<std::mutex> l(cf_mu);
     auto it = cfs.find(id);
@@ -673,7 +827,7 @@ struct LiveKeyDB::Rep {
   void MaybeReschedule(CfState* cf) {
     if (opt.auto_rebuild_drift <= 0) return;
     std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
-    if (!cf->dropped && cf->owned && cf->owned->NeedsRebuild(opt.auto_rebuild_drift)) {
+    if (!cf->dropped && cf->owned && cf->owned->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
       ScheduleRebuild(cf);
     }
   }

@@ -82,6 +82,9 @@ struct Overlay {
   bool l0 = false;    // live before the batch
   bool cur = false;   // live after the ops seen so far
   bool keep = false;  // made dead by an untrusted SingleDelete
+  bool put = false;   // the batch Put or Merged the key at some point
+  uint32_t si = 0;    // its stripe
+  Known known = Known::kUnknown;  // what its pending check knows (KnownKey)
 };
 
 }  // namespace
@@ -145,8 +148,16 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     if (it != pos.end()) return ov[it->second];
     pos.emplace(std::move(k), ov.size());
     ov.push_back(Overlay{cf, key.ToString(), hash});
+    ov.back().si = StripeOf(cf->id, hash);
     return ov.back();
   };
+  // A range deletion changes keys it does not name: what was known of the
+  // family's keys is void (every stripe is held).
+  if (has_range) {
+    for (const auto& f : fams) {
+      if (f.second != nullptr) ForgetKnownLocked(f.second);
+    }
+  }
   uint64_t scan_budget = opt.delete_range_scan_limit;
   for (const BatchOp& op : col.ops) {
     CfState* cf = fams[op.cf];
@@ -157,13 +168,31 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
         Overlay& e = touch(cf, op.key, Hash(op.key));
         e.cur = true;
         e.keep = false;
+        e.put = true;
         break;
       }
-      case OpKind::kDelete:
-      case OpKind::kSingleDelete: {
+      case OpKind::kDelete: {
         Overlay& e = touch(cf, op.key, Hash(op.key));
         e.cur = false;
-        e.keep = op.kind == OpKind::kSingleDelete && !opt.trust_single_delete;
+        e.keep = false;
+        break;
+      }
+      case OpKind::kSingleDelete: {
+        Overlay& e = touch(cf, op.key, Hash(op.key));
+        if (opt.trust_single_delete) {
+          e.cur = false;
+          e.keep = false;
+        } else if (e.put) {
+          // Untrusted, after a Put of this batch: RocksDB may resurrect an
+          // older value ([Put k, Put k, SingleDelete k] brings the first
+          // back at flush), so the key keeps an index entry, as the
+          // single-key path's Put then SingleDelete does.
+          e.cur = true;
+          e.keep = false;
+        } else {
+          e.cur = false;
+          e.keep = true;
+        }
         break;
       }
       case OpKind::kRange: {
@@ -223,6 +252,13 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     Overlay& e = ov[i];
     epochs.Bump(kWriteKeys);
     if (e.l0_known) continue;
+    e.known = KnownState(e.si, e.cf->id, e.hash, e.key);
+    if (e.known != Known::kUnknown) {  // a check is pending: no read, no check
+      epochs.Bump(kKnownWrites);
+      e.l0_known = true;
+      e.l0 = e.known == Known::kLive;
+      continue;
+    }
     if (!WriterContains(e.cf->active.load(), e.hash)) {
       e.l0_known = true;
       e.l0 = false;
@@ -272,11 +308,14 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     for (size_t i = 0; i < ov.size(); ++i) {
       Overlay& e = ov[i];
       if (deferred[i] != nullptr) {
-        QueueCheck(e.cf, e.hash, deferred[i], e.key);
+        QueueCheck(e.cf, e.hash, deferred[i], e.key, e.si, e.cur ? Known::kLive : Known::kDead);
         deferred[i] = nullptr;
       } else if (!e.cur && e.l0 && !e.keep) {
         IndexErase(e.cf, e.cf->active.load(), e.hash);
         if (has_range) epochs.Bump(kRangeErased);
+      }
+      if (e.known != Known::kUnknown && (e.cur || !e.keep)) {
+        SetKnown(e.si, e.cf->id, e.hash, e.key, e.cur ? Known::kLive : Known::kDead);
       }
     }
   } else {
@@ -292,7 +331,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
         if (deferred[i] != nullptr) ReleaseSnapshotRef(deferred[i]);
         deferred[i] = nullptr;
       } else if (deferred[i] != nullptr) {
-        QueueCheck(e.cf, e.hash, deferred[i], e.key);
+        QueueCheck(e.cf, e.hash, deferred[i], e.key, e.si, Known::kUnknown);
         deferred[i] = nullptr;
       }
     }
