@@ -327,7 +327,7 @@ rocksdb_source() {
   cmake -S . -B "$ourbuild" -DCMAKE_BUILD_TYPE=Release -DDLCBF_ROCKSDB_SOURCE_DIR="$src" \
         -DDLCBF_ROCKSDB_BUILD_DIR="$rbuild" -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
   local suites=(filter_policy_test memtable_index_test live_key_db_test live_key_db_oracle_test
-                hostile_config_test)
+                live_key_db_workload_test hostile_config_test)
   cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat
 
   current_step="4/9 RocksDB-facing suites against librocksdb $ver"

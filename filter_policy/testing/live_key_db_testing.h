@@ -49,6 +49,10 @@ enum class LiveKeyFault : int {
 // closing, which aborts the scan). Process-wide.
 void SetLiveKeyRebuildPauseForTesting(bool paused);
 bool GetLiveKeyRebuildPauseForTesting();
+// True while a rebuild's scan is waiting on that pause (its generation is
+// bumped: checks queued before it are "older" from then on).
+void SetLiveKeyRebuildWaitingForTesting(bool waiting);
+bool GetLiveKeyRebuildWaitingForTesting();
 
 // While true, the background checker takes no deferred check from its
 // queue (the checks stay pending, with their snapshots), except when the

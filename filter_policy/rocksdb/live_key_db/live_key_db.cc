@@ -131,6 +131,7 @@ namespace {
 std::atomic<int> g_fault{0};
 std::atomic<bool> g_check_pause{false};
 std::atomic<bool> g_rebuild_pause{false};
+std::atomic<bool> g_rebuild_waiting{false};
 }  // namespace
 void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
 LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
@@ -138,6 +139,8 @@ void SetLiveKeyCheckPauseForTesting(bool paused) { g_check_pause.store(paused); 
 bool GetLiveKeyCheckPauseForTesting() { return g_check_pause.load(); }
 void SetLiveKeyRebuildPauseForTesting(bool paused) { g_rebuild_pause.store(paused); }
 bool GetLiveKeyRebuildPauseForTesting() { return g_rebuild_pause.load(); }
+void SetLiveKeyRebuildWaitingForTesting(bool waiting) { g_rebuild_waiting.store(waiting); }
+bool GetLiveKeyRebuildWaitingForTesting() { return g_rebuild_waiting.load(); }
 }  // namespace internal
 #endif  // DLCBF_TESTING
 

@@ -98,8 +98,10 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
 #ifdef DLCBF_TESTING
     while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
+      internal::SetLiveKeyRebuildWaitingForTesting(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    internal::SetLiveKeyRebuildWaitingForTesting(false);
 #endif
     s = fresh->Insert(Hash(it->key()));
     if (!s.ok()) break;
@@ -110,7 +112,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': %" PRIu64 " keys scanned, %.1f s",
                     cf->name.c_str(), keys, SecondsSince(t0));
     }
-    if ((keys & 0xFFF) == 0 && closing.load(std::memory_order_relaxed)) {
+    if (closing.load(std::memory_order_relaxed)) {  // Close aborts the scan at once
       s = rocksdb::Status::Aborted("LiveKeyDB: closing");
       break;
     }

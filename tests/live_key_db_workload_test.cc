@@ -1,0 +1,341 @@
+// LiveKeyDB under the workloads that used to push its index off a cliff:
+// a hot key overwritten from several threads while its check waits, growth
+// to 4x the expected keys, and a rebuild aborted by Close. Each test has a
+// negative control (a fault hook, or the option that reopens the cliff)
+// that shows it can fail.
+#include "dlcbf/rocksdb/live_key_db.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/live_key_db_testing.h"
+#endif
+#include "rocksdb/db.h"
+#include "rocksdb_test_util.h"
+#include "test_scale.h"
+
+namespace fs = std::filesystem;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+using rocksdb::ReadOptions;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+
+namespace {
+
+std::string TestDir(const std::string& name) {
+  return dlcbf::testing_util::TestDir("live_key_db_workload_test", name);
+}
+
+rocksdb::Options BaseOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.write_buffer_size = 1 << 20;
+  return o;
+}
+
+std::string Key(const char* prefix, uint64_t i) {
+  char b[40];
+  std::snprintf(b, sizeof(b), "%s%08llu", prefix, static_cast<unsigned long long>(i));
+  return b;
+}
+
+const dlcbf::LiveKeyCfStats& Cf0(const LiveKeyStats& st) {
+  for (const auto& c : st.column_families) {
+    if (c.id == 0) return c;
+  }
+  static dlcbf::LiveKeyCfStats none;
+  ADD_FAILURE() << "no stats for the default column family";
+  return none;
+}
+
+// Every key of `keys` is found (no false negative).
+void ExpectAllFound(rocksdb::DB* db, const std::vector<std::string>& keys) {
+  uint64_t missing = 0;
+  for (const std::string& k : keys) {
+    std::string v;
+    if (!db->Get(ReadOptions(), k, &v).ok()) ++missing;
+  }
+  EXPECT_EQ(missing, 0u) << "live keys answered NotFound";
+}
+
+#ifdef DLCBF_TESTING
+struct FaultGuard {
+  explicit FaultGuard(dlcbf::internal::LiveKeyFault f) { dlcbf::internal::SetLiveKeyFaultForTesting(f); }
+  ~FaultGuard() { dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone); }
+};
+struct CheckPause {
+  CheckPause() { dlcbf::internal::SetLiveKeyCheckPauseForTesting(true); }
+  ~CheckPause() { Release(); }
+  void Release() { dlcbf::internal::SetLiveKeyCheckPauseForTesting(false); }
+};
+struct RebuildPause {
+  RebuildPause() { dlcbf::internal::SetLiveKeyRebuildPauseForTesting(true); }
+  ~RebuildPause() { dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false); }
+};
+
+struct HotKeyResult {
+  std::string mode;
+  uint64_t entries = 0;
+  uint64_t base_keys = 0;
+  uint64_t known_writes = 0;
+};
+
+// `base_keys` keys, then `writes` overwrites of one key from 4 threads with
+// the checker paused (no copy can be reclaimed meanwhile). Automatic
+// rebuilds are off, so nothing repairs a migration behind the test's back.
+HotKeyResult RunHotKey(const std::string& dir, uint64_t writes) {
+  fs::remove_all(dir);
+  LiveKeyIndexOptions io;
+  io.expected_keys = 20000;  // the default (dense) kernel
+  io.auto_rebuild_drift = 0;
+  LiveKeyDB* raw = nullptr;
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  HotKeyResult r;
+  r.base_keys = 10000;
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < r.base_keys; ++i) {
+    keys.push_back(Key("b", i));
+    EXPECT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  {
+    CheckPause pause;
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) {
+      ts.emplace_back([&, t] {
+        for (uint64_t i = t; i < writes; i += 4) {
+          EXPECT_TRUE(db->Put(WriteOptions(), keys[0], "hot" + std::to_string(i)).ok());
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    const LiveKeyStats st = db->GetLiveKeyStats();
+    r.mode = Cf0(st).mode;
+    r.entries = Cf0(st).entries;
+    r.known_writes = st.known_writes;
+    ExpectAllFound(db.get(), keys);
+  }
+  EXPECT_TRUE(db->WaitForDeferredChecks(60000));
+  ExpectAllFound(db.get(), keys);
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  return r;
+}
+#endif
+
+}  // namespace
+
+// A hot key overwritten 1,000,000 times (scaled) from 4 threads while its
+// check cannot run takes at most two slots: its own and one blind copy.
+TEST(LiveKeyDBWorkload, HotKeyTakesBoundedSlots) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (the checker pause hook exists only there)";
+#else
+  const uint64_t writes = dlcbf::testing_util::Scaled(1000000, 20000);
+  const HotKeyResult r = RunHotKey(TestDir("hot"), writes);
+  std::printf("  %llu overwrites of one key: mode %s, entries %llu over %llu keys, %llu known writes\n",
+              static_cast<unsigned long long>(writes), r.mode.c_str(),
+              static_cast<unsigned long long>(r.entries), static_cast<unsigned long long>(r.base_keys),
+              static_cast<unsigned long long>(r.known_writes));
+  EXPECT_EQ(r.mode, "dlcbf");
+  EXPECT_LE(r.entries, r.base_keys + 1) << "the hot key holds more than two slots";
+  EXPECT_GE(r.known_writes, writes - 4);
+#endif
+}
+
+// Negative control: writes that ignore what the pending check knows add a
+// copy per overwrite, and the key's two candidate blocks overflow.
+TEST(LiveKeyDBWorkload, NegativeControlHotKeyWithoutKnownStateOverflows) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  FaultGuard f(dlcbf::internal::LiveKeyFault::kIgnoreKnownState);
+  const HotKeyResult r = RunHotKey(TestDir("hot_negative"), 20000);
+  std::printf("  negative control: mode %s, entries %llu\n", r.mode.c_str(),
+              static_cast<unsigned long long>(r.entries));
+  EXPECT_TRUE(r.mode != "dlcbf" || r.entries > r.base_keys + 1000)
+      << "the hot-key check could not fail: mode " << r.mode << ", entries " << r.entries;
+#endif
+}
+
+namespace {
+struct GrowthResult {
+  LiveKeyStats stats;
+  uint64_t keys = 0;
+  uint64_t missed = 0;  // acknowledged keys a concurrent reader did not find
+};
+
+// Two writers insert 4x expected_keys new keys while a reader checks that
+// every key whose Put returned is found. Automatic rebuilds on.
+GrowthResult RunGrowth(const std::string& dir, double rebuild_at_capacity, double drift) {
+  fs::remove_all(dir);
+  LiveKeyIndexOptions io;
+  io.expected_keys = dlcbf::testing_util::Scaled(20000, 2000);
+  io.rebuild_at_capacity = rebuild_at_capacity;
+  io.auto_rebuild_drift = drift;
+  LiveKeyDB* raw = nullptr;
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  GrowthResult r;
+  r.keys = 4 * io.expected_keys;
+  std::atomic<uint64_t> acked[2];
+  acked[0] = acked[1] = 0;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> missed{0};
+  std::thread reader([&] {
+    uint64_t round = 0;
+    while (!done.load()) {
+      for (int w = 0; w < 2; ++w) {
+        const uint64_t n = acked[w].load();
+        // The newest acknowledged key and a spread of older ones.
+        for (uint64_t j = 0; j < 8 && j < n; ++j) {
+          const uint64_t i = (j == 0) ? n - 1 : (round * 7919 + j * 104729) % n;
+          std::string v;
+          if (!db->Get(ReadOptions(), Key(w == 0 ? "g" : "h", i), &v).ok()) missed.fetch_add(1);
+        }
+      }
+      ++round;
+    }
+  });
+  std::vector<std::thread> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.emplace_back([&, w] {
+      for (uint64_t i = 0; i < r.keys / 2; ++i) {
+        EXPECT_TRUE(db->Put(WriteOptions(), Key(w == 0 ? "g" : "h", i), "v").ok());
+        acked[w].store(i + 1);
+      }
+    });
+  }
+  for (auto& t : ws) t.join();
+  done.store(true);
+  reader.join();
+  EXPECT_TRUE(db->WaitForBackgroundRebuilds(120000));
+  EXPECT_TRUE(db->WaitForDeferredChecks(60000));
+  r.missed = missed.load();
+  std::vector<std::string> all;
+  for (uint64_t i = 0; i < r.keys / 2; ++i) {
+    all.push_back(Key("g", i));
+    all.push_back(Key("h", i));
+  }
+  ExpectAllFound(db.get(), all);
+  r.stats = db->GetLiveKeyStats();
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  return r;
+}
+}  // namespace
+
+// Growth to 4x expected_keys: background rebuilds swap bigger indexes in
+// before the kernel fills, so no index ever migrates to its ABF (the
+// one-shot whole-table copy on a writer), and no key is missed meanwhile.
+TEST(LiveKeyDBWorkload, GrowthToFourTimesRebuildsWithoutMigrating) {
+  const GrowthResult r = RunGrowth(TestDir("growth"), 0.85, 1.5);
+  std::printf("  %llu keys: %llu automatic rebuilds, %llu migrations, final mode %s, entries %llu, sized for %llu\n",
+              static_cast<unsigned long long>(r.keys), static_cast<unsigned long long>(r.stats.auto_rebuilds),
+              static_cast<unsigned long long>(r.stats.index_migrations), Cf0(r.stats).mode.c_str(),
+              static_cast<unsigned long long>(Cf0(r.stats).entries),
+              static_cast<unsigned long long>(Cf0(r.stats).sized_for));
+  EXPECT_EQ(r.missed, 0u);
+  EXPECT_GE(r.stats.auto_rebuilds, 2u) << r.stats.ToString();
+  EXPECT_EQ(r.stats.index_migrations, 0u) << r.stats.ToString();
+  EXPECT_EQ(Cf0(r.stats).mode, "dlcbf");
+  EXPECT_EQ(Cf0(r.stats).entries, r.keys);
+}
+
+// Negative control: without automatic rebuilds the index fills and
+// migrates, and index_migrations says so; still no key lost.
+TEST(LiveKeyDBWorkload, NegativeControlGrowthWithoutRebuildsMigrates) {
+  const GrowthResult r = RunGrowth(TestDir("growth_negative"), 0.85, 0.0);
+  std::printf("  negative control: %llu migrations, %llu automatic rebuilds\n",
+              static_cast<unsigned long long>(r.stats.index_migrations),
+              static_cast<unsigned long long>(r.stats.auto_rebuilds));
+  EXPECT_EQ(r.missed, 0u);
+  EXPECT_GE(r.stats.index_migrations, 1u) << "the migration count could not fail: " << r.stats.ToString();
+}
+
+namespace {
+#ifdef DLCBF_TESTING
+// Checks queued before a rebuild's scan, run while it scans; then Close
+// aborts the rebuild and saves the old index. Returns (entries the saved
+// index loads with, entries of a fresh rebuild of the same DB).
+std::pair<uint64_t, uint64_t> RunAbortedRebuild(const std::string& dir) {
+  fs::remove_all(dir);
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;  // dense, 12 bits/key: capacity ~1125, rebuild at ~956
+  LiveKeyDB* raw = nullptr;
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  {
+    RebuildPause rebuild_pause;
+    CheckPause check_pause;
+    for (int i = 0; i < 800; ++i) EXPECT_TRUE(db->Put(WriteOptions(), Key("r", i), "v").ok());
+    for (int i = 0; i < 100; ++i) EXPECT_TRUE(db->Put(WriteOptions(), Key("r", i), "w").ok());  // 100 checks
+    // (One more when a new key collides with one the index holds.)
+    EXPECT_GE(db->GetLiveKeyStats().pending_checks, 100u);
+    // New keys until the capacity trigger starts a rebuild; its scan waits.
+    int next = 800;
+    auto running = [&] { return dlcbf::internal::GetLiveKeyRebuildWaitingForTesting(); };
+    for (; next < 1000 && !running(); ++next) EXPECT_TRUE(db->Put(WriteOptions(), Key("r", next), "v").ok());
+    for (int spin = 0; spin < 5000 && !running(); ++spin) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(running()) << db->GetLiveKeyStats().ToString();
+    // The checks run while the scan waits, then Close aborts the scan.
+    check_pause.Release();
+    EXPECT_TRUE(db->WaitForDeferredChecks(60000));
+    EXPECT_TRUE(Cf0(db->GetLiveKeyStats()).rebuild_in_progress) << "the rebuild finished before Close";
+    EXPECT_TRUE(db->Close().ok());
+    db.reset();
+  }
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  db.reset(raw);
+  LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
+  const uint64_t loaded = Cf0(st).entries;
+  EXPECT_TRUE(db->RebuildIndex().ok());
+  const uint64_t fresh = Cf0(db->GetLiveKeyStats()).entries;
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  return {loaded, fresh};
+}
+#endif
+}  // namespace
+
+TEST(LiveKeyDBWorkload, AbortedRebuildKeepsTheSavedIndexExact) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (the rebuild and checker pause hooks exist only there)";
+#else
+  const auto r = RunAbortedRebuild(TestDir("aborted"));
+  std::printf("  saved index %llu entries, fresh rebuild %llu\n", static_cast<unsigned long long>(r.first),
+              static_cast<unsigned long long>(r.second));
+  EXPECT_EQ(r.first, r.second) << "the saved index is not exact after an aborted rebuild";
+#endif
+}
+
+// Negative control: checks older than the aborted scan dropped (the old
+// behaviour) leave their copies counted in the saved index.
+TEST(LiveKeyDBWorkload, NegativeControlAbortedRebuildDroppingOldChecksIsCaught) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  FaultGuard f(dlcbf::internal::LiveKeyFault::kDropOldGenerationChecks);
+  const auto r = RunAbortedRebuild(TestDir("aborted_negative"));
+  std::printf("  negative control: saved index %llu entries, fresh rebuild %llu\n",
+              static_cast<unsigned long long>(r.first), static_cast<unsigned long long>(r.second));
+  EXPECT_GT(r.first, r.second) << "the exactness check could not fail";
+#endif
+}
