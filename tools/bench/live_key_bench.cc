@@ -30,6 +30,19 @@
 //   overwrites Put of live keys (livekey: + snapshot and queued check;
 //              livekey_sync: + one liveness read)
 //   deletes    Delete of live keys (as overwrites)
+//   zipf_1t, zipf_4t  Put of loaded live keys drawn from Zipf(--zipf_theta,
+//              default 0.99) over the live keys (rank -> key scrambled), by
+//              1 and 4 writer threads; each configuration in turn per
+//              repetition (rotating who goes first). Reported with per-op
+//              latency percentiles and, for LiveKeyDB, the index mode and
+//              the blind copies still pending at the end (at most one per
+//              key: rep.h, KnownKey).
+//   growth     (--growth_expected > 0) a fresh pair of DBs: plain
+//              bloomfilter:10 and LiveKeyDB with expected_keys =
+//              --growth_expected, each Putting 4x that many new keys,
+//              alternating every --chunk ops; per-op latency percentiles,
+//              the rebuilds and index migrations, and the share of absent
+//              keys the index short-circuits once the rebuilds are done.
 // Output: one fixed-format line per configuration x workload
 //   live_key_bench config=<c> workload=<w> ops=<n> kops_per_sec=<x> us_per_op=<median> us_min=<a> us_max=<b> reps=<r> found=<f>
 // After each write workload, for each LiveKeyDB: how long its checker
@@ -38,12 +51,15 @@
 //   live_key_bench drain config=<c> workload=<w> pending=<n> ms=<t>
 // At the end, index memory per configuration:
 //   live_key_bench memory config=<c> bytes=<b> live_keys=<n> sized_for=<s> bits_per_live_key=<x> bits_per_sized_key=<y> predicted_fpr=<f>
-// then the goal lines (LiveKeyDB vs bloom10, same run; issue #23's goals).
+// then the goal lines (LiveKeyDB vs bloom10, same run; issues #23 and #28).
+// Latency lines (Zipf and growth workloads):
+//   live_key_bench latency config=<c> workload=<w> ops=<n> kops_per_sec=<x> p50_us=.. p99_us=.. p999_us=.. max_us=.. [mode=.. pending_copies=.. ...]
 #include <gflags/gflags.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,6 +67,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlcbf/internal/rocksdb_compat.h"
@@ -82,6 +99,10 @@ DEFINE_uint64(seed, 8, "random seed");
 DEFINE_bool(keep, false, "keep the DBs afterwards");
 DEFINE_string(livekey_kernel, "dense", "LiveKeyDB index kernel: dense (default) or fast");
 DEFINE_double(livekey_bits_per_key, 12.0, "LiveKeyDB dense index: bits per sized key");
+DEFINE_uint64(zipf_writes, 200000, "overwrites per Zipf workload and repetition (0: skip them)");
+DEFINE_double(zipf_theta, 0.99, "Zipf exponent of the zipf_* workloads");
+DEFINE_uint64(growth_expected, 100000,
+              "growth workload: expected_keys of its LiveKeyDB, which then takes 4x as many new keys (0: skip)");
 
 namespace {
 
@@ -170,6 +191,50 @@ struct Result {
   double Min() const { return *std::min_element(secs.begin(), secs.end()); }
   double Max() const { return *std::max_element(secs.begin(), secs.end()); }
 };
+
+// Zipf(theta) ranks in [0, n): Gray et al.'s generator ("Quickly
+// generating billion-record synthetic databases", SIGMOD 1994), as YCSB's
+// ZipfianGenerator. zeta(n) is summed once.
+class Zipf {
+ public:
+  Zipf(uint64_t n, double theta) : n_(n), theta_(theta) {
+    double zn = 0;
+    for (uint64_t i = 1; i <= n; ++i) zn += 1.0 / std::pow(static_cast<double>(i), theta);
+    zetan_ = zn;
+    const double zeta2 = 1.0 + 1.0 / std::pow(2.0, theta);
+    alpha_ = 1.0 / (1.0 - theta);
+    eta_ = (1.0 - std::pow(2.0 / static_cast<double>(n), 1.0 - theta)) / (1.0 - zeta2 / zetan_);
+  }
+  uint64_t Next(std::mt19937_64& rng) const {
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    const double uz = u * zetan_;
+    if (uz < 1.0) return 0;
+    if (uz < 1.0 + std::pow(0.5, theta_)) return 1;
+    const uint64_t r = static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
+    return std::min(r, n_ - 1);
+  }
+
+ private:
+  uint64_t n_;
+  double theta_, zetan_ = 0, alpha_ = 0, eta_ = 0;
+};
+
+// Per-op latencies (ns) of one configuration and workload, all repetitions.
+struct Latency {
+  std::vector<uint64_t> ns;
+  double Pct(double p) {
+    if (ns.empty()) return 0;
+    std::sort(ns.begin(), ns.end());
+    const size_t i = std::min(ns.size() - 1, static_cast<size_t>(p * static_cast<double>(ns.size())));
+    return static_cast<double>(ns[i]) / 1e3;
+  }
+  double MaxUs() const { return ns.empty() ? 0 : static_cast<double>(*std::max_element(ns.begin(), ns.end())) / 1e3; }
+};
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
 
 }  // namespace
 
@@ -405,6 +470,167 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  // ---- Zipf overwrites, 1 and 4 writers --------------------------------------------
+  std::map<std::string, std::map<std::string, Latency>> lat;
+  std::map<std::string, std::map<std::string, std::string>> zipf_mode;
+  if (FLAGS_zipf_writes > 0) {
+    const Zipf zipf(live_ids.size(), FLAGS_zipf_theta);
+    for (uint32_t threads : {1u, 4u}) {
+      const std::string w = "zipf_" + std::to_string(threads) + "t";
+      std::fprintf(stderr, "[run] %s (%.1f s)\n", w.c_str(), Since(t_setup));
+      for (uint32_t rep = 0; rep < FLAGS_write_repeats; ++rep) {
+        // One key stream per thread, the same for every configuration.
+        std::vector<std::vector<std::string>> streams(threads);
+        for (uint32_t t = 0; t < threads; ++t) {
+          std::mt19937_64 zr(FLAGS_seed * 7777 + rep * 31 + t);
+          for (uint64_t i = t; i < FLAGS_zipf_writes; i += threads) {
+            // rank -> a live key, scrambled so hot keys spread over the LSM
+            const uint64_t rank = zipf.Next(zr);
+            streams[t].push_back(Loaded(live_ids[dlcbf::internal::Mix64(rank) % live_ids.size()]));
+          }
+        }
+        for (size_t j = 0; j < configs.size(); ++j) {
+          Config& c = configs[(j + rep) % configs.size()];
+          std::vector<std::vector<uint64_t>> tl(threads);
+          const auto t0 = Clock::now();
+          std::vector<std::thread> ts;
+          for (uint32_t t = 0; t < threads; ++t) {
+            ts.emplace_back([&, t] {
+              tl[t].reserve(streams[t].size());
+              for (const std::string& k : streams[t]) {
+                const uint64_t a = NowNs();
+                Check(c.db->Put(wo, k, value), "Zipf Put");
+                tl[t].push_back(NowNs() - a);
+              }
+            });
+          }
+          for (auto& t : ts) t.join();
+          Result& r = results[c.name][w];
+          r.secs.push_back(Since(t0));
+          r.ops = FLAGS_zipf_writes;
+          for (auto& v : tl) lat[c.name][w].ns.insert(lat[c.name][w].ns.end(), v.begin(), v.end());
+          if (c.live != nullptr) {
+            // The copies the pending checks will take back: entries now
+            // minus entries once they ran (each key holds at most one).
+            const dlcbf::LiveKeyStats st = c.live->GetLiveKeyStats();
+            const dlcbf::LiveKeyCfStats& cf = st.column_families[0];
+            if (!c.live->WaitForDeferredChecks(600000)) std::printf("live_key_bench ERROR checks did not drain\n");
+            const uint64_t settled = c.live->GetLiveKeyStats().column_families[0].entries;
+            char b[200];
+            std::snprintf(b, sizeof(b), "mode=%s pending_copies=%" PRId64 " pending_checks=%" PRIu64
+                          " known_writes=%" PRIu64,
+                          cf.mode.c_str(), static_cast<int64_t>(cf.entries) - static_cast<int64_t>(settled),
+                          st.pending_checks, st.known_writes);
+            zipf_mode[c.name][w] = b;
+          }
+        }
+      }
+      for (const Config& c : configs) {
+        const Result& r = results[c.name][w];
+        Latency& l = lat[c.name][w];
+        std::printf("live_key_bench latency config=%-12s workload=%-10s ops=%-8" PRIu64
+                    " kops_per_sec=%9.1f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.1f %s\n",
+                    c.name.c_str(), w.c_str(), r.ops, r.ops / r.Median() / 1e3, l.Pct(0.50), l.Pct(0.99),
+                    l.Pct(0.999), l.MaxUs(), zipf_mode[c.name][w].c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+
+  // ---- growth to 4x expected_keys -------------------------------------------------
+  struct GrowthOut {
+    bool ran = false;
+    double plain_p999 = 0, live_p999 = 0, live_max_ms = 0, short_rate = 0;
+    uint64_t migrations = 0;
+    std::string mode;
+  } growth;
+  if (FLAGS_growth_expected > 0) {
+    std::fprintf(stderr, "[run] growth (%.1f s)\n", Since(t_setup));
+    growth.ran = true;
+    const uint64_t total = 4 * FLAGS_growth_expected;
+    rocksdb::Options go = MakeOptions(std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10)));
+    go.disable_auto_compactions = false;  // a growing DB compacts as usual
+    go.level0_file_num_compaction_trigger = 4;
+    go.level0_slowdown_writes_trigger = 20;
+    go.level0_stop_writes_trigger = 36;
+    go.write_buffer_size = 16 << 20;
+    Config plain, live;
+    plain.name = "bloom10";
+    plain.dir = FLAGS_db_dir + "/growth_bloom10";
+    live.name = "livekey";
+    live.dir = FLAGS_db_dir + "/growth_livekey";
+    std::filesystem::remove_all(plain.dir);
+    std::filesystem::remove_all(live.dir);
+    Check(dlcbf::compat::OpenDB(go, plain.dir, &plain.db), "DB::Open (growth)");
+    dlcbf::LiveKeyIndexOptions io;
+    io.expected_keys = FLAGS_growth_expected;
+    io.bits_per_key = FLAGS_livekey_bits_per_key;
+    if (FLAGS_livekey_kernel == "fast") io.kernel = dlcbf::ElasticKernel::kFast;
+    Check(dlcbf::LiveKeyDB::Open(go, io, live.dir, &live.live), "LiveKeyDB::Open (growth)");
+    live.db = live.live;
+    std::vector<Config*> gc = {&plain, &live};
+    const auto t0 = Clock::now();
+    std::vector<double> secs(2, 0.0);
+    for (uint64_t begin = 0, chunk = 0; begin < total; begin += FLAGS_chunk, ++chunk) {
+      const uint64_t end = std::min<uint64_t>(total, begin + FLAGS_chunk);
+      for (size_t j = 0; j < 2; ++j) {
+        Config& c = *gc[(j + chunk) % 2];
+        Latency& l = lat[c.name]["growth"];
+        const auto c0 = Clock::now();
+        for (uint64_t i = begin; i < end; ++i) {
+          const uint64_t a = NowNs();
+          Check(c.db->Put(wo, KeyOf(1000000000000ULL + 2 * i), value), "growth Put");
+          l.ns.push_back(NowNs() - a);
+        }
+        secs[(j + chunk) % 2] += Since(c0);
+      }
+    }
+    if (!live.live->WaitForBackgroundRebuilds(600000)) std::printf("live_key_bench ERROR growth rebuilds did not finish\n");
+    // Absent keys once the rebuilds are done: the share the index answers.
+    const dlcbf::LiveKeyStats before = live.live->GetLiveKeyStats();
+    rocksdb::PinnableSlice v;
+    for (uint64_t i = 0; i < 100000; ++i) {
+      v.Reset();
+      rocksdb::Status s = live.db->Get(ro, live.db->DefaultColumnFamily(), KeyOf(1000000000000ULL + 2 * i + 1), &v);
+      if (!s.IsNotFound()) Check(s.ok() ? rocksdb::Status::Corruption("absent key found") : s, "growth probe");
+    }
+    const dlcbf::LiveKeyStats after = live.live->GetLiveKeyStats();
+    growth.short_rate = static_cast<double>(after.short_circuited - before.short_circuited) /
+                        static_cast<double>(after.lookups - before.lookups);
+    growth.migrations = after.index_migrations;
+    growth.mode = after.column_families[0].mode;
+    for (size_t j = 0; j < 2; ++j) {
+      Config& c = *gc[j];
+      Latency& l = lat[c.name]["growth"];
+      const double p999 = l.Pct(0.999);
+      if (j == 0) growth.plain_p999 = p999;
+      if (j == 1) {
+        growth.live_p999 = p999;
+        growth.live_max_ms = l.MaxUs() / 1e3;
+      }
+      std::string extra;
+      if (c.live != nullptr) {
+        char b[200];
+        std::snprintf(b, sizeof(b), "mode=%s rebuilds=%" PRIu64 " migrations=%" PRIu64 " sized_for=%" PRIu64
+                      " missing_short_circuited=%.4f",
+                      growth.mode.c_str(), after.auto_rebuilds, after.index_migrations,
+                      after.column_families[0].sized_for, growth.short_rate);
+        extra = b;
+      }
+      std::printf("live_key_bench latency config=%-12s workload=%-10s ops=%-8" PRIu64
+                  " kops_per_sec=%9.1f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.1f %s\n",
+                  c.name.c_str(), "growth", total, static_cast<double>(total) / secs[j] / 1e3, l.Pct(0.50),
+                  l.Pct(0.99), p999, l.MaxUs(), extra.c_str());
+    }
+    std::printf("live_key_bench growth: %.1f s for both\n", Since(t0));
+    for (Config* c : gc) {
+      Check(c->db->Close(), "Close (growth)");
+      delete c->db;
+      if (!FLAGS_keep) std::filesystem::remove_all(c->dir);
+    }
+    std::fflush(stdout);
+  }
+
   // ---- goals (same run) ------------------------------------------------------------
   auto us = [&](const std::string& c, const std::string& w) {
     return results[c][w].Median() * 1e6 / results[c][w].ops;
@@ -425,6 +651,32 @@ int main(int argc, char** argv) {
     goal("overwrites", ow, ow <= 1.2, "cost, goal <= 1.2x");
     const double dl = us("livekey", "deletes") / us("bloom10", "deletes");
     goal("deletes", dl, dl <= 1.3, "cost, goal <= 1.3x");
+    if (FLAGS_zipf_writes > 0) {
+      for (const char* w : {"zipf_1t", "zipf_4t"}) {
+        const double z = results["livekey"][w].Median() / results["bloom10"][w].Median();
+        goal(w, z, z <= 1.3, "cost, goal <= 1.3x");
+        const double mx = lat["livekey"][w].MaxUs() / lat["bloom10"][w].MaxUs();
+        ok &= mx <= 10.0;
+        std::printf("live_key_bench goal %-10s max write latency livekey %.3fx bloom10 (%.1f vs %.1f us; goal <= 10x) %s\n",
+                    w, mx, lat["livekey"][w].MaxUs(), lat["bloom10"][w].MaxUs(), mx <= 10.0 ? "PASS" : "FAIL");
+        const bool in_dlcbf = zipf_mode["livekey"][w].rfind("mode=dlcbf ", 0) == 0;
+        ok &= in_dlcbf;
+        std::printf("live_key_bench goal %-10s index mode at the end: %s (goal: dlcbf) %s\n", w,
+                    zipf_mode["livekey"][w].c_str(), in_dlcbf ? "PASS" : "FAIL");
+      }
+    }
+    if (growth.ran) {
+      const double r = growth.live_p999 / growth.plain_p999;
+      ok &= r <= 2.0 && growth.live_max_ms <= 20.0 && growth.short_rate >= 0.99;
+      std::printf("live_key_bench goal growth     p99.9 livekey %.3fx bloom10 (goal <= 2x) %s\n", r,
+                  r <= 2.0 ? "PASS" : "FAIL");
+      std::printf("live_key_bench goal growth     max write %.2f ms (goal <= 20 ms) %s\n", growth.live_max_ms,
+                  growth.live_max_ms <= 20.0 ? "PASS" : "FAIL");
+      std::printf("live_key_bench goal growth     absent keys short-circuited after the rebuilds %.4f "
+                  "(goal >= 0.99) %s; index migrations %" PRIu64 ", final mode %s\n",
+                  growth.short_rate, growth.short_rate >= 0.99 ? "PASS" : "FAIL", growth.migrations,
+                  growth.mode.c_str());
+    }
     std::printf("live_key_bench cost hits: livekey %.3fx bloom10 (%.2f vs %.2f us)\n",
                 us("livekey", "hits") / us("bloom10", "hits"), us("livekey", "hits"), us("bloom10", "hits"));
     if (results.count("livekey_sync")) {
