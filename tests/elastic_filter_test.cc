@@ -300,6 +300,42 @@ TEST_P(ElasticKernelTest, TenTimesSizingLosslessThenErase) {
 }
 
 // Explicit k > 1 at 3x: the model with more than one probe.
+// migrate_on_overflow = false: the full kernel refuses the insert
+// (kOverflow, counted in failed_inserts) and changes nothing; it never
+// migrates, and every key it took stays found. (The fast kernel's
+// incremental steps are a migration of their own: off here.)
+TEST_P(ElasticKernelTest, OverflowReturnedToTheCallerWhenAsked) {
+  ElasticOptions o = Opts();
+  o.migrate_on_overflow = false;
+  o.incremental_migration = false;
+  std::unique_ptr<ElasticFilter> f = Make(o);
+  ASSERT_TRUE(f);
+  std::vector<uint64_t> taken;
+  uint64_t refused = 0, i = 0;
+  for (; i < 4 * kSizing && refused < 100; ++i) {
+    const uint64_t h = f->Hash(Key(i));
+    const OpResult r = f->InsertHash(h);
+    if (r == OpResult::kOk) {
+      taken.push_back(h);
+    } else {
+      ASSERT_EQ(r, OpResult::kOverflow);
+      ++refused;
+    }
+  }
+  ASSERT_EQ(refused, 100u) << "the kernel never filled in " << i << " inserts";
+  const ElasticStats st = f->Stats();
+  EXPECT_EQ(st.mode, ElasticMode::kDLeft);
+  EXPECT_EQ(st.migration_cause, MigrationCause::kNone);
+  EXPECT_EQ(st.failed_inserts, 100u);
+  EXPECT_EQ(st.items, taken.size());
+  for (uint64_t h : taken) ASSERT_TRUE(f->ContainsHash(h));
+  // The default migrates instead (the control).
+  o.migrate_on_overflow = true;
+  std::unique_ptr<ElasticFilter> g = Make(o);
+  for (uint64_t j = 0; j < i; ++j) ASSERT_EQ(g->InsertHash(g->Hash(Key(j))), OpResult::kOk);
+  EXPECT_EQ(g->Stats().mode, ElasticMode::kAutoscaling);
+}
+
 TEST_P(ElasticKernelTest, ThreeTimesSizingWithThreeProbes) {
   ElasticOptions o = Opts();
   o.abf_probes = 3;

@@ -764,7 +764,12 @@ OpResult ElasticFilter::InsertHash(uint64_t hash) {
       }
       return OpResult::kOk;
     }
-    // kOverflow: the dlCBF is unchanged; move to the ABF and insert there.
+    // kOverflow: the dlCBF is unchanged; move to the ABF and insert there
+    // (or leave the key to the caller: migrate_on_overflow = false).
+    if (!options_.migrate_on_overflow && pending_ == nullptr) {
+      ++failed_inserts_;
+      return OpResult::kOverflow;
+    }
     if (!Migrate(MigrationCause::kOverflow)) {
       ++failed_inserts_;
       return OpResult::kOverflow;

@@ -108,7 +108,9 @@ class LiveKeyIndex {
   static uint8_t KindOf(ElasticKernel k) { return k == ElasticKernel::kDense ? 2 : 1; }
 
   bool Contains(uint64_t h) const {
-    return elastic_->ContainsHash(h);  // one 64-byte line (two if spilled)
+    if (elastic_->ContainsHash(h)) return true;  // one line per block probed
+    const ElasticFilter* st = stash_.load(std::memory_order_acquire);
+    return st != nullptr && st->ContainsHash(h);
   }
   // Starts loading what Contains/Insert of h read: this object's writer
   // lock and the filter's lines for h (ElasticFilter::PrefetchHash). Like
@@ -119,6 +121,11 @@ class LiveKeyIndex {
   }
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     elastic_->ContainsHashBatch(h, n, out);
+    const ElasticFilter* st = stash_.load(std::memory_order_acquire);
+    if (st == nullptr) return;
+    for (size_t i = 0; i < n; ++i) {
+      if (!out[i]) out[i] = st->ContainsHash(h[i]);
+    }
   }
 
   // Never fails except when memory for the ABF cannot be had; then the
@@ -127,7 +134,9 @@ class LiveKeyIndex {
   // every new-key Put; each costs a dependent cache miss after the base
   // write has evicted it).
   rocksdb::Status Insert(uint64_t h) {
-    if (elastic_->InsertHash(h) != OpResult::kOk) {
+    OpResult r = elastic_->InsertHash(h);
+    if (r == OpResult::kOverflow && overflow_to_stash_) r = InsertStash(h);
+    if (r != OpResult::kOk) {
       return rocksdb::Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
     entries_.fetch_add(1, std::memory_order_relaxed);
@@ -153,15 +162,23 @@ class LiveKeyIndex {
   }
 
   // Only for keys counted on behalf of the caller (see the invariant).
+  // With a stash, a fingerprint may be in either part: the index counts
+  // their union (a multiset), so one copy from either is the copy to take.
   void Erase(uint64_t h) {
-    if (elastic_->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+    if (elastic_->EraseHash(h) == OpResult::kOk) {
+      entries_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    ElasticFilter* st = stash_.load(std::memory_order_acquire);
+    if (st != nullptr && st->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   uint64_t sized_for() const { return sized_for_; }
   // The dlCBF is past MaxLoad: migrating to its ABF, or migrated.
   bool past_capacity() const {
-    return elastic_->migrating() || elastic_->mode() == ElasticMode::kAutoscaling;
+    return stash_.load(std::memory_order_acquire) != nullptr || elastic_->migrating() ||
+           elastic_->mode() == ElasticMode::kAutoscaling;
   }
   // Entries at which the kernel reaches the MaxLoad its sizing helpers use
   // (its first moves, and far later its first overflow, come after it).
@@ -179,6 +196,7 @@ class LiveKeyIndex {
   // migrated (the ABF is not persisted: the index is rebuilt instead).
   bool Serialize(std::string* out, uint8_t* kind) const {
     *kind = KindOf(elastic_->options().kernel);
+    if (stash_.load(std::memory_order_acquire) != nullptr) return false;  // two parts: rebuilt instead
     return elastic_->SerializeKernel(out);
   }
 
@@ -187,11 +205,18 @@ class LiveKeyIndex {
     st->sized_for = sized_for_;
     st->drift = sized_for_ ? static_cast<double>(st->entries) / static_cast<double>(sized_for_) : 0;
     const ElasticStats es = elastic_->Stats();
+    const ElasticFilter* stash = stash_.load(std::memory_order_acquire);
     st->mode = es.mode == ElasticMode::kAutoscaling ? "elastic-abf"
                : es.migration_in_progress           ? "dlcbf-migrating"
+               : stash != nullptr                   ? "dlcbf-overflow"
                                                     : "dlcbf";
     st->bytes = es.bytes + es.retained_bytes;
     st->predicted_fpr = es.predicted_fpr;
+    if (stash != nullptr) {
+      const ElasticStats ss = stash->Stats();
+      st->bytes += ss.bytes + ss.retained_bytes;
+      st->predicted_fpr = 1.0 - (1.0 - es.predicted_fpr) * (1.0 - ss.predicted_fpr);  // either part
+    }
   }
 
  private:
@@ -211,6 +236,36 @@ class LiveKeyIndex {
     return Wrap(o, sized_for, entries, epochs, std::move(f), out);
   }
 
+  // The dense kernel's overflow (ElasticOptions::migrate_on_overflow =
+  // false): keys that find both candidate blocks full go to a small stash,
+  // a thread-safe fast-kernel ElasticFilter created on the first overflow
+  // and sized for 1/16 of the kernel's capacity (at least 4096 keys). It
+  // migrates to its own ABF in steps if it fills (no insert copies a
+  // table: the dense kernel's migration would copy the whole table on the
+  // writer), and the rebuild that the overflow schedules
+  // (past_capacity()) replaces both. Readers look in the stash only when
+  // the kernel says no, and only once it exists (one acquire load).
+  ElasticFilter* Stash() {
+    ElasticFilter* st = stash_.load(std::memory_order_acquire);
+    if (st != nullptr) return st;
+    std::lock_guard<std::mutex> l(release_mu_);
+    st = stash_.load(std::memory_order_relaxed);
+    if (st != nullptr) return st;
+    ElasticOptions eo;
+    eo.kernel = ElasticKernel::kFast;
+    eo.thread_safe = true;
+    eo.expected_items = std::max<uint64_t>(4096, capacity_ / 16);
+    eo.abf_counter_bits = abf_counter_bits_;
+    eo.fast.seed = stash_seed_;
+    if (!ElasticFilter::Create(eo, &stash_owner_).ok()) return nullptr;
+    stash_.store(stash_owner_.get(), std::memory_order_release);
+    return stash_owner_.get();
+  }
+  OpResult InsertStash(uint64_t h) {
+    ElasticFilter* st = Stash();
+    return st == nullptr ? OpResult::kOverflow : st->InsertHash(h);
+  }
+
   template <class Kernel>
   static rocksdb::Status Wrap(const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t entries,
                      EpochDomain* epochs, std::unique_ptr<Kernel> kernel,
@@ -219,11 +274,15 @@ class LiveKeyIndex {
     ElasticOptions eo;
     eo.kernel = std::is_same<Kernel, DenseDLeftFilter>::value ? ElasticKernel::kDense : ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
+    const bool dense = eo.kernel == ElasticKernel::kDense;
+    eo.migrate_on_overflow = !dense;  // the dense kernel overflows into the stash
     std::unique_ptr<ElasticFilter> e;
     rocksdb::Status s = glue::ToRocksStatus(ElasticFilter::Adopt(eo, std::move(kernel), entries, &e));
     if (!s.ok()) return s;
     std::unique_ptr<LiveKeyIndex> idx(new LiveKeyIndex(o, sized_for, epochs));
     idx->capacity_ = capacity;
+    idx->overflow_to_stash_ = dense;
+    idx->stash_seed_ = o.seed ^ 0x57A5400000000001ULL;
     idx->elastic_ = std::move(e);
     idx->entries_.store(entries);
     *out = std::move(idx);
@@ -245,9 +304,13 @@ class LiveKeyIndex {
   const uint64_t sized_for_;
   EpochDomain* const epochs_;
   std::unique_ptr<ElasticFilter> elastic_;  // never null after Create/Load
-  std::mutex release_mu_;                    // the one ReleaseRetired
+  std::mutex release_mu_;                    // the one ReleaseRetired; the stash's creation
   std::atomic<bool> elastic_released_{false};
   std::atomic<bool> migration_seen_{false};
+  bool overflow_to_stash_ = false;
+  uint64_t stash_seed_ = 0;
+  std::unique_ptr<ElasticFilter> stash_owner_;  // under release_mu_
+  std::atomic<ElasticFilter*> stash_{nullptr};
   std::atomic<uint64_t> entries_{0};
 };
 

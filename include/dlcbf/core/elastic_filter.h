@@ -32,8 +32,9 @@
 //
 // Guarantees
 //   - Insert never fails: it returns kOk, both before and after migration.
-//     (Sole exception: if allocating the ABF during migration fails, the
-//     insert returns kOverflow and the filter is unchanged.)
+//     (Exceptions: if allocating the ABF during migration fails, or with
+//     migrate_on_overflow = false when the kernel is full, the insert
+//     returns kOverflow and the filter is unchanged.)
 //   - No false negatives in the default lossless mode (min_tpr = 1): before
 //     migration by the dlCBF's guarantee; after it, every stored fingerprint
 //     is in the ABF with its multiplicity, read at Θ = 0, T = k. dlCBF
@@ -181,6 +182,15 @@ struct ElasticOptions {
   // being built is counted in MemoryUsage().bytes meanwhile.
   bool incremental_migration = true;
 
+  // true (default): an insert that finds every candidate full migrates to
+  // the ABF at once (cause kOverflow; the general and dense kernels copy the
+  // whole table on that insert). false: it returns kOverflow instead and
+  // changes nothing, for a caller that keeps such keys elsewhere
+  // (LiveKeyDB's dense index puts them in a small overflow filter until a
+  // rebuild replaces it: no insert copies the table). Migrations at
+  // migrate_at_load or in incremental steps are unaffected.
+  bool migrate_on_overflow = true;
+
   // The ABF that takes over. Its k is abf_probes, or when 0,
   // round(ln 2 * m / (abf_growth * n_migration)) (optimal for abf_growth
   // times the items present at migration), clamped to [1, m].
@@ -204,7 +214,8 @@ struct ElasticStats {
   ElasticMode mode = ElasticMode::kDLeft;
   uint64_t items = 0;    // live items: inserts - erases that returned kOk
   uint64_t inserts = 0;  // Insert calls (all returned kOk unless noted above)
-  uint64_t failed_inserts = 0;  // ABF allocation failure during migration
+  uint64_t failed_inserts = 0;  // ABF allocation failure during migration, or
+                                // kOverflow returned (migrate_on_overflow = false)
 
   // Migration record (0 / kNone before it happens).
   MigrationCause migration_cause = MigrationCause::kNone;

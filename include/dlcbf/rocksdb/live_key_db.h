@@ -309,9 +309,12 @@ struct LiveKeyCfStats {
   bool indexed = false;
   std::string bypass_reason;  // when !indexed
 
-  // "dlcbf" (persistable), "dlcbf-migrating" (past capacity, copying into
-  // its ABF in steps; still persistable), "elastic-abf" (autoscaling Bloom
-  // filter). "" when !indexed.
+  // "dlcbf" (persistable), "dlcbf-migrating" (fast kernel past capacity,
+  // copying into its ABF in steps; still persistable), "dlcbf-overflow"
+  // (dense kernel full: new keys that find no room go to a small overflow
+  // filter; not persisted), "elastic-abf" (fast kernel migrated to its
+  // autoscaling Bloom filter; not persisted). The last three schedule a
+  // rebuild (with automatic rebuilds on). "" when !indexed.
   std::string mode;
   uint64_t entries = 0;     // keys counted: live keys + stale entries
   uint64_t sized_for = 0;   // keys the index was sized for
