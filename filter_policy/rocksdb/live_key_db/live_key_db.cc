@@ -19,23 +19,33 @@
 //   per-stripe sequence numbers (their tests race this, with negative
 //   controls).
 //
-//   Elastic fallback. The kernel is wrapped, without a copy, in an
-//   ElasticFilter (ElasticFilter::Adopt) from the start. Past the kernel's
-//   capacity that filter migrates to its ABF without the keys: the dense
-//   kernel at once, on the writer that crosses its load threshold or
-//   overflows; the fast kernel past MaxLoad (0.80 of its cells) in steps: each insert maps 16 KiB of the ABF or copies one
-//   group of 16 blocks (true fingerprints through P_i^-1, spare cells
-//   decoded) and mirrors itself and each erase into the ABF when its block
-//   is copied; readers keep the complete dlCBF until one pointer publish
-//   (never a half-built filter). No writer copies the whole table any more:
-//   until this version an overflow handed every fingerprint over to a new
-//   ElasticFilter on the writer that hit it, under the family's index
-//   mutex. An insert that overflows during the steps still copies the rest
-//   at once (rare: the steps take blocks / 16 inserts from 0.80, overflow
-//   comes above ~0.85). The frozen kernel is freed after a grace period.
-//   Once the steps begin the FPR will soon be the ABF's, so overwrites and
-//   deletes of absent keys pay more liveness reads; an automatic rebuild is
-//   queued at once, and a migrated index is not persisted.
+//   Past capacity, without a table copy on a writer. An automatic rebuild
+//   starts at rebuild_at_capacity (0.85) of what the kernel holds at its
+//   MaxLoad (dense 8-bit class at 12 bits/key: 0.93 x 48 slots x blocks,
+//   about 1.125 x sized_for; fast: 0.80 of its cells), or past
+//   auto_rebuild_drift x sized_for, whichever comes first, so a bigger
+//   index is normally swapped in before the kernel fills (the first moves
+//   come after MaxLoad, the first overflow later still). If keys outrun the
+//   rebuild anyway:
+//   - kDense: the kernel is wrapped in an ElasticFilter with
+//     migrate_on_overflow = false, so a key that finds both candidate
+//     blocks full gets kOverflow and goes to the index's stash
+//     (live_key_index.h): a fast-kernel ElasticFilter sized for 1/16 of the
+//     kernel's capacity, created on the first overflow, which itself
+//     migrates to an ABF in steps if it fills. Readers probe it only when
+//     the kernel says no and it exists. (Before: the dense kernel migrated
+//     its whole table to the ABF on the overflowing writer, holding its
+//     mutex: ~50 ns per stored fingerprint, 50 ms at 1M keys.)
+//   - kFast: an ElasticFilter that migrates to its ABF in steps from
+//     MaxLoad on: each insert maps 16 KiB of the ABF or copies one group
+//     of 16 blocks and mirrors itself and each erase into the ABF when its
+//     block is copied; readers keep the complete dlCBF until one pointer
+//     publish. An insert that overflows during the steps copies the rest
+//     at once (rare: the steps take blocks / 16 inserts from 0.80; overflow
+//     comes above ~0.85).
+//   Either way the index counts are still exact (a multiset over both
+//   parts), the index is not persisted in that state, and a rebuild is
+//   queued at once.
 //
 //   Exactness. Invariant: live(k) => count(k) >= 1 in the index, where
 //   count(k) = inserts - erases done on behalf of k. Put/Merge of a key
@@ -62,12 +72,29 @@
 //     rebuild bumps the generation with every stripe held when it fixes
 //     its scan point; a check of an older generation erases nothing, since
 //     the scan already counted k exactly (the copy it would take back is
-//     not in the new index). A failed write queues the check only if k is
+//     not in the new index) -- unless that rebuild then fails or is
+//     aborted: a check still erases from the index it was queued against
+//     while that index is active (CfState::serial, bumped at each swap),
+//     without a delta entry, so the old index stays exact (and so does the
+//     file Close saves). A failed write queues the check only if k is
 //     live afterwards (a failed Put cannot make k not live; not live =>
 //     undo at once), and a failed Delete queues none (its copy stays).
 //     A batch (write_batch.cc) does the same per key of its overlay: a key
 //     live after the batch gets a blind copy, a key it deletes keeps its
 //     copy, and each gets a check, queued after the batch's write.
+//   - Known (rep.h, KnownKey): while a check of k is pending, the stripe
+//     remembers what k's own writes made of it, kLive (one copy counts it
+//     once the pending checks ran) or kDead (none). Each check erases one
+//     copy iff k was live just before its own write, whatever came after,
+//     so the counts add up: a Put on kLive does nothing (the copy is
+//     there), a Put on kDead inserts, a Delete on kLive erases after the
+//     write, a Delete on kDead does nothing; none reads or queues a check.
+//     Only a key's first write while no check of it is pending is blind,
+//     so a key holds at most two copies however hot it is (before: one
+//     copy per overwrite until the checker caught up; the dense kernel's
+//     two candidate blocks hold 96). kLive is set only when the copy is
+//     certain; a failed write leaves kUnknown or a state that over-counts;
+//     range deletions and ingestions reset their family's states.
 //   Why this option over the others weighed in issue #23: batched MultiGet
 //   liveness reads still put a read on the write path; proving "not live"
 //   from the memtable and SST filters helps only absent keys, which the
@@ -96,8 +123,11 @@
 //   a sign) to the log. With every stripe held again: replay the log into
 //   the new index and publish it. Every logged change is relative to a
 //   state after the iterator's sequence number and per key in stripe
-//   order, so the new index ends exactly as one built at the swap. Writers
-//   pause twice: for the stripe acquisitions, and for the replay.
+//   order, so the new index ends exactly as one built at the swap. Before
+//   pausing, the log is replayed in up to 16 rounds without locks (the new
+//   index is the rebuild's own; writers keep appending) until at most 4096
+//   entries are left. Writers pause twice: for the stripe acquisitions,
+//   and for that last replay and the swap. Close aborts a running scan.
 //
 //   Persistence: see persistence.cc. Costs: tools/bench/live_key_bench and
 //   the README.

@@ -1,19 +1,22 @@
-// The index of one column family: a thread-safe elastic dlCBF over the
-// live keys. Internal to filter_policy/rocksdb/live_key_db/.
+// The index of one column family: a thread-safe counting filter over the
+// live keys, and its overflow path. Internal to
+// filter_policy/rocksdb/live_key_db/.
 //
-// The index is an ElasticFilter on the cache-line-local FastDLeftFilter
-// (D = 2, seed LiveKeyIndexOptions::seed), thread-safe: lock-free readers validate a
-// negative against a per-stripe sequence number, so a relocation or spill
-// never hides a live key (tests/fast_dleft_filter_test.cc, with its
-// negative control). Sized by FastDLeftOptions::ForLoad at min(sizing_load,
-// MaxLoad = 0.80). The kernel is created (or read back from LIVEKEY_INDEX)
-// first and wrapped without a copy (ElasticFilter::Adopt), so there is no
-// handover: past MaxLoad the ElasticFilter migrates to its ABF in steps of
-// one 16-block group per insert (ElasticOptions::incremental_migration)
-// while readers keep the complete dlCBF; no insert copies the table. (Until
-// this version an overflow handed the full kernel over to a new
-// ElasticFilter on the writer that hit it, ~50 ns per stored key under the
-// index lock.) The frozen dlCBF is freed after an epoch grace period.
+// The kernel (LiveKeyIndexOptions::kernel) is created, or read back from
+// LIVEKEY_INDEX, first and wrapped without a copy in an ElasticFilter
+// (ElasticFilter::Adopt). Readers are lock-free: both kernels validate a
+// negative answer against per-stripe sequence numbers.
+//   kDense (default): DenseDLeftFilter, d = 2, sized by bits_per_key; a
+//     negative lookup reads two lines. Its ElasticFilter never migrates on
+//     overflow (migrate_on_overflow = false): a key that finds both
+//     candidate blocks full goes to the stash (Stash() below).
+//   kFast: FastDLeftFilter, D = 2, at min(sizing_load, MaxLoad = 0.80); one
+//     line per lookup (two when its bucket spilled). Past MaxLoad its
+//     ElasticFilter migrates to the ABF in steps of one 16-block group per
+//     insert while readers keep the complete dlCBF.
+// capacity() is where the kernel reaches its sizing MaxLoad; LiveKeyDB
+// rebuilds before it (rebuild_at_capacity), so neither path is normally
+// taken; when one is, no insert copies the table.
 #pragma once
 
 #include <algorithm>

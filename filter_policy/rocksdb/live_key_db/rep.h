@@ -223,6 +223,7 @@ struct LiveKeyDB::Rep {
   std::deque<PendingCheck> checks;
   bool check_stop = false;
   bool check_busy = false;
+  bool check_sleeping = false;  // CheckLoop waits for a first check (idle)
   std::atomic<uint64_t> pending_checks{0};
 
   std::atomic<bool> closing{false};
@@ -641,11 +642,12 @@ struct LiveKeyDB::Rep {
     {
       std::lock_guard<std::mutex> l(check_mu);
       checks.push_back(std::move(c));
-      wake = checks.size() == kCheckWakeBatch;
+      wake = checks.size() == kCheckWakeBatch || check_sleeping;
     }
     // No wake-up per check: a futex wake and a context switch would cost
     // the writer more than the check saves it. The checker polls every
-    // kCheckPollMs and is woken only when a batch has piled up.
+    // kCheckPollMs while checks come, and is woken only when a batch has
+    // piled up, or by the first check after it went to sleep (idle).
     if (wake) check_cv.notify_one();
   }
   static constexpr size_t kCheckWakeBatch = 256;
@@ -701,7 +703,15 @@ struct LiveKeyDB::Rep {
   void CheckLoop() {
     std::unique_lock<std::mutex> l(check_mu);
     std::vector<PendingCheck> batch;
+    bool idle = false;
     for (;;) {
+      if (idle && checks.empty() && !check_stop) {
+        // Idle (the shared snapshot is dropped): sleep until a check or
+        // Close arrives, instead of polling an idle DB every kCheckPollMs.
+        check_sleeping = true;
+        check_cv.wait(l, [&] { return check_stop || !checks.empty(); });
+        check_sleeping = false;
+      }
       check_cv.wait_for(l, std::chrono::milliseconds(kCheckPollMs),
                         [&] { return check_stop || checks.size() >= kCheckWakeBatch; });
       if (checks.empty()) {
@@ -709,8 +719,10 @@ struct LiveKeyDB::Rep {
         l.unlock();
         DropCurrentSnapshot();  // idle (no check waited this poll)
         l.lock();
+        idle = true;
         continue;
       }
+      idle = false;
 #ifdef DLCBF_TESTING
       if (!check_stop && internal::GetLiveKeyCheckPauseForTesting()) {
         l.unlock();

@@ -45,6 +45,13 @@ class BatchCollector : public WriteBatch::Handler {
   rocksdb::Status PutBlobIndexCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kPut, cf, key);
   }
+#if DLCBF_ROCKSDB_AT_LEAST(9, 1)
+  // A Put with a write time (tiered storage, RocksDB >= 9.1): a Put to the
+  // index.
+  rocksdb::Status TimedPutCF(uint32_t cf, const Slice& key, const Slice&, uint64_t) override {
+    return Add(OpKind::kPut, cf, key);
+  }
+#endif
   rocksdb::Status MergeCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kMerge, cf, key);
   }

@@ -8,8 +8,9 @@
 //   keys the search for the tombstone. SST filters keep answering "maybe"
 //   for deleted keys until compaction rewrites their files. A counting
 //   filter over the live keys answers such a lookup with one probe and
-//   forgets a key the moment it is deleted: the d-left counting Bloom
-//   filter's purpose (exact erase of deletable keys).
+//   forgets a deleted key (at once, or once the key's deferred check ran:
+//   see "Writes without a read"): the d-left counting Bloom filter's
+//   purpose (exact erase of deletable keys).
 //
 // Quick start
 //   rocksdb::Options o;
@@ -25,15 +26,17 @@
 //   delete db;
 //
 // The index (one per column family)
-//   A d-left counting Bloom filter in the cache-line-local layout
-//   (dlcbf/core/fast_dleft_filter.h) sized for
-//   LiveKeyIndexOptions::expected_keys. If more keys arrive than
-//   it can hold, it hands its contents over, without the keys and
-//   losslessly, to a dlcbf::ElasticFilter, which migrates to an
-//   autoscaling counting Bloom filter in the same memory: inserts never
-//   fail and lookups never miss; only the false-positive rate rises. A
-//   rebuild from a DB scan then restores a right-sized dlCBF (automatically
-//   past auto_rebuild_drift, or on demand with RebuildIndex()).
+//   A d-left counting Bloom filter sized for
+//   LiveKeyIndexOptions::expected_keys: by default the dense kernel
+//   (dlcbf/core/dense_dleft_filter.h, 12 bits per sized key, a negative
+//   lookup reads two 64-byte lines), or the cache-line-local fast kernel
+//   (fast_dleft_filter.h, 24 bits, one line). A background rebuild from a
+//   DB scan swaps a bigger one in as keys grow (see "Drift and rebuilds"),
+//   or on demand (RebuildIndex()). If keys outrun it, the index stays
+//   lossless without a table copy on any write: the dense kernel overflows
+//   into a small stash, the fast one migrates in steps to an autoscaling
+//   counting Bloom filter; only the false-positive rate rises until the
+//   rebuild is done.
 //   Every live key is counted exactly once; "stale" entries (keys counted
 //   but no longer live, see below) only cost false positives.
 //
@@ -70,8 +73,10 @@
 //     (RocksDB answers). A check queued before a rebuild's scan erases
 //     nothing (the scan counted k exactly). Close drains the queue (the
 //     saved index is exact); a crash loses the queue, and the reopen
-//     rebuilds (no index file survives an Open). Counter saturation (a
-//     key with many pending copies) sticks: a stale entry, never a miss.
+//     rebuilds (no index file survives an Open). While a key's check is
+//     pending, its later writes know its state and need neither a read
+//     nor a check nor a copy, so a key holds at most two copies however
+//     often it is written (the design note in live_key_db.cc, "Known").
 //     With the queue full (max_pending_checks) or the option off, the
 //     write reads first instead: Put inserts only if k is not live, Delete
 //     erases only if k was live, AFTER the delete succeeded.
@@ -97,8 +102,9 @@
 //   Measured numbers are in the README and in filter_policy/live_key_db.cc.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
-//   the DB pause), scans the live keys of [begin, end) (keys only are used;
-//   at most delete_range_scan_limit keys per call), applies the range
+//   the DB pause for the whole call: the scan of up to
+//   delete_range_scan_limit keys, 100,000 by default, and the write), scans
+//   the live keys of [begin, end) (keys only are used), applies the range
 //   deletion, and erases the scanned keys from the index. Keys beyond the
 //   limit stay in the index as stale entries. delete_range_scan_limit = 0
 //   never scans: every key of the range becomes stale. Stale entries are
@@ -158,16 +164,17 @@
 //
 // Drift and rebuilds
 //   An index is sized for max(expected_keys, rebuild_headroom x the keys it
-//   had when it was (re)built). Past auto_rebuild_drift x that size, or when
-//   its dlCBF passed capacity (0.80 of its cells, where it starts migrating
-//   to the elastic ABF in steps, never copying the table on one write), a
-//   background thread
-//   rebuilds it: it creates an iterator (an implicit snapshot) and starts a
-//   delta log while holding every stripe (a pause of microseconds), scans
-//   without locks while writers keep updating the old index and logging
-//   their index changes, then holds every stripe again to replay the delta
-//   log into the new index and swap it in (a pause proportional to the
-//   writes made during the scan). No update is lost; readers use the old
+//   had when it was (re)built). Past auto_rebuild_drift x that size, past
+//   rebuild_at_capacity of its kernel's capacity, or once its dlCBF is past
+//   capacity (dense: overflowing into its stash; fast: migrating to its
+//   ABF in steps; neither copies the table on one write), a background
+//   thread rebuilds it: it creates an iterator (an implicit snapshot) and
+//   starts a delta log while holding every stripe (a pause of
+//   microseconds), scans without locks while writers keep updating the old
+//   index and logging their index changes, replays the log into the new
+//   index in rounds without locks, then holds every stripe again to replay
+//   the last few thousand changes and swap it in. A rebuild that fails or
+//   is aborted (Close aborts a running scan) keeps the old index exact. No update is lost; readers use the old
 //   index until the swap and never block. The old index is freed once no
 //   reader can still be inside it (an epoch scheme; readers never wait).
 //   One rebuild runs at a time; DropColumnFamily waits for a running one.
