@@ -44,6 +44,8 @@ enum Counter : uint32_t {
   kIngestedKeys,
   kKnownWrites,
   kIndexMigrations,
+  kQueueFullFallbacks,
+  kCheckReads,
   kNumCounters
 };
 

@@ -55,11 +55,13 @@
 //   - Synchronous (queue full or defer_liveness_checks off): a liveness
 //     read decides; Put/Merge insert only when k is not live, Delete
 //     erases only when k was live, AFTER the base write succeeded.
-//   - Deferred (the default; rep.h, CheckSnapshot/QueueCheck/RunCheck).
+//   - Deferred (the default; rep.h, CheckSnapshot/QueueCheck/RunChecks/ApplyCheck).
 //     Put/Merge insert blindly BEFORE the write; Delete keeps the copy. A
 //     snapshot S that shows k as just before the write goes with (k, hash,
 //     the family's generation) into a FIFO queue; the checker thread reads
-//     k at S. S is shared: every stripe records the DB's latest sequence
+//     k at S, in one MultiGet with up to 63 other queued checks of the
+//     family that share S (a writer whose check finds the queue full
+//     reads synchronously: stats' queue_full_fallbacks). S is shared: every stripe records the DB's latest sequence
 //     number when it is released, and the current shared snapshot serves a
 //     write iff its sequence number is at least its stripe's (every earlier
 //     write to k is in it); else a new one replaces it. Changes that bypass
@@ -348,6 +350,8 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.check_erases = r.epochs.Sum(kCheckErases);
   st.checks_dropped = r.epochs.Sum(kChecksDropped);
   st.known_writes = r.epochs.Sum(kKnownWrites);
+  st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
+  st.check_multigets = r.epochs.Sum(kCheckReads);
   st.index_migrations = r.epochs.Sum(kIndexMigrations);
   st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
   st.pending_checks = r.pending_checks.load();

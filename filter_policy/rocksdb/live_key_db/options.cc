@@ -77,6 +77,7 @@ std::string LiveKeyStats::ToString() const {
     << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
     << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
     << " pending_checks=" << pending_checks << " known_writes=" << known_writes
+    << " queue_full_fallbacks=" << queue_full_fallbacks << " check_multigets=" << check_multigets
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds

@@ -89,7 +89,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   // Deferred checks queued before this point belong to copies the scan
   // counts exactly: they must not erase from the new index (they still
   // erase from the old one while it is active: a rebuild that fails or is
-  // aborted keeps the old index exact; see RunCheck).
+  // aborted keeps the old index exact; see ApplyCheck).
   cf->generation.fetch_add(1, std::memory_order_relaxed);
   UnlockAll();
 

@@ -591,7 +591,9 @@ struct LiveKeyDB::Rep {
   // that bypass LiveKeyDB (a compaction filter, TTL) can only make it not
   // live; then its old copy is stale and an erase it justifies is harmless.
   SharedSnapshot* CheckSnapshot(uint32_t si) {
-    if (!opt.defer_liveness_checks || pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
+    if (!opt.defer_liveness_checks) return nullptr;
+    if (pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
+      epochs.Bump(kQueueFullFallbacks);
       return nullptr;
     }
     uint64_t need = stripe_seq[si].load(std::memory_order_relaxed);
@@ -652,7 +654,8 @@ struct LiveKeyDB::Rep {
   }
   static constexpr size_t kCheckWakeBatch = 256;
   static constexpr int kCheckPollMs = 1;
-  // One check: was the key live at the snapshot (just before its write)?
+  // One check, once read: was the key live at the snapshot (just before
+  // its write)?
   // Then the write counted a second copy up, or deleted a live key: erase
   // one copy from the index it was queued against (CfState::serial) while
   // that one is active, logging a delta only if the running rebuild's scan
@@ -661,18 +664,43 @@ struct LiveKeyDB::Rep {
   // was dropped. A failed read erases nothing (a stale entry: the safe
   // side). The checker writes nothing to the DB, so it takes the stripe
   // without bumping stripe_seq.
-  void RunCheck(PendingCheck* c) {
-    bool live = false;
-    {
+  // The reads are batched (RunChecks): the checks of one family that share
+  // a snapshot (most do: rep.h, CheckSnapshot) are read in one MultiGet.
+  void RunChecks(std::vector<PendingCheck>* batch) {
+    std::vector<ColumnFamilyHandle*> hs;
+    std::vector<Slice> ks;
+    std::vector<PinnableSlice> vals;
+    std::vector<rocksdb::Status> sts;
+    for (size_t i = 0; i < batch->size();) {
+      PendingCheck& first = (*batch)[i];
+      size_t j = i + 1;
+      while (j < batch->size() && j - i < kCheckMultiGet && (*batch)[j].cf == first.cf &&
+             (*batch)[j].snapshot == first.snapshot) {
+        ++j;
+      }
+      const size_t n = j - i;
+      hs.assign(n, first.cf->handle);
+      ks.clear();
+      for (size_t k = i; k < j; ++k) ks.emplace_back((*batch)[k].key);
+      vals.clear();
+      vals.resize(n);
+      sts.assign(n, rocksdb::Status());
       ReadOptions ro;
-      ro.snapshot = c->snapshot->snap;
-      PinnableSlice v;
-      const rocksdb::Status s = base->Get(ro, c->cf->handle, c->key, &v);
-      live = s.ok();
-#ifdef DLCBF_TESTING
-      if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
-#endif
+      ro.snapshot = first.snapshot->snap;
+      base->MultiGet(ro, n, hs.data(), ks.data(), vals.data(), sts.data());
+      epochs.Bump(kCheckReads);
+      for (size_t k = i; k < j; ++k) {
+        ApplyCheck(&(*batch)[k], sts[k - i].ok());
+        pending_checks.fetch_sub(1, std::memory_order_relaxed);
+      }
+      i = j;
     }
+  }
+  static constexpr size_t kCheckMultiGet = 64;
+  void ApplyCheck(PendingCheck* c, bool live) {
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
+#endif
     ReleaseSnapshotRef(c->snapshot);
     c->snapshot = nullptr;
     const uint32_t si = StripeOf(c->cf->id, c->hash);
@@ -736,10 +764,7 @@ struct LiveKeyDB::Rep {
       checks.clear();
       check_busy = true;
       l.unlock();
-      for (PendingCheck& c : batch) {
-        RunCheck(&c);
-        pending_checks.fetch_sub(1, std::memory_order_relaxed);
-      }
+      RunChecks(&batch);
       batch.clear();
       l.lock();
       check_busy = false;

@@ -356,6 +356,11 @@ struct LiveKeyStats {
   uint64_t checks_dropped = 0;   // erases skipped: a rebuild or drop came first
   uint64_t check_snapshots = 0;  // snapshots taken for them (shared by many)
   uint64_t pending_checks = 0;   // queued now
+  // Writes that read liveness on the write path because the check queue
+  // was full (max_pending_checks): the checker did not keep up.
+  uint64_t queue_full_fallbacks = 0;
+  uint64_t check_multigets = 0;  // the checker's reads (one MultiGet per
+                                 // family and snapshot, up to 64 keys)
   // Writes decided by what a pending check knows of their key (rep.h,
   // KnownKey): no read, no check, no extra copy (hot keys).
   uint64_t known_writes = 0;
