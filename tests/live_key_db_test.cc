@@ -86,8 +86,10 @@ std::string GetOr(rocksdb::DB* db, const std::string& k, Status* st = nullptr) {
 
 // Stats once the deferred liveness checks queued so far have run (the
 // index counts are exact then).
+// (And once an index Open left to the background is built.)
 template <class DbPtr>
 LiveKeyStats Settled(const DbPtr& db) {
+  EXPECT_TRUE(db->WaitForBackgroundRebuilds(60000));
   EXPECT_TRUE(db->WaitForDeferredChecks(60000));
   return db->GetLiveKeyStats();
 }
@@ -591,7 +593,9 @@ TEST(LiveKeyDBTest, CrashImageIsRebuilt) {
   db.reset(raw);
   LiveKeyStats st = Settled(db);
   EXPECT_EQ(st.index_file_loads, 0u);
-  EXPECT_EQ(st.rebuilds, 1u) << st.ToString();
+  // (A second, automatic rebuild follows when the first, sized by RocksDB's
+  // key estimate, lands past rebuild_at_capacity.)
+  EXPECT_GE(st.rebuilds, 1u) << st.ToString();
   EXPECT_EQ(Cf(st).entries, oracle.size());
   auto probes = Probes(1600, "c");
   auto more = Probes(400, "d");

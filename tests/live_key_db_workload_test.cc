@@ -339,3 +339,144 @@ TEST(LiveKeyDBWorkload, NegativeControlAbortedRebuildDroppingOldChecksIsCaught) 
   EXPECT_GT(r.first, r.second) << "the exactness check could not fail";
 #endif
 }
+
+// ---------------------------------------------------------------------------
+// Open returns at once; the index Open could not load is built in the
+// background while reads go to RocksDB (background_open_build).
+// ---------------------------------------------------------------------------
+namespace {
+// A DB of 3000 keys whose index file is gone (as after a crash).
+void MakeDbWithoutIndexFile(const std::string& dir) {
+  fs::remove_all(dir);
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  for (int i = 0; i < 3000; ++i) ASSERT_TRUE(raw->Put(WriteOptions(), Key("o", i), "v").ok());
+  ASSERT_TRUE(raw->Close().ok());
+  delete raw;
+  fs::remove(dir + "/LIVEKEY_INDEX");
+}
+
+#ifdef DLCBF_TESTING
+// Opens with the build held at its first key; reads and writes meanwhile.
+// Returns how many live keys a read answered NotFound while the build ran.
+uint64_t ReadsAndWritesDuringTheBuild(const std::string& dir, std::set<std::string>* live) {
+  RebuildPause pause;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  LiveKeyDB* raw = nullptr;
+  EXPECT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  for (int spin = 0; spin < 5000 && !dlcbf::internal::GetLiveKeyRebuildWaitingForTesting(); ++spin) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string state;
+  EXPECT_TRUE(db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state));
+  EXPECT_EQ(state.rfind("building", 0), 0u) << state;
+  EXPECT_FALSE(Cf0(db->GetLiveKeyStats()).serving);
+  for (int i = 0; i < 3000; ++i) live->insert(Key("o", i));
+  // Writes while the build waits: new keys, overwrites, deletes.
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_TRUE(db->Put(WriteOptions(), Key("n", i), "v").ok());
+    live->insert(Key("n", i));
+    EXPECT_TRUE(db->Put(WriteOptions(), Key("o", i), "w").ok());
+    EXPECT_TRUE(db->Delete(WriteOptions(), Key("o", 2999 - i)).ok());
+    live->erase(Key("o", 2999 - i));
+  }
+  uint64_t missed = 0;
+  for (const std::string& k : *live) {
+    std::string v;
+    if (!db->Get(ReadOptions(), k, &v).ok()) ++missed;
+  }
+  for (int i = 0; i < 200; ++i) {  // absent and deleted keys: RocksDB answers
+    std::string v;
+    EXPECT_TRUE(db->Get(ReadOptions(), Key("absent", i), &v).IsNotFound());
+    EXPECT_TRUE(db->Get(ReadOptions(), Key("o", 2999 - i), &v).IsNotFound());
+  }
+  dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+  EXPECT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  EXPECT_TRUE(db->WaitForDeferredChecks(60000));
+  EXPECT_TRUE(db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state));
+  EXPECT_EQ(state, "ready");
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_TRUE(Cf0(st).serving);
+  EXPECT_EQ(Cf0(st).entries, live->size()) << "the built index is exact: " << st.ToString();
+  ExpectAllFound(db.get(), std::vector<std::string>(live->begin(), live->end()));
+  const uint64_t short_before = st.short_circuited;
+  for (int i = 0; i < 200; ++i) {
+    std::string v;
+    EXPECT_TRUE(db->Get(ReadOptions(), Key("absent", i), &v).IsNotFound());
+  }
+  EXPECT_GE(db->GetLiveKeyStats().short_circuited - short_before, 190u) << "the index serves once built";
+  EXPECT_TRUE(db->Close().ok());
+  return missed;
+}
+#endif
+}  // namespace
+
+TEST(LiveKeyDBBackgroundBuild, ReadsDuringTheBuildNeverMissAndTheIndexIsExact) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (the rebuild pause hook exists only there)";
+#else
+  const std::string dir = TestDir("background_build");
+  MakeDbWithoutIndexFile(dir);
+  std::set<std::string> live;
+  EXPECT_EQ(ReadsAndWritesDuringTheBuild(dir, &live), 0u) << "a read during the build missed a live key";
+  fs::remove_all(dir);
+#endif
+}
+
+// Negative control: readers that consult the index while it is still
+// being built answer NotFound for live keys the scan has not reached.
+TEST(LiveKeyDBBackgroundBuild, NegativeControlServingTheHalfBuiltIndexIsCaught) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  const std::string dir = TestDir("background_build_negative");
+  MakeDbWithoutIndexFile(dir);
+  uint64_t missed = 0;
+  {
+    FaultGuard f(dlcbf::internal::LiveKeyFault::kServeIndexWhileBuilding);
+    RebuildPause pause;
+    LiveKeyIndexOptions io;
+    io.expected_keys = 10000;
+    LiveKeyDB* raw = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+    std::unique_ptr<LiveKeyDB> db(raw);
+    for (int i = 0; i < 3000; ++i) {
+      std::string v;
+      if (!db->Get(ReadOptions(), Key("o", i), &v).ok()) ++missed;
+    }
+    dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+    ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+    ASSERT_TRUE(db->Close().ok());
+  }
+  std::printf("  negative control: %llu of 3000 live keys answered NotFound\n",
+              static_cast<unsigned long long>(missed));
+  EXPECT_GT(missed, 0u) << "the background-build check could not fail";
+  fs::remove_all(dir);
+#endif
+}
+
+TEST(LiveKeyDBBackgroundBuild, BlockingOpenBuildsFirst) {
+  const std::string dir = TestDir("blocking_open");
+  MakeDbWithoutIndexFile(dir);
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::string state;
+  ASSERT_TRUE(db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state));
+  EXPECT_EQ(state, "ready");
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.rebuilds, 1u) << st.ToString();
+  EXPECT_EQ(Cf0(st).entries, 3000u);
+  // Any other property is RocksDB's.
+  EXPECT_TRUE(db->GetProperty(db->DefaultColumnFamily(), "rocksdb.estimate-num-keys", &state));
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}

@@ -43,6 +43,10 @@ enum class LiveKeyFault : int {
   // overwrite of an indexed key adds a blind copy and a check, so a hot key
   // takes a slot per overwrite until its checks run.
   kIgnoreKnownState = 5,
+  // Readers consult an index that Open is still building in the
+  // background (CfState::serving ignored): keys not yet scanned answer
+  // NotFound.
+  kServeIndexWhileBuilding = 6,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

@@ -58,7 +58,7 @@ struct LiveKeyDB::Rep::IngestIndexer {
     while (s.ok() && next(&key)) {
       r->epochs.Bump(kIngestedKeys);
       const uint64_t h = r->Hash(key);
-      if (r->WriterContains(cf->active.load(), h)) {
+      if (r->WriterContains(cf, cf->active.load(), h)) {
         pending.push_back(key.ToString());
         if (pending.size() >= 256) s = flush_pending();
       } else {

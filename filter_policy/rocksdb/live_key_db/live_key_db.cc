@@ -197,9 +197,19 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
       }
     }
   }
+  const char* why = loaded.empty() ? "open: no usable index file" : "open: not in the index file";
+  // A new DB (nothing ever written) has nothing to scan: built at once.
+  const bool background = opt.background_open_build && base->GetLatestSequenceNumber() > 0;
   for (CfState* cf : todo) {
-    rocksdb::Status s = Rebuild(cf, loaded.empty() ? "open: no usable index file" : "open: not in the index file",
-                       /*automatic=*/false);
+    if (background) {
+      // An empty stand-in takes the writers' updates until the build swaps
+      // the real index in; readers bypass it (CfState::serving).
+      rocksdb::Status s = CreateEmptyIndex(cf);
+      if (!s.ok()) return s;
+      cf->serving.store(false, std::memory_order_release);
+      continue;
+    }
+    rocksdb::Status s = Rebuild(cf, why, /*automatic=*/false);
     if (!s.ok()) return s;
   }
   if (opt.persist_index && env->FileExists(IndexPath()).ok()) {
@@ -211,6 +221,13 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   }
   bg = std::thread([this] { BackgroundLoop(); });
   checker = std::thread([this] { CheckLoop(); });
+  if (background) {
+    for (CfState* cf : todo) {
+      rocksdb::Info(log, "LiveKeyDB: the index of '%s' is built in the background (%s); reads bypass it until then",
+                    cf->name.c_str(), why);
+      ScheduleRebuild(cf);
+    }
+  }
   return rocksdb::Status::OK();
 }
 
@@ -294,6 +311,28 @@ rocksdb::Status LiveKeyDB::Close() {
 }
 
 rocksdb::Status LiveKeyDB::Resume() { return db_->Resume(); }
+
+bool LiveKeyDB::GetProperty(ColumnFamilyHandle* column_family, const Slice& property, std::string* value) {
+  const bool state = property == Slice("dlcbf.livekey.state");
+  if (!state && property != Slice("dlcbf.livekey.stats")) {
+    return db_->GetProperty(column_family, property, value);
+  }
+  if (value == nullptr) return false;
+  const LiveKeyStats st = GetLiveKeyStats();
+  if (!state) {
+    *value = st.ToString();
+    return true;
+  }
+  const uint32_t id = column_family != nullptr ? column_family->GetID() : 0;
+  for (const LiveKeyCfStats& c : st.column_families) {
+    if (c.id != id || !c.indexed) continue;
+    *value = c.serving             ? "ready"
+             : !c.build_error.empty() ? "failed: " + c.build_error
+                                      : "building " + std::to_string(c.build_keys_scanned);
+    return true;
+  }
+  return false;  // not an indexed family
+}
 
 rocksdb::Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
   std::vector<CfState*> todo;
@@ -383,8 +422,12 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
     c.bypass_reason = cf->bypass_reason;
     if (cf->indexed && cf->owned) cf->owned->Describe(&c);
     c.rebuild_in_progress = cf->rebuild_running.load();
+    c.serving = cf->indexed && cf->serving.load(std::memory_order_acquire);
+    c.build_keys_scanned = cf->scanned.load(std::memory_order_relaxed);
+    if (cf->indexed && !c.serving) c.mode = "building";
     {
       std::lock_guard<std::mutex> il(cf->info_mu);
+      c.build_error = cf->build_error;
       c.loaded_from_file = cf->loaded_from_file;
       c.rebuilds = cf->rebuilds;
       c.last_rebuild_reason = cf->last_reason;
@@ -458,7 +501,7 @@ void ProbeKeys(EpochDomain* epochs, const std::atomic<const CfTable*>& table, ui
     size_t j = i + 1;
     while (j < n && cfs[j] == cfs[i]) ++j;
     const CfState* cf = (t != nullptr && cfs[i] != nullptr) ? t->Find(cfs[i]->GetID()) : nullptr;
-    const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
+    const LiveKeyIndex* idx = LiveKeyDB::Rep::ServingIndex(cf);
     if (idx == nullptr) {
       for (size_t k = i; k < j; ++k) maybe[k] = true;
     } else {

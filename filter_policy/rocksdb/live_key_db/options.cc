@@ -94,6 +94,10 @@ std::string LiveKeyStats::ToString() const {
     }
     char fpr[32];
     std::snprintf(fpr, sizeof(fpr), "%.3g", c.predicted_fpr);
+    if (!c.serving) {
+      o << (c.build_error.empty() ? "building (" + std::to_string(c.build_keys_scanned) + " keys scanned; reads bypass) "
+                                  : "build failed (" + c.build_error + "; reads bypass) ");
+    }
     o << "mode=" << c.mode << " entries=" << c.entries << " sized_for=" << c.sized_for
       << " drift=" << c.drift << " bytes=" << c.bytes << " predicted_fpr=" << fpr
       << " loaded_from_file=" << (c.loaded_from_file ? 1 : 0) << " rebuilds=" << c.rebuilds;

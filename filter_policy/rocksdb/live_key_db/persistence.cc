@@ -110,7 +110,9 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   {
     std::lock_guard<std::mutex> l(cf_mu);
     for (auto& kv : cfs) {
-      if (kv.second->indexed && !kv.second->dropped && kv.second->owned) {
+      // (Not an index still being built: its stand-in is incomplete.)
+      if (kv.second->indexed && !kv.second->dropped && kv.second->owned &&
+          kv.second->serving.load(std::memory_order_acquire)) {
         fams.push_back(kv.second.get());
       }
     }

@@ -52,8 +52,11 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   const auto t0 = std::chrono::steady_clock::now();
 
   LiveKeyIndex* old = cf->active.load();
+  // The build Open left to the background: its stand-in index counts only
+  // the writes since Open, so size by the DB's estimate as Open would.
+  const bool initial = !cf->serving.load(std::memory_order_acquire);
   uint64_t basis = 0;
-  if (old != nullptr) {
+  if (old != nullptr && !initial) {
     basis = old->entries();
   } else {
     uint64_t est = 0;
@@ -94,6 +97,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   UnlockAll();
 
   uint64_t keys = 0;
+  cf->scanned.store(0, std::memory_order_relaxed);
   auto last_log = std::chrono::steady_clock::now();
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
 #ifdef DLCBF_TESTING
@@ -106,6 +110,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     s = fresh->Insert(Hash(it->key()));
     if (!s.ok()) break;
     ++keys;
+    if ((keys & 0x3FF) == 0) cf->scanned.store(keys, std::memory_order_relaxed);
     if (keys % opt.rebuild_progress_interval == 0 ||
         ((keys & 0xFFFF) == 0 && SecondsSince(last_log) >= 10.0)) {
       last_log = std::chrono::steady_clock::now();
@@ -157,6 +162,9 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     cf->owned = std::move(fresh);
     cf->active.store(cf->owned.get());
     cf->serial.fetch_add(1, std::memory_order_relaxed);
+    cf->scanned.store(keys, std::memory_order_relaxed);
+    // Complete now: readers may use it (the stand-in never served them).
+    cf->serving.store(true, std::memory_order_release);
   }
   cf->rebuilding.store(false);
   {
@@ -174,9 +182,18 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   cf->rebuild_running.store(false);
   if (!s.ok()) {
     failed_rebuilds.fetch_add(1);
-    rocksdb::Warn(log, "LiveKeyDB: rebuild of '%s' abandoned after %" PRIu64 " keys: %s",
-                  cf->name.c_str(), keys, s.ToString().c_str());
+    rocksdb::Warn(log, "LiveKeyDB: rebuild of '%s' abandoned after %" PRIu64 " keys: %s%s",
+                  cf->name.c_str(), keys, s.ToString().c_str(),
+                  initial ? " (reads keep bypassing the index until a rebuild succeeds)" : "");
+    if (initial) {
+      std::lock_guard<std::mutex> l(cf->info_mu);
+      cf->build_error = s.ToString();
+    }
     return s;
+  }
+  if (initial) {
+    std::lock_guard<std::mutex> l(cf->info_mu);
+    cf->build_error.clear();
   }
   const double secs = SecondsSince(t0);
   rebuilds.fetch_add(1);

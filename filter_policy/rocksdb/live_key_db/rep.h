@@ -73,6 +73,15 @@ struct CfState {
   std::atomic<uint64_t> serial{0};
   std::atomic<LiveKeyIndex*> active{nullptr};
   std::unique_ptr<LiveKeyIndex> owned;
+  // Readers may use `active`. False while the index Open could not load is
+  // built in the background: `active` is then an empty stand-in that takes
+  // the writers' updates (logged for the build, as during any rebuild),
+  // writers treat every key as possibly held (so none is inserted without
+  // its check), and readers bypass it. Set with every stripe held at the
+  // build's swap (release; readers acquire).
+  std::atomic<bool> serving{true};
+  std::atomic<uint64_t> scanned{0};  // keys the running rebuild scanned so far
+  std::string build_error;           // guarded by info_mu
 
   std::string name;
   ColumnFamilyHandle* handle = nullptr;  // kept alive until Close
@@ -289,6 +298,17 @@ struct LiveKeyDB::Rep {
     if (old) epochs.Synchronize();
   }
 
+  // The index readers may consult, or nullptr (no index, or one still
+  // being built: CfState::serving). In a read section.
+  static const LiveKeyIndex* ServingIndex(const CfState* cf) {
+    if (cf == nullptr) return nullptr;
+    bool serving = cf->serving.load(std::memory_order_acquire);
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kServeIndexWhileBuilding) serving = true;
+#endif
+    return serving ? cf->active.load() : nullptr;
+  }
+
   static bool BypassRead(const ReadOptions& ro) {
     return ro.snapshot != nullptr || ro.read_tier != rocksdb::kReadAllTier ||
            ro.timestamp != nullptr || ro.iter_start_ts != nullptr || ro.ignore_range_deletions;
@@ -307,7 +327,7 @@ struct LiveKeyDB::Rep {
         ReadSection rs(&epochs);
         const CfTable* t = table.load();
         const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
-        const LiveKeyIndex* idx = cf != nullptr ? cf->active.load() : nullptr;
+        const LiveKeyIndex* idx = ServingIndex(cf);
         if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
       }
       if (verdict >= 0) {
@@ -332,7 +352,11 @@ struct LiveKeyDB::Rep {
   // A writer's probe. The stripe keeps the index object in place, but a
   // migration inside it (another stripe's insert) may free its dlCBF after
   // an epoch grace period: probe inside a read section like every reader.
-  bool WriterContains(const LiveKeyIndex* idx, uint64_t h) {
+  // While the family's index is being built at Open (not serving), every
+  // key counts as possibly held: a write then takes the check (or read)
+  // path, never a blind certain insert, so the built index is exact.
+  bool WriterContains(const CfState* cf, const LiveKeyIndex* idx, uint64_t h) {
+    if (!cf->serving.load(std::memory_order_relaxed)) return true;
     ReadSection rs(&epochs);
     return idx->Contains(h);
   }
@@ -456,7 +480,7 @@ struct LiveKeyDB::Rep {
     if (cf == nullptr || !cf->indexed || cf->dropped) return p;
     p.cf = cf;
     p.idx = cf->active.load();
-    p.contains = probe && p.idx->Contains(hash);
+    p.contains = probe && (!cf->serving.load(std::memory_order_relaxed) || p.idx->Contains(hash));
     return p;
   }
 
@@ -883,7 +907,9 @@ struct LiveKeyDB::Rep {
         {
           std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
           const LiveKeyIndex* idx = cf->owned.get();
-          if (idx != nullptr) {
+          if (!cf->serving.load(std::memory_order_acquire)) {
+            why = "open: built in the background (no usable index file)";
+          } else if (idx != nullptr) {
             char buf[160];
             std::snprintf(buf, sizeof(buf),
                           "automatic: %" PRIu64 " entries, sized for %" PRIu64 "%s",

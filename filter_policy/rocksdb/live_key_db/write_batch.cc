@@ -266,7 +266,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
       e.l0 = e.known == Known::kLive;
       continue;
     }
-    if (!WriterContains(e.cf->active.load(), e.hash)) {
+    if (!WriterContains(e.cf, e.cf->active.load(), e.hash)) {
       e.l0_known = true;
       e.l0 = false;
     } else if (!e.cur && e.keep) {

@@ -306,6 +306,17 @@ struct LiveKeyIndexOptions {
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
 
+  // Open returns as soon as RocksDB's own Open does. An index that could
+  // not be loaded from the index file (first open of an existing DB, a
+  // crash, a stale or corrupt file) is then built by the background
+  // thread while the DB serves reads and writes: reads of that family go
+  // to RocksDB (as a bypassed read) until the index is complete, and
+  // writes keep it exact meanwhile (as during any rebuild). Stats
+  // (LiveKeyCfStats::serving, build_keys_scanned) and the property
+  // "dlcbf.livekey.state" tell when it is ready. false: Open blocks until
+  // every index is built (the behaviour before).
+  bool background_open_build = true;
+
   // OK, or InvalidArgument naming the field.
   rocksdb::Status Validate() const;
 };
@@ -329,6 +340,13 @@ struct LiveKeyCfStats {
   uint64_t bytes = 0;       // filter memory, retained bytes included
   double predicted_fpr = 0; // model (dlcbf: paper Claim 3; ABF: model)
 
+  // The index answers reads. False while the index Open could not load is
+  // being built in the background (background_open_build): reads then go
+  // to RocksDB. build_keys_scanned: that build's progress (keys so far).
+  bool serving = false;
+  uint64_t build_keys_scanned = 0;
+  std::string build_error;        // the background build failed (reads bypass
+                                  // until RebuildIndex() succeeds)
   bool loaded_from_file = false;  // this session's index came from the file
   uint64_t rebuilds = 0;          // open, manual and automatic
   bool rebuild_in_progress = false;
@@ -392,8 +410,11 @@ class LiveKeyDB : public rocksdb::StackableDB {
  public:
   // Opens (or creates) the DB at `path` with the default column family
   // only. InvalidArgument (naming the field) for bad index_options or a
-  // null dbptr; otherwise what rocksdb::DB::Open returns, or the error of
-  // an index rebuild. Blocks while indexes are loaded or rebuilt.
+  // null dbptr; otherwise what rocksdb::DB::Open returns (with
+  // background_open_build = false: or the error of an index build). Loads
+  // the index file; an index it cannot load is built in the background
+  // (background_open_build, the default: reads bypass it until it is
+  // complete) or before Open returns.
   static rocksdb::Status Open(const rocksdb::Options& options,
                               const LiveKeyIndexOptions& index_options,
                               const std::string& path, LiveKeyDB** dbptr);
@@ -430,6 +451,15 @@ class LiveKeyDB : public rocksdb::StackableDB {
   // Counters since Open and the state of every index. Cheap in dlCBF mode;
   // O(index size) for indexes in elastic mode.
   LiveKeyStats GetLiveKeyStats() const;
+
+  // rocksdb::DB::GetProperty, plus, for an indexed family:
+  //   "dlcbf.livekey.state": "ready", "building <keys scanned>" or
+  //     "failed: <status>" (background_open_build);
+  //   "dlcbf.livekey.stats": GetLiveKeyStats().ToString().
+  // Other properties go to RocksDB.
+  using rocksdb::StackableDB::GetProperty;
+  bool GetProperty(rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& property,
+                   std::string* value) override;
 
   const LiveKeyIndexOptions& index_options() const;
 
