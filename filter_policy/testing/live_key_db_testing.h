@@ -47,6 +47,9 @@ enum class LiveKeyFault : int {
   // background (CfState::serving ignored): keys not yet scanned answer
   // NotFound.
   kServeIndexWhileBuilding = 6,
+  // A checkpoint is brought forward without reading the keys written since
+  // (Rep::ReplaySince reads nothing): those keys answer NotFound.
+  kSkipCheckpointReplay = 7,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

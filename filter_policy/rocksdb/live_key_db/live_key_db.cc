@@ -154,6 +154,7 @@
 
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "rocksdb/listener.h"
 
 namespace dlcbf {
 
@@ -176,6 +177,23 @@ bool GetLiveKeyRebuildWaitingForTesting() { return g_rebuild_waiting.load(); }
 }  // namespace internal
 #endif  // DLCBF_TESTING
 
+namespace {
+// Requests a checkpoint after each completed memtable flush and compaction
+// (on RocksDB's background threads; the request is a flag and a notify).
+class FlushListener : public rocksdb::EventListener {
+ public:
+  explicit FlushListener(std::shared_ptr<FlushSignal> s) : signal_(std::move(s)) {}
+  const char* Name() const override { return "dlcbf.LiveKeyDB.FlushListener"; }
+  void OnFlushCompleted(DB*, const rocksdb::FlushJobInfo&) override { signal_->Fire(); }
+  // (A compaction at the bottom level zeroes sequence numbers; its output
+  // is read at the next crash recovery unless a checkpoint saw it.)
+  void OnCompactionCompleted(DB*, const rocksdb::CompactionJobInfo&) override { signal_->Fire(); }
+
+ private:
+  std::shared_ptr<FlushSignal> signal_;
+};
+}  // namespace
+
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   {
     std::lock_guard<std::mutex> l(cf_mu);
@@ -193,7 +211,7 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
         rocksdb::Info(log, "LiveKeyDB: column family '%s' not indexed: %s", cf->name.c_str(),
                       cf->bypass_reason.c_str());
       } else if (!cf->owned) {
-        todo.push_back(cf);
+        todo.push_back(cf);  // (a checkpoint, if loaded, is the build's start)
       }
     }
   }
@@ -209,18 +227,17 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
       cf->serving.store(false, std::memory_order_release);
       continue;
     }
+    // (Not serving until built: Rebuild then starts from a loaded
+    // checkpoint, if any, and sizes by RocksDB's estimate.)
+    cf->serving.store(false, std::memory_order_release);
     rocksdb::Status s = Rebuild(cf, why, /*automatic=*/false);
     if (!s.ok()) return s;
   }
-  if (opt.persist_index && env->FileExists(IndexPath()).ok()) {
-    // From here on every write makes the file stale: never leave it behind.
-    rocksdb::Status s = env->DeleteFile(IndexPath());
-    if (!s.ok()) {
-      rocksdb::Warn(log, "LiveKeyDB: cannot delete %s: %s", IndexPath().c_str(), s.ToString().c_str());
-    }
-  }
+  // (The file stays: from here on it is a checkpoint. A later crash loads
+  // it and reads the keys written since; Close and checkpoints replace it.)
   bg = std::thread([this] { BackgroundLoop(); });
   checker = std::thread([this] { CheckLoop(); });
+  if (flush_signal) flush_signal->Set([this] { RequestCheckpoint(); });
   if (background) {
     for (CfState* cf : todo) {
       rocksdb::Info(log, "LiveKeyDB: the index of '%s' is built in the background (%s); reads bypass it until then",
@@ -266,10 +283,17 @@ rocksdb::Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const Live
   if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
   rocksdb::Status s = index_options.Validate();
   if (!s.ok()) return s;
+  // A listener that requests a checkpoint after each memtable flush.
+  rocksdb::DBOptions opts = db_options;
+  std::shared_ptr<FlushSignal> signal = std::make_shared<FlushSignal>();
+  if (index_options.persist_index && index_options.checkpoint_interval_seconds > 0) {
+    opts.listeners.push_back(std::make_shared<FlushListener>(signal));
+  }
   DB* base = nullptr;
-  s = compat::OpenDB(db_options, path, column_families, handles, &base);
+  s = compat::OpenDB(opts, path, column_families, handles, &base);
   if (!s.ok()) return s;
   std::unique_ptr<LiveKeyDB> db(new LiveKeyDB(base, index_options));
+  db->rep_->flush_signal = signal;
   s = db->rep_->Init(*handles);
   if (!s.ok()) {
     db->rep_->StopBackground();
@@ -401,6 +425,10 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.auto_rebuilds = r.auto_rebuilds.load();
   st.failed_rebuilds = r.failed_rebuilds.load();
   st.index_file_loads = r.file_loads.load();
+  st.checkpoints = r.checkpoints.load();
+  st.last_checkpoint_seq = r.last_checkpoint_seq.load();
+  st.checkpoint_replays = r.checkpoint_replays.load();
+  st.checkpoint_replayed_keys = r.checkpoint_replayed_keys.load();
   st.index_file_rejections = r.file_rejections.load();
   {
     std::lock_guard<std::mutex> l(r.reject_mu);

@@ -62,6 +62,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (max_pending_checks == 0 || max_pending_checks > (1u << 24)) {
     return rocksdb::Status::InvalidArgument("max_pending_checks must be in [1, 2^24]");
   }
+  if (!(checkpoint_interval_seconds >= 0.0 && std::isfinite(checkpoint_interval_seconds))) {
+    return rocksdb::Status::InvalidArgument("checkpoint_interval_seconds must be a finite value >= 0");
+  }
   if (rebuild_progress_interval == 0) {
     return rocksdb::Status::InvalidArgument("rebuild_progress_interval must be >= 1");
   }
@@ -83,6 +86,8 @@ std::string LiveKeyStats::ToString() const {
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds
     << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
     << " index_migrations=" << index_migrations
+    << " checkpoints=" << checkpoints << " last_checkpoint_seq=" << last_checkpoint_seq
+    << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys
     << " index_file_loads=" << index_file_loads
     << " index_file_rejections=" << index_file_rejections;
   if (!last_rejection.empty()) o << " last_rejection=\"" << last_rejection << "\"";

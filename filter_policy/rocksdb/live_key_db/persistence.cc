@@ -16,7 +16,13 @@
 // leaves the sequence number unchanged, and any compaction output that
 // contains such keys keeps seqno 0 for them. A bottom-level compaction of
 // our own keys (seqnos zeroed) between the save and the load is rejected
-// too: a needless but safe rebuild. The file is deleted after Open.
+// too: a needless but safe rebuild.
+// Checkpoints (Rep::Checkpoint) write the same file while the DB runs; a
+// file older than the DB (sequence number below the DB's), or one that a
+// file new to it with sequence number 0 follows, is then loaded as a
+// checkpoint and brought forward by reading the keys of the files written
+// since it and of those zeroed files. A file ahead of the DB is rejected. The file stays after
+// Open (a later crash brings it forward; Close and checkpoints replace it).
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <algorithm>
@@ -105,18 +111,54 @@ rocksdb::Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
   return rocksdb::Status::OK();
 }
 
-rocksdb::Status LiveKeyDB::Rep::Persist() {
+rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& identity,
+                                               const std::vector<uint64_t>& ssts,
+                                               const std::vector<SavedIndex>& saved) {
+  std::string body;
+  internal::PutFixed64(&body, kFileMagic);
+  internal::PutFixed32(&body, kFileVersion);
+  internal::PutFixed64(&body, seq);
+  internal::PutFixed64(&body, opt.seed);
+  PutString32(&body, identity);
+  internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&body, n);
+  internal::PutFixed32(&body, static_cast<uint32_t>(saved.size()));
+  for (const SavedIndex& e : saved) {
+    internal::PutFixed32(&body, e.cf->id);
+    PutString32(&body, e.cf->name);
+    internal::PutFixed64(&body, e.sized_for);
+    internal::PutFixed64(&body, e.entries);
+    body.push_back(static_cast<char>(e.kind));
+    internal::PutFixed64(&body, e.blob.size());
+    body.append(e.blob);
+  }
+  internal::PutFixed64(&body, internal::HashKey(body.data(), body.size(), kFileChecksumSeed));
+  rocksdb::Status s = WriteFileAtomically(env, dbname, opt.index_file_name, body);
+  if (s.ok()) {
+    rocksdb::Info(log, "LiveKeyDB: saved %zu index(es), %zu bytes, at sequence %" PRIu64, saved.size(),
+                  body.size(), seq);
+  }
+  return s;
+}
+
+namespace {
+// The families whose index may be saved: indexed, live, complete.
+std::vector<CfState*> SavableFamilies(std::mutex* cf_mu, const std::map<uint32_t, std::unique_ptr<CfState>>& cfs) {
   std::vector<CfState*> fams;
-  {
-    std::lock_guard<std::mutex> l(cf_mu);
-    for (auto& kv : cfs) {
-      // (Not an index still being built: its stand-in is incomplete.)
-      if (kv.second->indexed && !kv.second->dropped && kv.second->owned &&
-          kv.second->serving.load(std::memory_order_acquire)) {
-        fams.push_back(kv.second.get());
-      }
+  std::lock_guard<std::mutex> l(*cf_mu);
+  for (auto& kv : cfs) {
+    // (Not an index still being built: its stand-in is incomplete.)
+    if (kv.second->indexed && !kv.second->dropped && kv.second->owned &&
+        kv.second->serving.load(std::memory_order_acquire)) {
+      fams.push_back(kv.second.get());
     }
   }
+  return fams;
+}
+}  // namespace
+
+rocksdb::Status LiveKeyDB::Rep::Persist() {
+  const std::vector<CfState*> fams = SavableFamilies(&cf_mu, cfs);
   std::string identity;
   rocksdb::Status s = base->GetDbIdentity(identity);
   if (!s.ok()) return s;
@@ -128,45 +170,59 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   std::vector<uint64_t> ssts;
   s = LiveSsts(&ssts, nullptr);
   if (!s.ok()) return s;
-
-  std::string body;
-  internal::PutFixed64(&body, kFileMagic);
-  internal::PutFixed32(&body, kFileVersion);
-  internal::PutFixed64(&body, base->GetLatestSequenceNumber());
-  internal::PutFixed64(&body, opt.seed);
-  PutString32(&body, identity);
-  internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
-  for (uint64_t n : ssts) internal::PutFixed64(&body, n);
-  std::string entries;
-  uint32_t n = 0, skipped = 0;
+  std::vector<SavedIndex> saved;
+  uint32_t skipped = 0;
   for (CfState* cf : fams) {
-    std::string blob;
-    uint8_t kind = 0;
-    if (!cf->owned->Serialize(&blob, &kind)) {
+    SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
+    if (!cf->owned->Serialize(&e.blob, &e.kind)) {
       ++skipped;
       continue;
     }
-    internal::PutFixed32(&entries, cf->id);
-    PutString32(&entries, cf->name);
-    internal::PutFixed64(&entries, cf->owned->sized_for());
-    internal::PutFixed64(&entries, cf->owned->entries());
-    entries.push_back(static_cast<char>(kind));
-    internal::PutFixed64(&entries, blob.size());
-    entries.append(blob);
-    ++n;
+    saved.push_back(std::move(e));
   }
-  if (n == 0) {
-    rocksdb::Info(log, "LiveKeyDB: no index to persist (%u in elastic mode)", skipped);
+  if (saved.empty()) {
+    rocksdb::Info(log, "LiveKeyDB: no index to persist (%u past capacity)", skipped);
+    // An older checkpoint would be brought forward at the next Open; with
+    // nothing savable now, a full build is as good and never older.
+    env->DeleteFile(IndexPath()).PermitUncheckedError();
     return rocksdb::Status::OK();
   }
-  internal::PutFixed32(&body, n);
-  body.append(entries);
-  internal::PutFixed64(&body, internal::HashKey(body.data(), body.size(), kFileChecksumSeed));
-  s = WriteFileAtomically(env, dbname, opt.index_file_name, body);
+  if (skipped > 0) rocksdb::Info(log, "LiveKeyDB: %u index(es) past capacity not persisted", skipped);
+  return WriteIndexFile(base->GetLatestSequenceNumber(), identity, ssts, saved);
+}
+
+// A checkpoint: every stripe is held while the sequence number, the SST
+// set and the tables are taken, so the saved indexes count every key live
+// at that sequence number (pending checks' copies included: over-counts,
+// false positives only) and no ingestion through LiveKeyDB can slip a
+// file in between. The file is written after the writers resume.
+rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
+  const std::vector<CfState*> fams = SavableFamilies(&cf_mu, cfs);
+  if (fams.empty()) return rocksdb::Status::OK();
+  std::string identity;
+  rocksdb::Status s = base->GetDbIdentity(identity);
+  if (!s.ok()) return s;
+  std::vector<SavedIndex> saved;
+  std::vector<uint64_t> ssts;
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> sl(swap_mu);  // (after the stripes; `owned` stays in place)
+    LockAll();
+    seq = base->GetLatestSequenceNumber();
+    s = LiveSsts(&ssts, nullptr);
+    for (CfState* cf : fams) {
+      if (!s.ok() || cf->dropped || !cf->owned) continue;
+      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
+      if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
+    }
+    UnlockAll();
+  }
+  if (!s.ok()) return s;
+  if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
+  s = WriteIndexFile(seq, identity, ssts, saved);
   if (s.ok()) {
-    rocksdb::Info(log, "LiveKeyDB: persisted %u index(es), %zu bytes, at sequence %" PRIu64
-                  " (%u in elastic mode not persisted)",
-                  n, body.size(), base->GetLatestSequenceNumber(), skipped);
+    checkpoints.fetch_add(1);
+    last_checkpoint_seq.store(seq);
   }
   return s;
 }
@@ -213,10 +269,13 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     return Reject("written for another DB (identity differs)");
   }
   const uint64_t latest = base->GetLatestSequenceNumber();
-  if (seq != latest) {
-    return Reject("saved at sequence " + std::to_string(seq) + ", DB is at " +
-                  std::to_string(latest) + " (writes since the save)");
+  if (seq > latest) {
+    return Reject("saved at sequence " + std::to_string(seq) + ", ahead of the DB at " +
+                  std::to_string(latest) + " (a DB restored from an older copy?)");
   }
+  // Older than the DB: a checkpoint, brought forward by reading the keys
+  // written since (rebuild.cc, ReplaySince). Equal: exact as it is (unless
+  // an SST file below says otherwise).
   if (seed != opt.seed) return Reject("hash seed differs from index_options.seed");
   if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
   std::vector<uint64_t> saved_ssts(n_ssts);
@@ -225,17 +284,23 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   std::vector<uint64_t> now_ssts, now_smallest;
   s = LiveSsts(&now_ssts, &now_smallest);
   if (!s.ok()) return Reject("cannot list live SST files: " + s.ToString());
+  bool checkpoint = seq < latest;
   for (size_t i = 0; i < now_ssts.size(); ++i) {
     // A file new to the index is harmless only if every key in it carries a
     // real sequence number (<= the verified one: written through LiveKeyDB
     // before the save, e.g. a flush of the recovered WAL). Sequence number 0
-    // marks an ingestion at the bottom level, or a compaction output that
-    // may contain one.
+    // marks an ingestion at the bottom level, or a compaction output (at
+    // the bottom level every compaction zeroes what no snapshot needs)
+    // that may contain one: the file is read like the files written after
+    // a checkpoint (rebuild.cc, ReplaySince), so the index is brought
+    // forward as from a checkpoint.
     if (now_smallest[i] == 0 &&
         !std::binary_search(saved_ssts.begin(), saved_ssts.end(), now_ssts[i])) {
-      return Reject("SST file " + std::to_string(now_ssts[i]) +
-                    " is not in the saved SST set and holds sequence number 0 (an ingestion, "
-                    "or a compaction after the save): it may hold keys the index never saw");
+      if (!checkpoint) {
+        rocksdb::Info(log, "LiveKeyDB: SST file %" PRIu64 " is new to the index file and holds sequence "
+                      "number 0: its keys are read before the index serves", now_ssts[i]);
+      }
+      checkpoint = true;
     }
   }
   if (!d.Get32(&n)) return Reject("truncated");
@@ -262,7 +327,11 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
       Reject("index of '" + name + "': " + s.ToString());
       continue;
     }
-    {
+    if (checkpoint) {
+      cf->checkpoint_base = std::move(idx);
+      cf->checkpoint_seq = seq;
+      cf->checkpoint_ssts = saved_ssts;
+    } else {
       std::lock_guard<std::mutex> sl(swap_mu);
       cf->owned = std::move(idx);
       cf->active.store(cf->owned.get());
@@ -273,8 +342,14 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     }
     file_loads.fetch_add(1);
     loaded->push_back(cf);
-    rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64,
-                  name.c_str(), entries, seq);
+    rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64 "%s",
+                  name.c_str(), entries, seq,
+                  checkpoint ? " (a checkpoint: the keys written since are read next)" : "");
+    if (checkpoint) {
+      std::string list;
+      for (uint64_t f : saved_ssts) list += " " + std::to_string(f);
+      rocksdb::Info(log, "LiveKeyDB: the checkpoint's SST set:%s", list.c_str());
+    }
   }
   if (d.remaining() != 0) Reject("trailing bytes (entries loaded before were checksummed)");
 }

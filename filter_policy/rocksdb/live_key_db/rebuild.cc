@@ -1,6 +1,8 @@
 // LiveKeyDB index rebuilds: a keys-only scan beside live writers, then a
 // replay of the updates made meanwhile (see the design note in live_key_db.cc).
 #include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "rocksdb/metadata.h"
+#include "rocksdb/sst_file_reader.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -43,6 +46,87 @@ rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<std::pair<uint
 }
 }  // namespace
 
+// Brings a checkpoint taken at `seq` forward to `snap`: every key of the
+// family's SST files whose largest sequence number is past `seq`, and of
+// its memtables, that is live at `snap` is counted once more. A key live at
+// the checkpoint and written since is then counted twice, a key deleted
+// since keeps its copy: over-counts (false positives) only; a key written
+// since is never missed. Cost: the keys written since the checkpoint (the
+// files past it hold little else), not the DB.
+rocksdb::Status LiveKeyDB::Rep::ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap,
+                                           LiveKeyIndex* idx, uint64_t* keys) {
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kSkipCheckpointReplay) {
+    return rocksdb::Status::OK();
+  }
+#endif
+  std::unordered_set<std::string> seen;
+  std::vector<std::string> batch;
+  ReadOptions at;
+  at.snapshot = snap;
+  auto flush = [&]() -> rocksdb::Status {
+    if (batch.empty()) return rocksdb::Status::OK();
+    std::vector<ColumnFamilyHandle*> hs(batch.size(), cf->handle);
+    std::vector<Slice> ks(batch.begin(), batch.end());
+    std::vector<PinnableSlice> vals(ks.size());
+    std::vector<rocksdb::Status> sts(ks.size());
+    base->MultiGet(at, ks.size(), hs.data(), ks.data(), vals.data(), sts.data());
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (sts[i].ok()) {
+        rocksdb::Status is = idx->Insert(Hash(ks[i]));
+        if (!is.ok()) return is;
+      } else if (!sts[i].IsNotFound()) {
+        return sts[i];  // unknown: a full scan decides instead
+      }
+    }
+    *keys += ks.size();
+    cf->scanned.store(*keys, std::memory_order_relaxed);
+    batch.clear();
+    return rocksdb::Status::OK();
+  };
+  auto add = [&](const Slice& k) -> rocksdb::Status {
+    if (!seen.insert(k.ToString()).second) return rocksdb::Status::OK();
+    batch.push_back(k.ToString());
+    return batch.size() >= 256 ? flush() : rocksdb::Status::OK();
+  };
+  std::vector<rocksdb::LiveFileMetaData> files;
+  base->GetLiveFilesMetaData(&files);
+  const rocksdb::Options cf_opts = base->GetOptions(cf->handle);
+  rocksdb::Status s;
+  for (const auto& f : files) {
+    if (f.column_family_name != cf->name) continue;
+    std::string name = f.name;
+    while (!name.empty() && name[0] == '/') name.erase(0, 1);
+    // Written after the checkpoint, or zeroed (sequence number 0) and new
+    // to it: a zeroed file may hold keys of any age (persistence.cc).
+    const uint64_t number = std::strtoull(name.c_str(), nullptr, 10);
+    const bool zeroed_and_new =
+        f.smallest_seqno == 0 &&
+        !std::binary_search(cf->checkpoint_ssts.begin(), cf->checkpoint_ssts.end(), number);
+    if (f.largest_seqno <= seq && !zeroed_and_new) continue;
+    rocksdb::Info(log, "LiveKeyDB: checkpoint of '%s' at sequence %" PRIu64 ": reading %s (level %d, "
+                  "sequence numbers %" PRIu64 "-%" PRIu64 "%s)", cf->name.c_str(), seq, name.c_str(), f.level,
+                  static_cast<uint64_t>(f.smallest_seqno), static_cast<uint64_t>(f.largest_seqno),
+                  zeroed_and_new ? ", zeroed and new to the checkpoint" : "");
+    rocksdb::SstFileReader reader(cf_opts);
+    s = reader.Open(f.db_path + "/" + name);
+    if (!s.ok()) return s;  // (compacted away meanwhile: a full scan decides)
+    std::unique_ptr<Iterator> fit(reader.NewIterator(ReadOptions()));
+    for (fit->SeekToFirst(); s.ok() && fit->Valid(); fit->Next()) s = add(fit->key());
+    if (s.ok()) s = fit->status();
+    if (!s.ok()) return s;
+  }
+  ReadOptions mem = at;
+  mem.read_tier = rocksdb::kMemtableTier;
+  std::unique_ptr<Iterator> mit(base->NewIterator(mem, cf->handle));
+  for (mit->SeekToFirst(); s.ok() && mit->Valid(); mit->Next()) s = add(mit->key());
+  if (s.ok() && !mit->status().ok() && !mit->status().IsIncomplete()) s = mit->status();
+  if (s.ok()) s = flush();
+  rocksdb::Info(log, "LiveKeyDB: brought the checkpoint of '%s' at sequence %" PRIu64 " forward: %" PRIu64
+                " keys read (%s)", cf->name.c_str(), seq, *keys, s.ToString().c_str());
+  return s;
+}
+
 rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
   std::lock_guard<std::mutex> rl(rebuild_mu);
   if (cf->dropped) return rocksdb::Status::OK();
@@ -67,39 +151,68 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       kMaxExpectedKeys,
       std::max<uint64_t>(opt.expected_keys, want >= 1e15 ? uint64_t{1} << 50 : static_cast<uint64_t>(want)));
 
-  std::unique_ptr<LiveKeyIndex> fresh;
-  rocksdb::Status s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
+  // A checkpoint Open loaded is the start: only the keys written since it
+  // are read (ReplaySince) instead of every key.
+  std::unique_ptr<LiveKeyIndex> fresh = initial ? std::move(cf->checkpoint_base) : nullptr;
+  bool from_checkpoint = fresh != nullptr;
+  rocksdb::Status s;
+  if (!from_checkpoint) s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
   if (!s.ok()) {
     cf->rebuild_running.store(false);
     failed_rebuilds.fetch_add(1);
     return s;
   }
-  rocksdb::Info(log, "LiveKeyDB: rebuilding the index of column family '%s' (%s), sized for %" PRIu64
-                " keys", cf->name.c_str(), reason.c_str(), sized_for);
+  rocksdb::Info(log, "LiveKeyDB: rebuilding the index of column family '%s' (%s), %s", cf->name.c_str(),
+                reason.c_str(),
+                from_checkpoint ? ("from the checkpoint at sequence " + std::to_string(cf->checkpoint_seq)).c_str()
+                                : ("sized for " + std::to_string(sized_for) + " keys").c_str());
 
   ReadOptions ro;
   ro.fill_cache = false;
   ro.total_order_seek = true;
   ro.readahead_size = 2 << 20;
   std::unique_ptr<Iterator> it;
-  LockAll();
-  it.reset(base->NewIterator(ro, cf->handle));
-  {
-    std::lock_guard<std::mutex> l(cf->delta_mu);
-    cf->delta.clear();
-  }
-  cf->rebuilding.store(true);
-  // Deferred checks queued before this point belong to copies the scan
-  // counts exactly: they must not erase from the new index (they still
-  // erase from the old one while it is active: a rebuild that fails or is
-  // aborted keeps the old index exact; see ApplyCheck).
-  cf->generation.fetch_add(1, std::memory_order_relaxed);
-  UnlockAll();
-
   uint64_t keys = 0;
+  for (;;) {  // at most twice: a checkpoint that cannot be brought forward falls back to a full scan
+    const rocksdb::Snapshot* snap = nullptr;
+    LockAll();
+    if (from_checkpoint) {
+      snap = base->GetSnapshot();
+    } else {
+      it.reset(base->NewIterator(ro, cf->handle));
+    }
+    {
+      std::lock_guard<std::mutex> l(cf->delta_mu);
+      cf->delta.clear();
+    }
+    cf->rebuilding.store(true);
+    // Deferred checks queued before this point belong to copies the scan
+    // counts exactly: they must not erase from the new index (they still
+    // erase from the old one while it is active: a rebuild that fails or is
+    // aborted keeps the old index exact; see ApplyCheck).
+    cf->generation.fetch_add(1, std::memory_order_relaxed);
+    UnlockAll();
+    if (!from_checkpoint) break;
+    s = snap != nullptr ? ReplaySince(cf, cf->checkpoint_seq, snap, fresh.get(), &keys)
+                        : rocksdb::Status::Incomplete("no snapshot");
+    if (snap != nullptr) base->ReleaseSnapshot(snap);
+    if (s.ok()) {
+      checkpoint_replays.fetch_add(1);
+      checkpoint_replayed_keys.fetch_add(keys);
+      break;
+    }
+    rocksdb::Warn(log, "LiveKeyDB: the checkpoint of '%s' could not be brought forward (%s): full scan",
+                  cf->name.c_str(), s.ToString().c_str());
+    from_checkpoint = false;
+    keys = 0;
+    fresh.reset();
+    s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
+    if (!s.ok()) break;
+  }
+
   cf->scanned.store(0, std::memory_order_relaxed);
   auto last_log = std::chrono::steady_clock::now();
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  for (it ? it->SeekToFirst() : void(); s.ok() && it && it->Valid(); it->Next()) {
 #ifdef DLCBF_TESTING
     while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
       internal::SetLiveKeyRebuildWaitingForTesting(true);
@@ -122,7 +235,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       break;
     }
   }
-  if (s.ok()) s = it->status();
+  if (s.ok() && it) s = it->status();
   it.reset();
 
   // Catch up without pausing the writers: replay the delta log in rounds

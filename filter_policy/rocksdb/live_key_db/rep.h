@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,12 @@ struct CfState {
   std::atomic<bool> serving{true};
   std::atomic<uint64_t> scanned{0};  // keys the running rebuild scanned so far
   std::string build_error;           // guarded by info_mu
+  // A checkpoint Open loaded (index file older than the DB): the build
+  // starts from it and reads only the keys written since checkpoint_seq
+  // (rebuild.cc). Set before the background thread starts; taken by it.
+  std::unique_ptr<LiveKeyIndex> checkpoint_base;
+  uint64_t checkpoint_seq = 0;
+  std::vector<uint64_t> checkpoint_ssts;  // the SST set it saw, sorted
 
   std::string name;
   ColumnFamilyHandle* handle = nullptr;  // kept alive until Close
@@ -109,6 +116,23 @@ struct CfTable {
 };
 
 enum class Liveness { kLive, kNotLive, kUnknown };
+
+// Tells the Rep that a memtable flush completed (a checkpoint may be
+// due). The listener is registered with the DB before the Rep exists, so
+// it reaches the Rep through this: attached once the background thread
+// runs, detached before it stops.
+struct FlushSignal {
+  std::mutex mu;
+  std::function<void()> on_flush;  // empty when detached
+  void Fire() {
+    std::lock_guard<std::mutex> l(mu);
+    if (on_flush) on_flush();
+  }
+  void Set(std::function<void()> f) {
+    std::lock_guard<std::mutex> l(mu);
+    on_flush = std::move(f);
+  }
+};
 
 // A RocksDB snapshot shared by the checks of many writes (see
 // Rep::CheckSnapshot): one reference for Rep::current_snap while it is the
@@ -239,6 +263,15 @@ struct LiveKeyDB::Rep {
   bool closed = false;
 
   std::atomic<uint64_t> rebuilds{0}, auto_rebuilds{0}, failed_rebuilds{0};
+  // Checkpoints (persistence.cc, Checkpoint): requested by FlushSignal,
+  // written by the background thread at most once per
+  // checkpoint_interval_seconds.
+  std::shared_ptr<FlushSignal> flush_signal;
+  bool checkpoint_due = false;  // guarded by bg_mu
+  std::chrono::steady_clock::time_point last_checkpoint{};  // valid once checkpointed
+  bool checkpointed = false;                                // (both under bg_mu)
+  std::atomic<uint64_t> checkpoints{0}, last_checkpoint_seq{0};
+  std::atomic<uint64_t> checkpoint_replays{0}, checkpoint_replayed_keys{0};
   std::atomic<uint64_t> file_loads{0}, file_rejections{0};
   std::mutex reject_mu;
   std::string last_rejection;
@@ -892,11 +925,38 @@ struct LiveKeyDB::Rep {
       ScheduleRebuild(cf);
     }
   }
+  void RequestCheckpoint() {
+    if (opt.checkpoint_interval_seconds <= 0 || !opt.persist_index) return;
+    std::lock_guard<std::mutex> l(bg_mu);
+    checkpoint_due = true;
+    bg_cv.notify_one();
+  }
   void BackgroundLoop() {
     std::unique_lock<std::mutex> l(bg_mu);
     for (;;) {
-      bg_cv.wait(l, [&] { return bg_stop || !queue.empty(); });
+      bg_cv.wait(l, [&] { return bg_stop || !queue.empty() || checkpoint_due; });
       if (bg_stop) break;
+      if (queue.empty()) {  // a checkpoint is due (rebuilds go first)
+        const auto next = last_checkpoint + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(opt.checkpoint_interval_seconds));
+        if (checkpointed && std::chrono::steady_clock::now() < next) {
+          bg_cv.wait_until(l, next, [&] { return bg_stop || !queue.empty(); });
+          continue;
+        }
+        checkpoint_due = false;
+        bg_busy = true;
+        l.unlock();
+        rocksdb::Status cs = Checkpoint();
+        if (!cs.ok() && !closing.load()) {
+          rocksdb::Warn(log, "LiveKeyDB: checkpoint failed (the last good one stays): %s", cs.ToString().c_str());
+        }
+        l.lock();
+        last_checkpoint = std::chrono::steady_clock::now();
+        checkpointed = true;
+        bg_busy = false;
+        bg_idle_cv.notify_all();
+        continue;
+      }
       const uint32_t id = queue.front();
       queue.pop_front();
       bg_busy = true;
@@ -932,6 +992,7 @@ struct LiveKeyDB::Rep {
     }
   }
   void StopBackground() {
+    if (flush_signal) flush_signal->Set(nullptr);  // no checkpoint requests from here on
     StopChecks();  // drains the queue first: the index is exact when saved
     closing.store(true);
     {
@@ -946,6 +1007,23 @@ struct LiveKeyDB::Rep {
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
   rocksdb::Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
   rocksdb::Status Persist();
+  // Saves every serving index with the sequence number it covers, writers
+  // paused while the tables are copied (persistence.cc).
+  rocksdb::Status Checkpoint();
+  // The index file's bytes (format version 4) for `blobs`: (family, its
+  // kernel kind, its serialized kernel).
+  struct SavedIndex {
+    CfState* cf;
+    uint8_t kind;
+    uint64_t sized_for, entries;
+    std::string blob;
+  };
+  rocksdb::Status WriteIndexFile(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
+                                 const std::vector<SavedIndex>& saved);
+  // Brings a checkpoint forward (rebuild.cc): the keys of the SST files
+  // past `seq` and of the memtables, live at `snap`, counted into `idx`.
+  rocksdb::Status ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap, LiveKeyIndex* idx,
+                              uint64_t* keys);
   void LoadFromFile(std::vector<CfState*>* loaded);
   rocksdb::Status Init(const std::vector<ColumnFamilyHandle*>& handles);
 };

@@ -317,6 +317,17 @@ struct LiveKeyIndexOptions {
   // every index is built (the behaviour before).
   bool background_open_build = true;
 
+  // Checkpoints: after a memtable flush, at most once per this many
+  // seconds, the background thread saves every serving index to the index
+  // file with the sequence number it covers (writers pause while the
+  // indexes are copied: a memcpy of the tables; the file is written after).
+  // After a crash, Open loads the newest checkpoint and brings it forward
+  // with only the keys written since it (the SST files whose largest
+  // sequence number is past it, and the memtables), in the background
+  // like a build (background_open_build). 0 disables checkpoints: only
+  // Close saves the index, and a crash costs a full build. >= 0.
+  double checkpoint_interval_seconds = 1.0;
+
   // OK, or InvalidArgument naming the field.
   rocksdb::Status Validate() const;
 };
@@ -393,6 +404,10 @@ struct LiveKeyStats {
   // the ABF) before a rebuild replaced them: the cliff that
   // rebuild_at_capacity is there to avoid.
   uint64_t index_migrations = 0;
+  uint64_t checkpoints = 0;            // index files written by checkpoints
+  uint64_t last_checkpoint_seq = 0;    // the sequence number the last one covers
+  uint64_t checkpoint_replays = 0;     // families brought forward from a checkpoint
+  uint64_t checkpoint_replayed_keys = 0;  // keys read to bring them forward
   uint64_t index_file_loads = 0;       // column families loaded from file
   uint64_t index_file_rejections = 0;  // files (or entries) not trusted
   std::string last_rejection;          // why
