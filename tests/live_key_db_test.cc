@@ -1219,7 +1219,7 @@ TEST(LiveKeyDBTest, ImportFromSeveralExportsIsIndexed) {
       rocksdb::DB* src = nullptr;
       const std::string d = src_dir + std::to_string(part);
       fs::remove_all(d);
-      ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), d, &src).ok());
+      ASSERT_TRUE(dlcbf::compat::OpenDB(BaseOptions(), d, &src).ok());
       for (int i = part * 100; i < part * 100 + 100; ++i) {
         ASSERT_TRUE(src->Put(WriteOptions(), Key("x", i), "x").ok());
       }

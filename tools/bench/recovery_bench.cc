@@ -1,0 +1,285 @@
+// recovery_bench: how fast LiveKeyDB is back after a crash, against plain
+// RocksDB, with and without a checkpoint.
+//
+// Setup: a DB of --num_keys keys (16-byte keys, --value_size-byte values,
+// bloomfilter:10 SSTs) loaded through LiveKeyDB and closed cleanly. Then,
+// per variant, a child process opens it, writes --crash_writes more keys
+// (half new, half overwrites), waits for its last checkpoint, and kills
+// itself with SIGKILL (no Close): the crash image. Variants:
+//   checkpoint    LiveKeyDB defaults (checkpoints after flushes)
+//   no_checkpoint checkpoint_interval_seconds = 0 and the index file
+//                 removed from the image: a full build
+// Each image is copied once per measured open (a recovered DB is not the
+// crash image any more). Per --repeats round, in turn:
+//   plain         rocksdb::DB::Open of the image
+//   livekey       LiveKeyDB::Open (background build, the default): the time
+//                 Open takes, and the time until the index serves reads
+//   livekey_block LiveKeyDB::Open with background_open_build = false (the
+//                 behaviour before: Open returns once the index is built)
+// Output, one line per variant x open, medians of the rounds (min-max):
+//   recovery_bench variant=<v> open=<o> open_s=<med> (<min>-<max>) ready_s=<med> (<min>-<max>) replayed_keys=<n> build_keys=<n>
+// plus the clean Close of the loaded DB (LiveKeyDB and plain) and fill
+// throughput with and without checkpoints (interleaved batches).
+#include <gflags/gflags.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlcbf/internal/hash.h"
+#include "dlcbf/internal/rocksdb_compat.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/table.h"
+
+DEFINE_string(db_dir, "/tmp/recovery_bench", "working directory (wiped)");
+DEFINE_uint64(num_keys, 5000000, "keys loaded before the crash runs");
+DEFINE_uint64(crash_writes, 200000, "keys the child writes before SIGKILL");
+DEFINE_uint32(value_size, 100, "value bytes");
+DEFINE_uint32(repeats, 3, "rounds per open (medians reported)");
+DEFINE_uint64(fill_keys, 1000000, "keys per configuration in the fill comparison (0: skip)");
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "recovery_bench: %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string KeyOf(uint64_t id) {
+  char b[24];
+  std::snprintf(b, sizeof(b), "%016" PRIx64, dlcbf::internal::Mix64(id + 0x5EED));
+  return b;
+}
+
+rocksdb::Options MakeOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::BlockBasedTableOptions t;
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  return o;
+}
+
+dlcbf::LiveKeyIndexOptions IndexOptions(bool checkpoints) {
+  dlcbf::LiveKeyIndexOptions io;
+  io.expected_keys = FLAGS_num_keys + FLAGS_crash_writes;
+  if (!checkpoints) io.checkpoint_interval_seconds = 0;
+  return io;
+}
+
+void WriteKeys(rocksdb::DB* db, uint64_t first, uint64_t n, const std::string& value) {
+  rocksdb::WriteOptions wo;
+  for (uint64_t i = first; i < first + n; ++i) Check(db->Put(wo, KeyOf(i), value), "Put");
+}
+
+// The child: open, write, wait for the last checkpoint, SIGKILL.
+[[noreturn]] void CrashChild(const std::string& dir, bool checkpoints) {
+  dlcbf::LiveKeyDB* db = nullptr;
+  Check(dlcbf::LiveKeyDB::Open(MakeOptions(), IndexOptions(checkpoints), dir, &db), "child Open");
+  db->WaitForBackgroundRebuilds(600000);
+  const std::string value(FLAGS_value_size, 'w');
+  const uint64_t half = FLAGS_crash_writes / 2;
+  WriteKeys(db, FLAGS_num_keys, half, value);  // new keys
+  rocksdb::WriteOptions wo;
+  for (uint64_t i = 0; i < FLAGS_crash_writes - half; ++i) {
+    Check(db->Put(wo, KeyOf(dlcbf::internal::Mix64(i) % FLAGS_num_keys), value), "overwrite");
+  }
+  Check(db->FlushWAL(true), "FlushWAL");
+  if (checkpoints) {
+    // The checkpoint after the last flush (the writes since are in the WAL).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    db->WaitForBackgroundRebuilds(600000);
+  }
+  raise(SIGKILL);
+  std::abort();
+}
+
+void MakeImage(const std::string& loaded, const std::string& image, bool checkpoints) {
+  fs::remove_all(image);
+  fs::copy(loaded, image, fs::copy_options::recursive);
+  const pid_t pid = fork();
+  if (pid == 0) CrashChild(image, checkpoints);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    std::fprintf(stderr, "recovery_bench: the child did not die by SIGKILL\n");
+    std::exit(1);
+  }
+  if (!checkpoints) fs::remove(image + "/LIVEKEY_INDEX");
+}
+
+struct Times {
+  std::vector<double> open, ready;
+  uint64_t replayed = 0, build_keys = 0;
+};
+
+double Med(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("LiveKeyDB crash recovery vs plain RocksDB");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+#ifndef NDEBUG
+  std::fprintf(stderr, "WARNING: built with assertions (not Release): timings are not representative\n");
+#endif
+  fs::remove_all(FLAGS_db_dir);
+  fs::create_directories(FLAGS_db_dir);
+  const std::string loaded = FLAGS_db_dir + "/loaded";
+  const std::string value(FLAGS_value_size, 'v');
+
+  // ---- fill with and without checkpoints (interleaved batches) -----------
+  if (FLAGS_fill_keys > 0) {
+    dlcbf::LiveKeyDB* with = nullptr;
+    dlcbf::LiveKeyDB* without = nullptr;
+    dlcbf::LiveKeyIndexOptions io = IndexOptions(true);
+    io.expected_keys = FLAGS_fill_keys;
+    Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, FLAGS_db_dir + "/fill_ckpt", &with), "Open");
+    io.checkpoint_interval_seconds = 0;
+    Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, FLAGS_db_dir + "/fill_nockpt", &without), "Open");
+    double t_with = 0, t_without = 0;
+    const uint64_t batch = 10000;
+    for (uint64_t b = 0; b * batch < FLAGS_fill_keys; ++b) {
+      for (int j = 0; j < 2; ++j) {
+        const bool w = (j + b) % 2 == 0;
+        const auto t0 = Clock::now();
+        WriteKeys(w ? with : without, b * batch, std::min(batch, FLAGS_fill_keys - b * batch), value);
+        (w ? t_with : t_without) += Since(t0);
+      }
+    }
+    std::printf("recovery_bench fill keys=%" PRIu64 " checkpoints_kops=%.1f no_checkpoints_kops=%.1f ratio=%.3f "
+                "checkpoints_written=%" PRIu64 "\n",
+                FLAGS_fill_keys, FLAGS_fill_keys / t_with / 1e3, FLAGS_fill_keys / t_without / 1e3,
+                t_without / t_with, with->GetLiveKeyStats().checkpoints);
+    Check(with->Close(), "Close");
+    Check(without->Close(), "Close");
+    delete with;
+    delete without;
+    fs::remove_all(FLAGS_db_dir + "/fill_ckpt");
+    fs::remove_all(FLAGS_db_dir + "/fill_nockpt");
+  }
+
+  // ---- load ------------------------------------------------------------------
+  {
+    const auto t0 = Clock::now();
+    dlcbf::LiveKeyDB* db = nullptr;
+    Check(dlcbf::LiveKeyDB::Open(MakeOptions(), IndexOptions(true), loaded, &db), "Open (load)");
+    WriteKeys(db, 0, FLAGS_num_keys, value);
+    std::fprintf(stderr, "[load] %" PRIu64 " keys in %.1f s\n", FLAGS_num_keys, Since(t0));
+    const auto c0 = Clock::now();
+    Check(db->Close(), "Close");
+    const double live_close = Since(c0);
+    delete db;
+    // The clean Close of a plain DB of the same data, for comparison.
+    rocksdb::DB* plain = nullptr;
+    Check(dlcbf::compat::OpenDB(MakeOptions(), loaded, &plain), "Open (plain)");
+    const auto p0 = Clock::now();
+    Check(plain->Close(), "Close (plain)");
+    const double plain_close = Since(p0);
+    delete plain;
+    std::printf("recovery_bench close keys=%" PRIu64 " livekey_close_s=%.3f plain_close_s=%.3f\n", FLAGS_num_keys,
+                live_close, plain_close);
+    std::fflush(stdout);
+  }
+
+  // ---- crash images and opens -------------------------------------------------
+  double ckpt_ready = 0, full_ready_block = 0, full_ready_bg = 0, open_ratio_max = 0;
+  for (bool checkpoints : {true, false}) {
+    const std::string variant = checkpoints ? "checkpoint" : "no_checkpoint";
+    const std::string image = FLAGS_db_dir + "/image_" + variant;
+    MakeImage(loaded, image, checkpoints);
+    Times plain_t, live_t, block_t;
+    for (uint32_t r = 0; r < FLAGS_repeats; ++r) {
+      for (int k = 0; k < 3; ++k) {
+        const int which = (k + static_cast<int>(r)) % 3;
+        const std::string copy = FLAGS_db_dir + "/copy";
+        fs::remove_all(copy);
+        fs::copy(image, copy, fs::copy_options::recursive);
+        if (which == 0) {
+          rocksdb::DB* db = nullptr;
+          const auto t0 = Clock::now();
+          Check(dlcbf::compat::OpenDB(MakeOptions(), copy, &db), "plain Open");
+          plain_t.open.push_back(Since(t0));
+          plain_t.ready.push_back(plain_t.open.back());
+          Check(db->Close(), "Close");
+          delete db;
+        } else {
+          dlcbf::LiveKeyIndexOptions io = IndexOptions(checkpoints);
+          io.background_open_build = which == 1;
+          dlcbf::LiveKeyDB* db = nullptr;
+          const auto t0 = Clock::now();
+          Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, copy, &db), "LiveKeyDB Open");
+          Times& t = which == 1 ? live_t : block_t;
+          t.open.push_back(Since(t0));
+          std::string state;
+          while (db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state) && state != "ready") {
+            if (state.rfind("failed", 0) == 0) {
+              std::fprintf(stderr, "recovery_bench: %s\n", state.c_str());
+              return 1;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          t.ready.push_back(Since(t0));
+          const dlcbf::LiveKeyStats st = db->GetLiveKeyStats();
+          t.replayed = st.checkpoint_replayed_keys;
+          t.build_keys = st.column_families.empty() ? 0 : st.column_families[0].last_rebuild_keys;
+          Check(db->Close(), "Close");
+          delete db;
+        }
+        fs::remove_all(copy);
+      }
+    }
+    auto line = [&](const char* open, Times& t) {
+      std::printf("recovery_bench variant=%-13s open=%-13s open_s=%.3f (%.3f-%.3f) ready_s=%.3f (%.3f-%.3f) "
+                  "replayed_keys=%" PRIu64 " build_keys=%" PRIu64 "\n",
+                  variant.c_str(), open, Med(t.open), *std::min_element(t.open.begin(), t.open.end()),
+                  *std::max_element(t.open.begin(), t.open.end()), Med(t.ready),
+                  *std::min_element(t.ready.begin(), t.ready.end()),
+                  *std::max_element(t.ready.begin(), t.ready.end()), t.replayed, t.build_keys);
+    };
+    line("plain", plain_t);
+    line("livekey", live_t);
+    line("livekey_block", block_t);
+    std::printf("recovery_bench variant=%-13s livekey_open/plain_open=%.3f\n", variant.c_str(),
+                Med(live_t.open) / Med(plain_t.open));
+    open_ratio_max = std::max(open_ratio_max, Med(live_t.open) / Med(plain_t.open));
+    if (checkpoints) {
+      ckpt_ready = Med(live_t.ready);
+    } else {
+      full_ready_block = Med(block_t.ready);
+      full_ready_bg = Med(live_t.ready);
+    }
+    std::fflush(stdout);
+    fs::remove_all(image);
+  }
+  std::printf("recovery_bench goal open: LiveKeyDB::Open %.3fx plain DB::Open at most (goal <= 1.2x) %s\n",
+              open_ratio_max, open_ratio_max <= 1.2 ? "PASS" : "FAIL");
+  const double r = ckpt_ready / full_ready_block;
+  std::printf("recovery_bench goal checkpoint: index serves after %.3f s, %.3fx the blocking full rebuild's "
+              "%.3f s (goal <= 0.10x) %s\n", ckpt_ready, r, full_ready_block, r <= 0.10 ? "PASS" : "FAIL");
+  std::printf("recovery_bench full rebuild: background %.3f s, blocking %.3f s (keys/s ratio %.3f; goal with "
+              "2 scan threads >= 1.5x: not built, one scan thread)\n",
+              full_ready_bg, full_ready_block, full_ready_block / full_ready_bg);
+  fs::remove_all(FLAGS_db_dir);
+  return 0;
+}
