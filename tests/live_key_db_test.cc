@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -562,7 +563,11 @@ TEST(LiveKeyDBTest, CrashImageIsRebuilt) {
   auto oracle = Fill(db.get(), 1500, 300, "c");
   ASSERT_TRUE(db->Close().ok());  // a valid index file...
   db.reset();
-  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &raw).ok());
+  // (No checkpoint in this session: the image then holds the file of the
+  // Close above, older than the DB, whatever the flush timing.)
+  LiveKeyIndexOptions no_checkpoints = SmallIndex();
+  no_checkpoints.checkpoint_interval_seconds = 0;
+  ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), no_checkpoints, dir, &raw).ok());
   db.reset(raw);
   // ...loaded (and kept: a checkpoint); more writes, then a "crash": copy the files of
   // the open DB (what a power cut would leave, the WAL synced).
@@ -1060,11 +1065,17 @@ TEST(LiveKeyDBTest, PutEntityWithAttributeGroupsIndexesEveryFamily) {
   std::unique_ptr<LiveKeyDB> db(raw);
   rocksdb::ColumnFamilyHandle* c1 = nullptr;
   ASSERT_TRUE(db->CreateColumnFamily(BaseOptions(), "c1", &c1).ok());
+  // (WideColumn holds Slices: the value strings must outlive the call.)
+  std::deque<std::string> values;
   auto groups = [&](const std::string& v) {
+    values.push_back("d" + v);
+    const std::string& dv = values.back();
+    values.push_back("c" + v);
+    const std::string& cv = values.back();
     rocksdb::AttributeGroups g;
     g.emplace_back(db->DefaultColumnFamily(),
-                   rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, "d" + v}, {"col", "x"}});
-    g.emplace_back(c1, rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, "c" + v}});
+                   rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, dv}, {"col", "x"}});
+    g.emplace_back(c1, rocksdb::WideColumns{{rocksdb::kDefaultWideColumnName, cv}});
     return g;
   };
   WriteOptions wo;
