@@ -588,9 +588,15 @@ TEST(LiveKeyDBOracle, NegativeControlCheckWithoutReadIsCaught) {
                   "exists only there; the in-tree plugin build links the shipped library)";
 #else
   FaultGuard fault(LiveKeyFault::kCheckEraseWithoutRead);
-  // 600 keys in an index sized for 100: collisions are common.
-  const RunResult r = RunOracle("negative-check", NegativeControlWorkload(600, 100));
-  std::printf("  %s\n", Describe(r).c_str());
+  // 600 keys in an index sized for 100: collisions are common. Whether a
+  // collision's erase lands before the victim is read depends on
+  // scheduling: up to 4 runs, one must catch it.
+  RunResult r;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    r = RunOracle("negative-check", NegativeControlWorkload(600, 100));
+    std::printf("  attempt %d: %s\n", attempt + 1, Describe(r).c_str());
+    if (r.verdict.false_negatives + r.final_mismatches > 0) break;
+  }
   EXPECT_GT(r.verdict.false_negatives + r.final_mismatches, 0u)
       << "the oracle did not catch checks that erase without a read: " << Describe(r);
 #endif

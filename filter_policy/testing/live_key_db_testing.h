@@ -24,7 +24,9 @@ enum class LiveKeyFault : int {
   // The deferred liveness check (rep.h, CheckLoop) erases its copy without
   // reading whether the key was live before the write: a blind overwrite
   // or delete of a key that only collided with another key's fingerprint
-  // then takes that key's evidence away.
+  // then takes that key's evidence away. Writes also ignore what pending
+  // checks know of their keys (as kIgnoreKnownState), so every overwrite
+  // takes the blind path whose check this fault breaks.
   kCheckEraseWithoutRead = 2,
   // The check's shared snapshot is reused whatever its age (Rep::
   // CheckSnapshot skips its "every earlier write to the stripe is in it"

@@ -206,8 +206,10 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   std::vector<uint64_t> ssts;
   uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> sl(swap_mu);  // (after the stripes; `owned` stays in place)
+    // Stripes first, then swap_mu: the order of Rebuild and
+    // DropColumnFamily (the stripes alone already keep `owned` in place).
     LockAll();
+    std::unique_lock<std::mutex> sl(swap_mu);
     seq = base->GetLatestSequenceNumber();
     s = LiveSsts(&ssts, nullptr);
     for (CfState* cf : fams) {
@@ -215,6 +217,7 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
       SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
       if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
     }
+    sl.unlock();
     UnlockAll();
   }
   if (!s.ok()) return s;

@@ -405,7 +405,8 @@ struct LiveKeyDB::Rep {
   Known KnownState(uint32_t si, uint32_t cf, uint64_t h, const Slice& key) {
 #ifdef DLCBF_TESTING
     const internal::LiveKeyFault f = internal::GetLiveKeyFaultForTesting();
-    if (f == internal::LiveKeyFault::kIgnoreKnownState || f == internal::LiveKeyFault::kStaleCheckSnapshot) {
+    if (f == internal::LiveKeyFault::kIgnoreKnownState || f == internal::LiveKeyFault::kStaleCheckSnapshot ||
+        f == internal::LiveKeyFault::kCheckEraseWithoutRead) {
       return Known::kUnknown;
     }
 #endif
