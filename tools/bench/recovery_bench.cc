@@ -16,6 +16,8 @@
 //                 Open takes, and the time until the index serves reads
 //   livekey_block LiveKeyDB::Open with background_open_build = false (the
 //                 behaviour before: Open returns once the index is built)
+//   livekey_1scan (no_checkpoint only) the background build with
+//                 rebuild_scan_threads = 1 (the scan before that option)
 // Output, one line per variant x open, medians of the rounds (min-max):
 //   recovery_bench variant=<v> open=<o> open_s=<med> (<min>-<max>) ready_s=<med> (<min>-<max>) replayed_keys=<n> build_keys=<n>
 // plus the clean Close of the loaded DB (LiveKeyDB and plain) and fill
@@ -204,14 +206,18 @@ int main(int argc, char** argv) {
 
   // ---- crash images and opens -------------------------------------------------
   double ckpt_ready = 0, full_ready_block = 0, full_ready_bg = 0, open_ratio_max = 0;
+  double full_ready_one = 0, full_ready_two = 0;  // build time past Open, 1 and 2 scan threads
   for (bool checkpoints : {true, false}) {
     const std::string variant = checkpoints ? "checkpoint" : "no_checkpoint";
     const std::string image = FLAGS_db_dir + "/image_" + variant;
     MakeImage(loaded, image, checkpoints);
-    Times plain_t, live_t, block_t;
+    Times plain_t, live_t, block_t, one_scan_t;
+    // (Without a checkpoint, also the background build with one scan
+    // thread: the scan before rebuild_scan_threads.)
+    const int kinds = checkpoints ? 3 : 4;
     for (uint32_t r = 0; r < FLAGS_repeats; ++r) {
-      for (int k = 0; k < 3; ++k) {
-        const int which = (k + static_cast<int>(r)) % 3;
+      for (int k = 0; k < kinds; ++k) {
+        const int which = (k + static_cast<int>(r)) % kinds;
         const std::string copy = FLAGS_db_dir + "/copy";
         fs::remove_all(copy);
         fs::copy(image, copy, fs::copy_options::recursive);
@@ -225,11 +231,12 @@ int main(int argc, char** argv) {
           delete db;
         } else {
           dlcbf::LiveKeyIndexOptions io = IndexOptions(checkpoints);
-          io.background_open_build = which == 1;
+          io.background_open_build = which != 2;
+          if (which == 3) io.rebuild_scan_threads = 1;
           dlcbf::LiveKeyDB* db = nullptr;
           const auto t0 = Clock::now();
           Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, copy, &db), "LiveKeyDB Open");
-          Times& t = which == 1 ? live_t : block_t;
+          Times& t = which == 1 ? live_t : which == 2 ? block_t : one_scan_t;
           t.open.push_back(Since(t0));
           std::string state;
           while (db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state) && state != "ready") {
@@ -260,6 +267,11 @@ int main(int argc, char** argv) {
     line("plain", plain_t);
     line("livekey", live_t);
     line("livekey_block", block_t);
+    if (!checkpoints) {
+      line("livekey_1scan", one_scan_t);
+      full_ready_one = Med(one_scan_t.ready) - Med(one_scan_t.open);
+      full_ready_two = Med(live_t.ready) - Med(live_t.open);
+    }
     std::printf("recovery_bench variant=%-13s livekey_open/plain_open=%.3f\n", variant.c_str(),
                 Med(live_t.open) / Med(plain_t.open));
     open_ratio_max = std::max(open_ratio_max, Med(live_t.open) / Med(plain_t.open));
@@ -277,9 +289,12 @@ int main(int argc, char** argv) {
   const double r = ckpt_ready / full_ready_block;
   std::printf("recovery_bench goal checkpoint: index serves after %.3f s, %.3fx the blocking full rebuild's "
               "%.3f s (goal <= 0.10x) %s\n", ckpt_ready, r, full_ready_block, r <= 0.10 ? "PASS" : "FAIL");
-  std::printf("recovery_bench full rebuild: background %.3f s, blocking %.3f s (keys/s ratio %.3f; goal with "
-              "2 scan threads >= 1.5x: not built, one scan thread)\n",
-              full_ready_bg, full_ready_block, full_ready_block / full_ready_bg);
+  const double scan_speedup = full_ready_one / full_ready_two;
+  std::printf("recovery_bench goal scan threads: background build past Open %.3f s with 2 scan threads, %.3f s "
+              "with 1: %.3fx the keys/s (goal >= 1.5x) %s (blocking open, 2 threads: %.3f s in all; background "
+              "%.3f s in all)\n",
+              full_ready_two, full_ready_one, scan_speedup, scan_speedup >= 1.5 ? "PASS" : "FAIL",
+              full_ready_block, full_ready_bg);
   fs::remove_all(FLAGS_db_dir);
   return 0;
 }

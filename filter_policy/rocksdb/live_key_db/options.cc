@@ -65,6 +65,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (!(checkpoint_interval_seconds >= 0.0 && std::isfinite(checkpoint_interval_seconds))) {
     return rocksdb::Status::InvalidArgument("checkpoint_interval_seconds must be a finite value >= 0");
   }
+  if (rebuild_scan_threads == 0 || rebuild_scan_threads > 64) {
+    return rocksdb::Status::InvalidArgument("rebuild_scan_threads must be in [1, 64]");
+  }
   if (rebuild_progress_interval == 0) {
     return rocksdb::Status::InvalidArgument("rebuild_progress_interval must be >= 1");
   }

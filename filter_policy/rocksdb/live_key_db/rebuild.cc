@@ -171,7 +171,41 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   ro.fill_cache = false;
   ro.total_order_seek = true;
   ro.readahead_size = 2 << 20;
-  std::unique_ptr<Iterator> it;
+  // The full scan's parts (rebuild_scan_threads): split points taken from
+  // the family's SST files' smallest keys, evenly spaced; part p covers
+  // [split p-1, split p) with its own iterator and thread. The iterators
+  // are created with every stripe held, so they read one sequence number.
+  std::vector<std::string> splits;
+  if (opt.rebuild_scan_threads > 1 && cf->cmp != nullptr) {
+    std::vector<rocksdb::LiveFileMetaData> files;
+    base->GetLiveFilesMetaData(&files);
+    std::vector<std::string> firsts;
+    for (const auto& f : files) {
+      if (f.column_family_name == cf->name && !f.smallestkey.empty()) firsts.push_back(f.smallestkey);
+    }
+    const rocksdb::Comparator* cmp = cf->cmp;
+    std::sort(firsts.begin(), firsts.end(),
+              [cmp](const std::string& a, const std::string& b) { return cmp->Compare(a, b) < 0; });
+    const size_t parts = std::min<size_t>(opt.rebuild_scan_threads, firsts.size());
+    for (size_t k = 1; k < parts; ++k) {
+      const std::string& c = firsts[k * firsts.size() / parts];
+      if (splits.empty() || cmp->Compare(splits.back(), c) < 0) splits.push_back(c);
+    }
+  }
+  const size_t parts = splits.size() + 1;
+  std::vector<Slice> lower(parts), upper(parts);
+  std::vector<ReadOptions> part_ro(parts, ro);
+  for (size_t p = 0; p < parts; ++p) {
+    if (p > 0) {
+      lower[p] = splits[p - 1];
+      part_ro[p].iterate_lower_bound = &lower[p];
+    }
+    if (p + 1 < parts) {
+      upper[p] = splits[p];
+      part_ro[p].iterate_upper_bound = &upper[p];
+    }
+  }
+  std::vector<std::unique_ptr<Iterator>> its;
   uint64_t keys = 0;
   for (;;) {  // at most twice: a checkpoint that cannot be brought forward falls back to a full scan
     const rocksdb::Snapshot* snap = nullptr;
@@ -179,7 +213,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     if (from_checkpoint) {
       snap = base->GetSnapshot();
     } else {
-      it.reset(base->NewIterator(ro, cf->handle));
+      for (size_t p = 0; p < parts; ++p) its.emplace_back(base->NewIterator(part_ro[p], cf->handle));
     }
     {
       std::lock_guard<std::mutex> l(cf->delta_mu);
@@ -211,32 +245,66 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   }
 
   cf->scanned.store(0, std::memory_order_relaxed);
-  auto last_log = std::chrono::steady_clock::now();
-  for (it ? it->SeekToFirst() : void(); s.ok() && it && it->Valid(); it->Next()) {
+  if (!its.empty() && s.ok()) {
+    std::atomic<uint64_t> total{0};
+    std::vector<rocksdb::Status> part_status(parts);
+    auto last_log = std::chrono::steady_clock::now();
+    auto scan = [&](size_t p) {
+      Iterator* it = its[p].get();
+      if (p > 0) {
+        it->Seek(lower[p]);
+      } else {
+        it->SeekToFirst();
+      }
+      uint64_t mine = 0, reported = 0;
+      for (; it->Valid(); it->Next()) {
 #ifdef DLCBF_TESTING
-    while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
-      internal::SetLiveKeyRebuildWaitingForTesting(true);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    internal::SetLiveKeyRebuildWaitingForTesting(false);
+        while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
+          internal::SetLiveKeyRebuildWaitingForTesting(true);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        internal::SetLiveKeyRebuildWaitingForTesting(false);
 #endif
-    s = fresh->Insert(Hash(it->key()));
-    if (!s.ok()) break;
-    ++keys;
-    if ((keys & 0x3FF) == 0) cf->scanned.store(keys, std::memory_order_relaxed);
-    if (keys % opt.rebuild_progress_interval == 0 ||
-        ((keys & 0xFFFF) == 0 && SecondsSince(last_log) >= 10.0)) {
-      last_log = std::chrono::steady_clock::now();
-      rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': %" PRIu64 " keys scanned, %.1f s",
-                    cf->name.c_str(), keys, SecondsSince(t0));
+        rocksdb::Status is = fresh->Insert(Hash(it->key()));
+        if (!is.ok()) {
+          part_status[p] = is;
+          break;
+        }
+        if ((++mine & 0x3FF) == 0) {
+          const uint64_t step = mine - reported;
+          const uint64_t now_total = total.fetch_add(step) + step;
+          reported = mine;
+          cf->scanned.store(now_total, std::memory_order_relaxed);
+          // Progress: each rebuild_progress_interval keys (whichever part
+          // crosses it), and every 10 s (part 0 keeps that clock).
+          const bool crossed = now_total / opt.rebuild_progress_interval !=
+                               (now_total - step) / opt.rebuild_progress_interval;
+          const bool timed = p == 0 && SecondsSince(last_log) >= 10.0;
+          if (timed) last_log = std::chrono::steady_clock::now();
+          if (crossed || timed) {
+            rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': %" PRIu64 " keys scanned, %.1f s",
+                          cf->name.c_str(), now_total, SecondsSince(t0));
+          }
+        }
+        if (closing.load(std::memory_order_relaxed)) {  // Close aborts the scan at once
+          part_status[p] = rocksdb::Status::Aborted("LiveKeyDB: closing");
+          break;
+        }
+      }
+      total.fetch_add(mine - reported);
+      if (part_status[p].ok()) part_status[p] = it->status();
+    };
+    std::vector<std::thread> helpers;
+    for (size_t p = 1; p < parts; ++p) helpers.emplace_back(scan, p);
+    scan(0);
+    for (std::thread& h : helpers) h.join();
+    for (const rocksdb::Status& ps : part_status) {
+      if (s.ok() && !ps.ok()) s = ps;
     }
-    if (closing.load(std::memory_order_relaxed)) {  // Close aborts the scan at once
-      s = rocksdb::Status::Aborted("LiveKeyDB: closing");
-      break;
-    }
+    keys = total.load();
+    cf->scanned.store(keys, std::memory_order_relaxed);
   }
-  if (s.ok() && it) s = it->status();
-  it.reset();
+  its.clear();
 
   // Catch up without pausing the writers: replay the delta log in rounds
   // while they keep appending to it, until what is left is short; only

@@ -306,6 +306,12 @@ struct LiveKeyIndexOptions {
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
 
+  // Threads of a full rebuild scan (at Open and later): the key space is
+  // split at the family's SST files' first keys into this many parts, each
+  // scanned by its own thread and iterator (fewer parts when there are
+  // fewer files). [1, 64].
+  uint32_t rebuild_scan_threads = 2;
+
   // Open returns as soon as RocksDB's own Open does. An index that could
   // not be loaded from the index file (first open of an existing DB, a
   // crash, a stale or corrupt file) is then built by the background
