@@ -309,8 +309,12 @@ struct LiveKeyIndexOptions {
   // Threads of a full rebuild scan (at Open and later): the key space is
   // split at the family's SST files' first keys into this many parts, each
   // scanned by its own thread and iterator (fewer parts when there are
-  // fewer files). [1, 64].
-  uint32_t rebuild_scan_threads = 2;
+  // fewer files). [1, 64]. 1 by default: the scan is bound by inserts into
+  // the new index, which serialize on its writer lock, and 2 threads
+  // measured 0.79x the keys/s of one (recovery_bench, 2-core VM; the
+  // LiveKeyDB README). More threads pay off only where reading the keys
+  // costs more than inserting them (data not cached, slow storage).
+  uint32_t rebuild_scan_threads = 1;
 
   // Open returns as soon as RocksDB's own Open does. An index that could
   // not be loaded from the index file (first open of an existing DB, a
