@@ -125,11 +125,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
   }
   if (work.empty()) return base->IngestExternalFiles(args);
 
-  LockAll();
-  struct Unlock {
-    Rep* r;
-    ~Unlock() { r->UnlockAll(); }
-  } unlock{this};
+  AllStripesGuard all(this);
   IngestIndexer ix{this, {}};
   for (const auto& w : work) {
     CfState* cf = w.first;
@@ -234,11 +230,7 @@ rocksdb::Status LiveKeyDB::Rep::CommitIngestion(std::vector<std::unique_ptr<rock
   std::vector<std::unique_ptr<rocksdb::FileIngestionHandle>> inner;
   for (IndexedIngestionHandle* ih : ours) inner.push_back(std::move(ih->inner_));
 
-  LockAll();
-  struct Unlock {
-    Rep* r;
-    ~Unlock() { r->UnlockAll(); }
-  } unlock{this};
+  AllStripesGuard all(this);
   IngestIndexer ix{this, {}};
   for (IndexedIngestionHandle* ih : ours) {
     for (const auto& fk : ih->keys_) {

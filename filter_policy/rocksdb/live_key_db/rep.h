@@ -296,6 +296,17 @@ struct LiveKeyDB::Rep {
     stripe_seq[i].store(base->GetLatestSequenceNumber(), std::memory_order_relaxed);
     stripes[i].unlock();
   }
+  // Every stripe, held for a scope (ingestion, checkpoints).
+  class AllStripesGuard {
+   public:
+    explicit AllStripesGuard(Rep* r) : r_(r) { r_->LockAll(); }
+    ~AllStripesGuard() { r_->UnlockAll(); }
+    AllStripesGuard(const AllStripesGuard&) = delete;
+    AllStripesGuard& operator=(const AllStripesGuard&) = delete;
+
+   private:
+    Rep* r_;
+  };
   // One stripe, held for a scope.
   class StripeGuard {
    public:
