@@ -142,14 +142,14 @@ rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& 
 }
 
 namespace {
-// The families whose index may be saved: indexed, live, complete.
+// The families whose index may be saved: indexed, live, complete. (Their
+// `owned` index is read by the caller under swap_mu: a rebuild may swap it.)
 std::vector<CfState*> SavableFamilies(std::mutex* cf_mu, const std::map<uint32_t, std::unique_ptr<CfState>>& cfs) {
   std::vector<CfState*> fams;
   std::lock_guard<std::mutex> l(*cf_mu);
   for (auto& kv : cfs) {
     // (Not an index still being built: its stand-in is incomplete.)
-    if (kv.second->indexed && !kv.second->dropped && kv.second->owned &&
-        kv.second->serving.load(std::memory_order_acquire)) {
+    if (kv.second->indexed && !kv.second->dropped && kv.second->serving.load(std::memory_order_acquire)) {
       fams.push_back(kv.second.get());
     }
   }
@@ -172,7 +172,9 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   if (!s.ok()) return s;
   std::vector<SavedIndex> saved;
   uint32_t skipped = 0;
+  std::lock_guard<std::mutex> sl(swap_mu);
   for (CfState* cf : fams) {
+    if (!cf->owned) continue;
     SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
     if (!cf->owned->Serialize(&e.blob, &e.kind)) {
       ++skipped;
@@ -208,8 +210,8 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   {
     // Stripes first, then swap_mu: the order of Rebuild and
     // DropColumnFamily (the stripes alone already keep `owned` in place).
-    LockAll();
-    std::unique_lock<std::mutex> sl(swap_mu);
+    AllStripesGuard all(this);
+    std::lock_guard<std::mutex> sl(swap_mu);
     seq = base->GetLatestSequenceNumber();
     s = LiveSsts(&ssts, nullptr);
     for (CfState* cf : fams) {
@@ -217,8 +219,6 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
       SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
       if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
     }
-    sl.unlock();
-    UnlockAll();
   }
   if (!s.ok()) return s;
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
