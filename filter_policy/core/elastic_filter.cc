@@ -734,6 +734,23 @@ void ElasticFilter::MaybeRetune() {
 OpResult ElasticFilter::InsertHash(uint64_t hash) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
   if (options_.thread_safe) lock.lock();
+  return InsertHashLocked(hash);
+}
+
+void ElasticFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out) {
+  // How far ahead the kernel's lines are requested: enough inserts to
+  // cover a DRAM round trip (~100 ns) at ~30-60 ns per cached insert.
+  constexpr size_t kAhead = 8;
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  for (size_t i = 0; i < n && i < kAhead; ++i) PrefetchHash(hashes[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchHash(hashes[i + kAhead]);
+    out[i] = InsertHashLocked(hashes[i]);
+  }
+}
+
+OpResult ElasticFilter::InsertHashLocked(uint64_t hash) {
   ++inserts_;
   if (abf_ == nullptr) {
     if (kernel_->InsertHash(hash) == OpResult::kOk) {

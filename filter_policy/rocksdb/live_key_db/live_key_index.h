@@ -143,8 +143,36 @@ class LiveKeyIndex {
       return rocksdb::Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
     entries_.fetch_add(1, std::memory_order_relaxed);
-    // Free the ElasticFilter's frozen dlCBF once it migrated and no reader
-    // can be inside it (once; the rare path takes release_mu_).
+    MaybeReleaseElastic();
+    return rocksdb::Status::OK();
+  }
+
+  // Insert of hs[0..n) for bulk loads (rebuild scans): the kernel's batch
+  // (ElasticFilter::InsertHashBatch: its writer lock once, lines
+  // prefetched ahead), keys it cannot place going to the stash as Insert
+  // sends them. `out` holds n results (scratch). On error (as Insert's)
+  // some of the keys are counted: the caller abandons the index.
+  rocksdb::Status InsertBatch(const uint64_t* hs, size_t n, OpResult* out) {
+    elastic_->InsertHashBatch(hs, n, out);
+    uint64_t counted = 0;
+    rocksdb::Status s;
+    for (size_t i = 0; i < n; ++i) {
+      OpResult r = out[i];
+      if (r == OpResult::kOverflow && overflow_to_stash_) r = InsertStash(hs[i]);
+      if (r == OpResult::kOk) {
+        ++counted;
+      } else if (s.ok()) {
+        s = rocksdb::Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
+      }
+    }
+    entries_.fetch_add(counted, std::memory_order_relaxed);
+    MaybeReleaseElastic();
+    return s;
+  }
+
+  // Frees the ElasticFilter's frozen dlCBF once it migrated and no reader
+  // can be inside it (once; the rare path takes release_mu_).
+  void MaybeReleaseElastic() {
     if (!elastic_released_.load(std::memory_order_acquire) &&
         elastic_->mode() == ElasticMode::kAutoscaling) {
       std::lock_guard<std::mutex> l(release_mu_);
@@ -154,7 +182,6 @@ class LiveKeyIndex {
         elastic_released_.store(true, std::memory_order_release);
       }
     }
-    return rocksdb::Status::OK();
   }
 
   // True once, for the first caller that sees this index past capacity

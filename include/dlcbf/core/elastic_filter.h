@@ -279,6 +279,12 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   //   ContainsHashBatch: the kernel's (or the ABF's) batched probe.
   uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
+  //   InsertHashBatch: CountingFilterApi's batch (out[i] is what InsertHash
+  //     of hashes[i] returns, in order), with the writer lock taken once
+  //     (thread_safe mode: no other writer runs between the batch's
+  //     inserts) and each kernel line prefetched a few inserts ahead; for
+  //     bulk loads such as an index rebuild.
+  void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
   OpResult EraseHash(uint64_t hash);
   bool ContainsHash(uint64_t hash) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
@@ -345,6 +351,7 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // During an incremental migration: an insert / erase of `hash` that the
   // dlCBF accepted, mirrored into the ABF if its block is already copied.
   void MirrorInsert(uint64_t hash);
+  OpResult InsertHashLocked(uint64_t hash);  // InsertHash with the writer lock held (or not thread_safe)
   void MirrorErase(uint64_t hash);
   void MaybeRetune();
 
