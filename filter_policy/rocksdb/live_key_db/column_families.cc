@@ -1,6 +1,8 @@
-// LiveKeyDB's column-family calls: creation (an empty index), import (an
-// index built by a scan before the handle is published), drop (the index
-// retired after a grace period) and handle release (kept until Close).
+// LiveKeyDB's column families: the Rep's family table (AddFamily: which
+// families are indexed and why not; FindState) and the calls on families:
+// creation (an empty index), import (an index built by a scan before the
+// handle is published), drop (the index retired after a grace period) and
+// handle release (kept until Close).
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <memory>
@@ -9,6 +11,62 @@
 #include <vector>
 
 namespace dlcbf {
+
+// cf_mu held; no index yet.
+CfState* LiveKeyDB::Rep::AddFamily(ColumnFamilyHandle* h) {
+  std::unique_ptr<CfState> st(new CfState);
+  st->id = h->GetID();
+  st->name = h->GetName();
+  st->handle = st->id == 0 ? base->DefaultColumnFamily() : h;
+  st->cmp = h->GetComparator();
+  if (st->cmp == nullptr) {
+    st->bypass_reason = "no comparator";
+  } else if (st->cmp->timestamp_size() > 0) {
+    st->bypass_reason = "user-defined timestamps";
+  } else if (st->cmp->CanKeysWithDifferentByteContentsBeEqual() && !opt.trust_comparator) {
+    st->bypass_reason = std::string("comparator ") + st->cmp->Name() +
+                        " may consider different bytes equal (see trust_comparator)";
+  } else {
+    st->indexed = true;
+  }
+  CfState* raw = st.get();
+  cfs[st->id] = std::move(st);
+  return raw;
+}
+rocksdb::Status LiveKeyDB::Rep::CreateEmptyIndex(CfState* cf) {
+  std::unique_ptr<LiveKeyIndex> idx;
+  rocksdb::Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
+  if (!s.ok()) return s;
+  std::lock_guard<std::mutex> sl(swap_mu);
+  cf->owned = std::move(idx);
+  cf->active.store(cf->owned.get());
+  return s;
+}
+// Registers freshly created (empty) families.
+rocksdb::Status LiveKeyDB::Rep::RegisterNew(const std::vector<ColumnFamilyHandle*>& handles) {
+  std::lock_guard<std::mutex> l(cf_mu);
+  rocksdb::Status result;
+  for (ColumnFamilyHandle* h : handles) {
+    if (h == nullptr) continue;
+    CfState* cf = AddFamily(h);
+    if (cf->indexed) {
+      rocksdb::Status s = CreateEmptyIndex(cf);
+      if (!s.ok()) {  // leave it unindexed rather than fail the creation
+        cf->indexed = false;
+        cf->bypass_reason = "index creation failed: " + s.ToString();
+        if (result.ok()) result = s;
+      }
+    }
+  }
+  PublishTableLocked();
+  return result;
+}
+
+CfState* LiveKeyDB::Rep::FindState(uint32_t id) {
+  std::lock_guard<std::mutex> l(cf_mu);
+  auto it = cfs.find(id);
+  return it == cfs.end() ? nullptr : it->second.get();
+}
 
 // A family created by import: indexed by a scan before the handle is
 // published (nobody else has it yet).

@@ -129,7 +129,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
   IngestIndexer ix{this, {}};
   for (const auto& w : work) {
     CfState* cf = w.first;
-    ForgetKnownLocked(cf);
+    stripes.ForgetFamily(cf->id);
     const rocksdb::Options cf_opts = base->GetOptions(w.second->column_family);
     for (const std::string& file : w.second->external_files) {
       rocksdb::Status s = ForEachFileKey(cf_opts, file, [&](auto&& next) { return ix.AddKeys(cf, next); });
@@ -241,7 +241,7 @@ rocksdb::Status LiveKeyDB::Rep::CommitIngestion(std::vector<std::unique_ptr<rock
         cf = t ? t->Find(fk.first) : nullptr;
       }
       if (cf == nullptr || !cf->indexed) continue;  // dropped since Prepare
-      ForgetKnownLocked(cf);
+      stripes.ForgetFamily(cf->id);
       size_t i = 0;
       rocksdb::Status s = ix.AddKeys(cf, [&](Slice* k) {
         if (i == fk.second.size()) return false;

@@ -1,9 +1,13 @@
 // LiveKeyDB: a StackableDB with one counting filter per column family over
 // the live user keys; this file holds the public DB API and Open/Close.
 // Contract: include/dlcbf/rocksdb/live_key_db.h. The other parts: rep.h (the
-// state and per-key write paths), live_key_index.h, epochs.h, rebuild.cc,
-// persistence.cc (file format, load checks, checkpoints), write_batch.cc,
-// ingest.cc, column_families.cc.
+// Rep: state and per-key write paths, composed of the parts below),
+// stripes.h (per-key locks, known key states), checker.h/.cc (deferred
+// liveness checks), live_key_index.h, epochs.h, rebuild.cc (scans and the
+// swap), background.cc (the rebuild and checkpoint thread), checkpoint.cc
+// (checkpoints and their replay after a crash), persistence.cc (file
+// format, load checks, Close), write_batch.cc, ingest.cc,
+// column_families.cc.
 //
 // Design note
 //   Index. Per column family a thread-safe kernel (LiveKeyIndexOptions::
@@ -56,7 +60,7 @@
 //   - Synchronous (queue full or defer_liveness_checks off): a liveness
 //     read decides; Put/Merge insert only when k is not live, Delete
 //     erases only when k was live, AFTER the base write succeeded.
-//   - Deferred (the default; rep.h, CheckSnapshot/QueueCheck/RunChecks/ApplyCheck).
+//   - Deferred (the default; checker.h/.cc, CheckSnapshot/QueueCheck/RunChecks/ApplyCheck).
 //     Put/Merge insert blindly BEFORE the write; Delete keeps the copy. A
 //     snapshot S that shows k as just before the write goes with (k, hash,
 //     the family's generation) into a FIFO queue; the checker thread reads
@@ -85,7 +89,7 @@
 //     A batch (write_batch.cc) does the same per key of its overlay: a key
 //     live after the batch gets a blind copy, a key it deletes keeps its
 //     copy, and each gets a check, queued after the batch's write.
-//   - Known (rep.h, KnownKey): while a check of k is pending, the stripe
+//   - Known (stripes.h, KnownKey): while a check of k is pending, the stripe
 //     remembers what k's own writes made of it, kLive (one copy counts it
 //     once the pending checks ran) or kDead (none). Each check erases one
 //     copy iff k was live just before its own write, whatever came after,
@@ -132,8 +136,8 @@
 //   entries are left. Writers pause twice: for the stripe acquisitions,
 //   and for that last replay and the swap. Close aborts a running scan.
 //
-//   Persistence: see persistence.cc. Costs: tools/bench/live_key_bench and
-//   the README.
+//   Persistence: see persistence.cc; checkpoints: checkpoint.cc. Costs:
+//   tools/bench/live_key_bench, tools/bench/recovery_bench and the README.
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <algorithm>

@@ -17,7 +17,7 @@
 // contains such keys keeps seqno 0 for them. A bottom-level compaction of
 // our own keys (seqnos zeroed) between the save and the load is rejected
 // too: a needless but safe rebuild.
-// Checkpoints (Rep::Checkpoint) write the same file while the DB runs; a
+// Checkpoints (checkpoint.cc) write the same file while the DB runs; a
 // file older than the DB (sequence number below the DB's), or one that a
 // file new to it with sequence number 0 follows, is then loaded as a
 // checkpoint and brought forward by reading the keys of the files written
@@ -141,12 +141,11 @@ rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& 
   return s;
 }
 
-namespace {
 // The families whose index may be saved: indexed, live, complete. (Their
 // `owned` index is read by the caller under swap_mu: a rebuild may swap it.)
-std::vector<CfState*> SavableFamilies(std::mutex* cf_mu, const std::map<uint32_t, std::unique_ptr<CfState>>& cfs) {
+std::vector<CfState*> LiveKeyDB::Rep::SavableFamilies() {
   std::vector<CfState*> fams;
-  std::lock_guard<std::mutex> l(*cf_mu);
+  std::lock_guard<std::mutex> l(cf_mu);
   for (auto& kv : cfs) {
     // (Not an index still being built: its stand-in is incomplete.)
     if (kv.second->indexed && !kv.second->dropped && kv.second->serving.load(std::memory_order_acquire)) {
@@ -155,10 +154,9 @@ std::vector<CfState*> SavableFamilies(std::mutex* cf_mu, const std::map<uint32_t
   }
   return fams;
 }
-}  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::Persist() {
-  const std::vector<CfState*> fams = SavableFamilies(&cf_mu, cfs);
+  const std::vector<CfState*> fams = SavableFamilies();
   std::string identity;
   rocksdb::Status s = base->GetDbIdentity(identity);
   if (!s.ok()) return s;
@@ -191,43 +189,6 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   }
   if (skipped > 0) rocksdb::Info(log, "LiveKeyDB: %u index(es) past capacity not persisted", skipped);
   return WriteIndexFile(base->GetLatestSequenceNumber(), identity, ssts, saved);
-}
-
-// A checkpoint: every stripe is held while the sequence number, the SST
-// set and the tables are taken, so the saved indexes count every key live
-// at that sequence number (pending checks' copies included: over-counts,
-// false positives only) and no ingestion through LiveKeyDB can slip a
-// file in between. The file is written after the writers resume.
-rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
-  const std::vector<CfState*> fams = SavableFamilies(&cf_mu, cfs);
-  if (fams.empty()) return rocksdb::Status::OK();
-  std::string identity;
-  rocksdb::Status s = base->GetDbIdentity(identity);
-  if (!s.ok()) return s;
-  std::vector<SavedIndex> saved;
-  std::vector<uint64_t> ssts;
-  uint64_t seq = 0;
-  {
-    // Stripes first, then swap_mu: the order of Rebuild and
-    // DropColumnFamily (the stripes alone already keep `owned` in place).
-    AllStripesGuard all(this);
-    std::lock_guard<std::mutex> sl(swap_mu);
-    seq = base->GetLatestSequenceNumber();
-    s = LiveSsts(&ssts, nullptr);
-    for (CfState* cf : fams) {
-      if (!s.ok() || cf->dropped || !cf->owned) continue;
-      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
-      if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
-    }
-  }
-  if (!s.ok()) return s;
-  if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
-  s = WriteIndexFile(seq, identity, ssts, saved);
-  if (s.ok()) {
-    checkpoints.fetch_add(1);
-    last_checkpoint_seq.store(seq);
-  }
-  return s;
 }
 
 void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
@@ -277,7 +238,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
                   std::to_string(latest) + " (a DB restored from an older copy?)");
   }
   // Older than the DB: a checkpoint, brought forward by reading the keys
-  // written since (rebuild.cc, ReplaySince). Equal: exact as it is (unless
+  // written since (checkpoint.cc, ReplaySince). Equal: exact as it is (unless
   // an SST file below says otherwise).
   if (seed != opt.seed) return Reject("hash seed differs from index_options.seed");
   if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
@@ -295,7 +256,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     // marks an ingestion at the bottom level, or a compaction output (at
     // the bottom level every compaction zeroes what no snapshot needs)
     // that may contain one: the file is read like the files written after
-    // a checkpoint (rebuild.cc, ReplaySince), so the index is brought
+    // a checkpoint (checkpoint.cc, ReplaySince), so the index is brought
     // forward as from a checkpoint.
     if (now_smallest[i] == 0 &&
         !std::binary_search(saved_ssts.begin(), saved_ssts.end(), now_ssts[i])) {

@@ -1,8 +1,11 @@
-// LiveKeyDB::Rep: the state behind a LiveKeyDB (column families, lock
-// stripes, epochs, the background rebuild thread) and the per-key write
-// paths (Upsert, Remove) that keep the index exact. Its other members are
-// defined in rebuild.cc, persistence.cc, write_batch.cc and ingest.cc.
-// Internal to filter_policy/rocksdb/live_key_db/.
+// LiveKeyDB::Rep: the state behind a LiveKeyDB and the per-key write paths
+// (Upsert, Remove) that keep the index exact. It composes the parts, each
+// in its own file with its contract: the family table (CfState here;
+// column_families.cc), the lock stripes and known key states (stripes.h),
+// the deferred checks (checker.h, checker.cc), the background thread
+// (background.cc), rebuilds (rebuild.cc), checkpoints (checkpoint.cc), the
+// index file (persistence.cc), batches (write_batch.cc) and ingestion
+// (ingest.cc). Internal to filter_policy/rocksdb/live_key_db/.
 #pragma once
 
 #include <algorithm>
@@ -31,6 +34,8 @@
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "filter_policy/rocksdb/live_key_db/live_key_index.h"
+#include "filter_policy/rocksdb/live_key_db/checker.h"
+#include "filter_policy/rocksdb/live_key_db/stripes.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/write_batch.h"
@@ -84,8 +89,9 @@ struct CfState {
   std::atomic<uint64_t> scanned{0};  // keys the running rebuild scanned so far
   std::string build_error;           // guarded by info_mu
   // A checkpoint Open loaded (index file older than the DB): the build
-  // starts from it and reads only the keys written since checkpoint_seq
-  // (rebuild.cc). Set before the background thread starts; taken by it.
+  // (rebuild.cc) starts from it and counts only the keys written since
+  // checkpoint_seq (checkpoint.cc, ReplaySince). Set before the background
+  // thread starts; taken by it.
   std::unique_ptr<LiveKeyIndex> checkpoint_base;
   uint64_t checkpoint_seq = 0;
   std::vector<uint64_t> checkpoint_ssts;  // the SST set it saw, sorted
@@ -134,63 +140,9 @@ struct FlushSignal {
   }
 };
 
-// A RocksDB snapshot shared by the checks of many writes (see
-// Rep::CheckSnapshot): one reference for Rep::current_snap while it is the
-// current one, one per queued check; the last release releases it.
-struct SharedSnapshot {
-  const rocksdb::Snapshot* snap = nullptr;
-  uint64_t seq = 0;
-  std::atomic<uint32_t> refs{1};
-};
+// SharedSnapshot, PendingCheck: checker.h.
 
-// A liveness check moved off the write path (live_key_db.cc, "Writes
-// without a read"): the write of `key` counted a copy of `hash` up (blind
-// Put/Merge) or kept its copy (blind Delete) without knowing whether the
-// key was live before. The checker reads the key at `snapshot`, which
-// shows the key as it was just before the write (every earlier write to
-// the key's stripe is in it), and erases one copy if it was live there.
-struct PendingCheck {
-  CfState* cf = nullptr;
-  uint64_t hash = 0;
-  uint64_t generation = 0;  // CfState::generation when queued
-  uint64_t serial = 0;      // CfState::serial when queued
-  bool has_record = false;  // counted in its key's KnownKey (below)
-  SharedSnapshot* snapshot = nullptr;
-  std::string key;
-};
-
-// What a write knows of a key's count without reading it. While a key has
-// a deferred check pending, LiveKeyDB remembers (per stripe, under the
-// stripe) what the key's own writes have made of it:
-//   kLive: the index holds exactly one copy on the key's behalf once its
-//     pending checks have run (the key was last Put, or kept by an
-//     untrusted SingleDelete);
-//   kDead: it holds none (the key was last deleted).
-// Each check erases one copy iff the key was live just before its write,
-// whatever came after, so a write that knows the state needs neither a
-// read nor a check, and adds no copy:
-//   Put on kLive: nothing (the copy is there);   Put on kDead: insert;
-//   Delete on kLive: erase after the write;      Delete on kDead: nothing.
-// A blind write (state unknown) adds a copy and a check, and records the
-// state; a key therefore holds at most two copies (its own and one blind
-// copy) however often it is written while its check waits. kLive is set
-// only when the copy is certain (a successful Put); every doubt leaves
-// kUnknown, which falls back to the blind or reading path. A record lives
-// while its key has pending checks (KnownKey::pending > 0). Range
-// deletions and ingestions, which change keys without naming them, reset
-// their family's records to kUnknown (Rep::ForgetKnownLocked).
-enum class Known : uint8_t { kUnknown, kLive, kDead };
-struct KnownKey {
-  uint32_t cf = 0;
-  Known state = Known::kUnknown;
-  uint32_t pending = 0;  // deferred checks of the key not yet finished
-  std::string key;
-};
-// Keyed by KnownSlot(cf, hash); the record's cf and key must match (a 64-bit
-// hash collision between two keys finds no record for the second: it takes
-// the ordinary path).
-using KnownMap = std::unordered_map<uint64_t, KnownKey>;
-inline uint64_t KnownSlot(uint32_t cf, uint64_t hash) { return hash ^ (uint64_t{cf} << 40); }
+// Known, KnownKey: stripes.h.
 
 }  // namespace live_key
 
@@ -209,9 +161,7 @@ using namespace live_key;  // NOLINT: the Rep is this namespace's user
 struct LiveKeyDB::Rep {
   Rep(DB* b, const LiveKeyIndexOptions& o)
       : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
-        stripes(new std::mutex[o.lock_stripes]), stripe_seq(new std::atomic<uint64_t>[o.lock_stripes]),
-        known(new KnownMap[o.lock_stripes]), stripe_mask(o.lock_stripes - 1) {
-    for (uint32_t i = 0; i < o.lock_stripes; ++i) stripe_seq[i].store(0, std::memory_order_relaxed);
+        stripes(o.lock_stripes) {
     log = b->GetDBOptions().info_log;
   }
 
@@ -221,16 +171,7 @@ struct LiveKeyDB::Rep {
   std::string dbname;
   std::shared_ptr<rocksdb::Logger> log;
   EpochDomain epochs;
-  std::unique_ptr<std::mutex[]> stripes;
-  // The DB's latest sequence number when stripe i was last released: every
-  // write made under stripe i is visible at any snapshot at or after it.
-  // Written with the stripe held, just before its release (UnlockStripe,
-  // UnlockAll, StripeGuard: the only ways a stripe is released).
-  std::unique_ptr<std::atomic<uint64_t>[]> stripe_seq;
-  // Per stripe, guarded by it: the keys of the stripe with pending checks
-  // and what is known of them (KnownKey).
-  std::unique_ptr<KnownMap[]> known;
-  uint32_t stripe_mask;
+  Stripes stripes;  // per-key locks and known key states (stripes.h)
 
   std::mutex cf_mu;  // cfs, the table, handles
   std::map<uint32_t, std::unique_ptr<CfState>> cfs;
@@ -278,24 +219,9 @@ struct LiveKeyDB::Rep {
 
   // ---- helpers ---------------------------------------------------------------
   uint64_t Hash(const Slice& k) const { return internal::HashKey(k.data(), k.size(), opt.seed); }
-  uint32_t StripeOf(uint32_t cf, uint64_t h) const {
-    return static_cast<uint32_t>(internal::Mix64(h ^ (uint64_t{cf} * 0x9E3779B97F4A7C15ULL))) &
-           stripe_mask;
-  }
-  void LockAll() {
-    for (uint32_t i = 0; i <= stripe_mask; ++i) stripes[i].lock();
-  }
-  void UnlockAll() {
-    const uint64_t seq = base->GetLatestSequenceNumber();
-    for (uint32_t i = stripe_mask + 1; i-- > 0;) {
-      stripe_seq[i].store(seq, std::memory_order_relaxed);
-      stripes[i].unlock();
-    }
-  }
-  void UnlockStripe(uint32_t i) {
-    stripe_seq[i].store(base->GetLatestSequenceNumber(), std::memory_order_relaxed);
-    stripes[i].unlock();
-  }
+  void LockAll() { stripes.LockAll(); }
+  void UnlockAll() { stripes.UnlockAll(base->GetLatestSequenceNumber()); }
+  void UnlockStripe(uint32_t i) { stripes.Unlock(i, base->GetLatestSequenceNumber()); }
   // Every stripe, held for a scope (ingestion, checkpoints).
   class AllStripesGuard {
    public:
@@ -310,7 +236,7 @@ struct LiveKeyDB::Rep {
   // One stripe, held for a scope.
   class StripeGuard {
    public:
-    StripeGuard(Rep* r, uint32_t i) : r_(r), i_(i) { r_->stripes[i_].lock(); }
+    StripeGuard(Rep* r, uint32_t i) : r_(r), i_(i) { r_->stripes.Lock(i_); }
     ~StripeGuard() { r_->UnlockStripe(i_); }
     StripeGuard(const StripeGuard&) = delete;
     StripeGuard& operator=(const StripeGuard&) = delete;
@@ -405,61 +331,6 @@ struct LiveKeyDB::Rep {
     return idx->Contains(h);
   }
 
-  // ---- known liveness (KnownKey); callers hold stripe `si` -------------------
-  KnownKey* FindKnown(uint32_t si, uint32_t cf, uint64_t h, const Slice& key) {
-    KnownMap& m = known[si];
-    if (m.empty()) return nullptr;
-    auto it = m.find(KnownSlot(cf, h));
-    if (it == m.end() || it->second.cf != cf || Slice(it->second.key) != key) return nullptr;
-    return &it->second;
-  }
-  Known KnownState(uint32_t si, uint32_t cf, uint64_t h, const Slice& key) {
-#ifdef DLCBF_TESTING
-    const internal::LiveKeyFault f = internal::GetLiveKeyFaultForTesting();
-    if (f == internal::LiveKeyFault::kIgnoreKnownState || f == internal::LiveKeyFault::kStaleCheckSnapshot ||
-        f == internal::LiveKeyFault::kCheckEraseWithoutRead) {
-      return Known::kUnknown;
-    }
-#endif
-    const KnownKey* k = FindKnown(si, cf, h, key);
-    return k == nullptr ? Known::kUnknown : k->state;
-  }
-  // Updates an existing record (none: nothing to update).
-  void SetKnown(uint32_t si, uint32_t cf, uint64_t h, const Slice& key, Known state) {
-    KnownKey* k = FindKnown(si, cf, h, key);
-    if (k != nullptr) k->state = state;
-  }
-  // A check of the key is being queued: count it in the key's record
-  // (created if needed) and set the state. False when the slot belongs to
-  // another key (a hash collision): the check then runs without a record.
-  bool RegisterCheck(uint32_t si, uint32_t cf, uint64_t h, const Slice& key, Known state) {
-    KnownKey& k = known[si][KnownSlot(cf, h)];
-    if (k.pending == 0) {
-      k.cf = cf;
-      k.key.assign(key.data(), key.size());
-    } else if (k.cf != cf || Slice(k.key) != key) {
-      return false;
-    }
-    ++k.pending;
-    k.state = state;
-    return true;
-  }
-  // A check with a record finished (or was dropped).
-  void FinishCheck(uint32_t si, uint32_t cf, uint64_t h) {
-    KnownMap& m = known[si];
-    auto it = m.find(KnownSlot(cf, h));
-    if (it == m.end()) return;
-    if (--it->second.pending == 0) m.erase(it);
-  }
-  // With every stripe held: nothing more is known of cf's keys.
-  void ForgetKnownLocked(const CfState* cf) {
-    for (uint32_t i = 0; i <= stripe_mask; ++i) {
-      for (auto& kv : known[i]) {
-        if (kv.second.cf == cf->id) kv.second.state = Known::kUnknown;
-      }
-    }
-  }
-
   // Callers hold the key's stripe (or all stripes).
   rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
     rocksdb::Status s = idx->Insert(h);
@@ -534,8 +405,8 @@ struct LiveKeyDB::Rep {
   rocksdb::Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
-    const uint32_t si = StripeOf(id, hash);
-    __builtin_prefetch(&stripes[si], 1);
+    const uint32_t si = stripes.Of(id, hash);
+    stripes.Prefetch(si);
     PrefetchIndex(id, hash);
     StripeGuard l(this, si);
     const Probed p = ProbeLocked(id, hash, /*probe=*/true);
@@ -548,7 +419,7 @@ struct LiveKeyDB::Rep {
 #endif
     // A key whose check is pending: its state is known (KnownKey). Live:
     // its copy is counted, nothing to do (a hot key adds no copies).
-    const Known known_state = KnownState(si, id, hash, key);
+    const Known known_state = stripes.State(si, id, hash, key);
     if (known_state == Known::kLive) {
       epochs.Bump(kKnownWrites);
       return write();
@@ -571,7 +442,7 @@ struct LiveKeyDB::Rep {
     rocksdb::Status s = write();
     if (s.ok()) {
       if (snap != nullptr) QueueCheck(p.cf, hash, snap, key, si, Known::kLive);
-      if (known_state == Known::kDead) SetKnown(si, id, hash, key, Known::kLive);
+      if (known_state == Known::kDead) stripes.Set(si, id, hash, key, Known::kLive);
       return s;
     }
     // A failed write may still have taken effect. Not live now: a failed
@@ -611,8 +482,8 @@ struct LiveKeyDB::Rep {
   rocksdb::Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
-    const uint32_t si = StripeOf(id, hash);
-    __builtin_prefetch(&stripes[si], 1);
+    const uint32_t si = stripes.Of(id, hash);
+    stripes.Prefetch(si);
     if (may_erase) PrefetchIndex(id, hash);
     StripeGuard l(this, si);
     const Probed p = ProbeLocked(id, hash, /*probe=*/may_erase);
@@ -622,13 +493,13 @@ struct LiveKeyDB::Rep {
     // Known (a check of the key is pending): dead, nothing to erase; live,
     // erase its copy once the delete succeeded. A failed delete keeps it
     // (a stale entry if the delete took effect after all).
-    const Known known_state = KnownState(si, id, hash, key);
+    const Known known_state = stripes.State(si, id, hash, key);
     if (known_state != Known::kUnknown) {
       epochs.Bump(kKnownWrites);
       rocksdb::Status s = write();
       if (s.ok() && known_state == Known::kLive) {
         IndexErase(p.cf, p.idx, hash);
-        SetKnown(si, id, hash, key, Known::kDead);
+        stripes.Set(si, id, hash, key, Known::kDead);
       }
       return s;
     }
@@ -648,208 +519,18 @@ struct LiveKeyDB::Rep {
     return s;
   }
 
-  // ---- deferred liveness checks ------------------------------------------------
-  // Under the key's stripe `si`: a reference to the snapshot a deferred
-  // check reads at, or nullptr when checks are off, the queue is full or
-  // the DB has no snapshots (the caller then reads synchronously). The
-  // check must see the key as it was just before this write: every earlier
-  // LiveKeyDB write to it was made under this stripe, so any snapshot at or
-  // after stripe_seq[si] will do. The current shared snapshot is reused
-  // while it is that recent (GetSnapshot takes the DB mutex and allocates:
-  // most writes save both); else a new one replaces it. Changes to the key
-  // that bypass LiveKeyDB (a compaction filter, TTL) can only make it not
-  // live; then its old copy is stale and an erase it justifies is harmless.
-  SharedSnapshot* CheckSnapshot(uint32_t si) {
-    if (!opt.defer_liveness_checks) return nullptr;
-    if (pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
-      epochs.Bump(kQueueFullFallbacks);
-      return nullptr;
-    }
-    uint64_t need = stripe_seq[si].load(std::memory_order_relaxed);
-#ifdef DLCBF_TESTING
-    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kStaleCheckSnapshot) need = 0;
-#endif
-    std::lock_guard<std::mutex> l(snap_mu);
-    if (current_snap == nullptr || current_snap->seq < need) {
-      const rocksdb::Snapshot* fresh = base->GetSnapshot();
-      if (fresh == nullptr) return nullptr;
-      epochs.Bump(kCheckSnapshots);
-      if (current_snap != nullptr) ReleaseSnapshotRef(current_snap);
-      current_snap = new SharedSnapshot;
-      current_snap->snap = fresh;
-      current_snap->seq = fresh->GetSequenceNumber();
-    }
-    current_snap->refs.fetch_add(1, std::memory_order_relaxed);
-    return current_snap;
-  }
-  void ReleaseSnapshotRef(SharedSnapshot* s) {
-    if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      base->ReleaseSnapshot(s->snap);
-      delete s;
-    }
-  }
-  // Drops the current shared snapshot (so an idle DB holds none, and old
-  // versions can be compacted away); queued checks keep theirs.
-  void DropCurrentSnapshot() {
-    std::lock_guard<std::mutex> l(snap_mu);
-    if (current_snap != nullptr) ReleaseSnapshotRef(current_snap);
-    current_snap = nullptr;
-  }
-  // Under the key's stripe `si` (the generation must be read there).
-  // `after`: what the write made of the key (KnownKey), kUnknown if unsure.
-  void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si,
-                  Known after) {
-    PendingCheck c;
-    c.cf = cf;
-    c.hash = hash;
-    c.generation = cf->generation.load(std::memory_order_relaxed);
-    c.serial = cf->serial.load(std::memory_order_relaxed);
-    c.has_record = RegisterCheck(si, cf->id, hash, key, after);
-    c.snapshot = snap;
-    c.key.assign(key.data(), key.size());
-    pending_checks.fetch_add(1, std::memory_order_relaxed);
-    epochs.Bump(kDeferredChecks);
-    bool wake;
-    {
-      std::lock_guard<std::mutex> l(check_mu);
-      checks.push_back(std::move(c));
-      wake = checks.size() == kCheckWakeBatch || check_sleeping;
-    }
-    // No wake-up per check: a futex wake and a context switch would cost
-    // the writer more than the check saves it. The checker polls every
-    // kCheckPollMs while checks come, and is woken only when a batch has
-    // piled up, or by the first check after it went to sleep (idle).
-    if (wake) check_cv.notify_one();
-  }
-  static constexpr size_t kCheckWakeBatch = 256;
-  static constexpr int kCheckPollMs = 1;
-  // One check, once read: was the key live at the snapshot (just before
-  // its write)?
-  // Then the write counted a second copy up, or deleted a live key: erase
-  // one copy from the index it was queued against (CfState::serial) while
-  // that one is active, logging a delta only if the running rebuild's scan
-  // began before the check was queued (CfState::generation); nothing once
-  // a rebuild swapped in (its scan counted the key exactly) or the family
-  // was dropped. A failed read erases nothing (a stale entry: the safe
-  // side). The checker writes nothing to the DB, so it takes the stripe
-  // without bumping stripe_seq.
-  // The reads are batched (RunChecks): the checks of one family that share
-  // a snapshot (most do: rep.h, CheckSnapshot) are read in one MultiGet.
-  void RunChecks(std::vector<PendingCheck>* batch) {
-    std::vector<ColumnFamilyHandle*> hs;
-    std::vector<Slice> ks;
-    std::vector<PinnableSlice> vals;
-    std::vector<rocksdb::Status> sts;
-    for (size_t i = 0; i < batch->size();) {
-      PendingCheck& first = (*batch)[i];
-      size_t j = i + 1;
-      while (j < batch->size() && j - i < kCheckMultiGet && (*batch)[j].cf == first.cf &&
-             (*batch)[j].snapshot == first.snapshot) {
-        ++j;
-      }
-      const size_t n = j - i;
-      hs.assign(n, first.cf->handle);
-      ks.clear();
-      for (size_t k = i; k < j; ++k) ks.emplace_back((*batch)[k].key);
-      vals.clear();
-      vals.resize(n);
-      sts.assign(n, rocksdb::Status());
-      ReadOptions ro;
-      ro.snapshot = first.snapshot->snap;
-      base->MultiGet(ro, n, hs.data(), ks.data(), vals.data(), sts.data());
-      epochs.Bump(kCheckReads);
-      for (size_t k = i; k < j; ++k) {
-        ApplyCheck(&(*batch)[k], sts[k - i].ok());
-        pending_checks.fetch_sub(1, std::memory_order_relaxed);
-      }
-      i = j;
-    }
-  }
-  static constexpr size_t kCheckMultiGet = 64;
-  void ApplyCheck(PendingCheck* c, bool live) {
-#ifdef DLCBF_TESTING
-    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
-#endif
-    ReleaseSnapshotRef(c->snapshot);
-    c->snapshot = nullptr;
-    const uint32_t si = StripeOf(c->cf->id, c->hash);
-    std::lock_guard<std::mutex> l(stripes[si]);
-    if (c->has_record) FinishCheck(si, c->cf->id, c->hash);
-    if (!live) return;
-    LiveKeyIndex* idx = c->cf->active.load();
-    const bool same_generation = c->cf->generation.load(std::memory_order_relaxed) == c->generation;
-    bool same_index = c->cf->serial.load(std::memory_order_relaxed) == c->serial;
-#ifdef DLCBF_TESTING
-    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kDropOldGenerationChecks) same_index = false;
-#endif
-    if (c->cf->dropped || idx == nullptr || (!same_generation && !same_index)) {
-      epochs.Bump(kChecksDropped);
-      return;
-    }
-    if (same_generation) {
-      IndexErase(c->cf, idx, c->hash);
-    } else {  // its scan began after this check was queued: not its delta
-      idx->Erase(c->hash);
-      epochs.Bump(kIndexErases);
-    }
-    epochs.Bump(kCheckErases);
-  }
-  // The checker thread: FIFO, so the checks of one key run in write order
-  // (their erases commute anyway: each takes one copy the key added).
-  // Close drains the queue before it stops.
-  void CheckLoop() {
-    std::unique_lock<std::mutex> l(check_mu);
-    std::vector<PendingCheck> batch;
-    bool idle = false;
-    for (;;) {
-      if (idle && checks.empty() && !check_stop) {
-        // Idle (the shared snapshot is dropped): sleep until a check or
-        // Close arrives, instead of polling an idle DB every kCheckPollMs.
-        check_sleeping = true;
-        check_cv.wait(l, [&] { return check_stop || !checks.empty(); });
-        check_sleeping = false;
-      }
-      check_cv.wait_for(l, std::chrono::milliseconds(kCheckPollMs),
-                        [&] { return check_stop || checks.size() >= kCheckWakeBatch; });
-      if (checks.empty()) {
-        if (check_stop) break;
-        l.unlock();
-        DropCurrentSnapshot();  // idle (no check waited this poll)
-        l.lock();
-        idle = true;
-        continue;
-      }
-      idle = false;
-#ifdef DLCBF_TESTING
-      if (!check_stop && internal::GetLiveKeyCheckPauseForTesting()) {
-        l.unlock();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        l.lock();
-        continue;
-      }
-#endif
-      // Take everything queued at once (one lock round trip per batch).
-      batch.assign(std::make_move_iterator(checks.begin()), std::make_move_iterator(checks.end()));
-      checks.clear();
-      check_busy = true;
-      l.unlock();
-      RunChecks(&batch);
-      batch.clear();
-      l.lock();
-      check_busy = false;
-      if (checks.empty()) check_idle_cv.notify_all();
-    }
-    check_idle_cv.notify_all();
-  }
-  void StopChecks() {
-    {
-      std::lock_guard<std::mutex> l(check_mu);
-      check_stop = true;
-    }
-    check_cv.notify_all();
-    if (checker.joinable()) checker.join();
-    DropCurrentSnapshot();
-  }
+  // ---- deferred liveness checks (checker.cc; the contract: checker.h) ------------
+  SharedSnapshot* CheckSnapshot(uint32_t si);
+  void ReleaseSnapshotRef(SharedSnapshot* s);
+  void DropCurrentSnapshot();
+  void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si, Known after);
+  void RunChecks(std::vector<PendingCheck>* batch);
+  void ApplyCheck(PendingCheck* c, bool live);
+  void CheckLoop();
+  void StopChecks();
+  static constexpr size_t kCheckWakeBatch = 256;  // queued checks that wake the checker
+  static constexpr int kCheckPollMs = 1;          // its poll while checks come
+  static constexpr size_t kCheckMultiGet = 64;    // keys per MultiGet
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
   // ingest.cc
@@ -863,164 +544,36 @@ struct LiveKeyDB::Rep {
   std::mutex ingest_mu;
   std::unordered_set<const void*> ingest_handles;  // prepared, not yet destroyed
 
-  // ---- column families -------------------------------------------------------------
-  CfState* AddFamily(ColumnFamilyHandle* h) {  // cf_mu held; no index yet
-    std::unique_ptr<CfState> st(new CfState);
-    st->id = h->GetID();
-    st->name = h->GetName();
-    st->handle = st->id == 0 ? base->DefaultColumnFamily() : h;
-    st->cmp = h->GetComparator();
-    if (st->cmp == nullptr) {
-      st->bypass_reason = "no comparator";
-    } else if (st->cmp->timestamp_size() > 0) {
-      st->bypass_reason = "user-defined timestamps";
-    } else if (st->cmp->CanKeysWithDifferentByteContentsBeEqual() && !opt.trust_comparator) {
-      st->bypass_reason = std::string("comparator ") + st->cmp->Name() +
-                          " may consider different bytes equal (see trust_comparator)";
-    } else {
-      st->indexed = true;
-    }
-    CfState* raw = st.get();
-    cfs[st->id] = std::move(st);
-    return raw;
-  }
-  rocksdb::Status CreateEmptyIndex(CfState* cf) {
-    std::unique_ptr<LiveKeyIndex> idx;
-    rocksdb::Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
-    if (!s.ok()) return s;
-    std::lock_guard<std::mutex> sl(swap_mu);
-    cf->owned = std::move(idx);
-    cf->active.store(cf->owned.get());
-    return s;
-  }
+  // ---- column families (column_families.cc) ----------------------------------------
+  CfState* AddFamily(ColumnFamilyHandle* h);  // cf_mu held; no index yet
+  rocksdb::Status CreateEmptyIndex(CfState* cf);
   // Registers freshly created (empty) families.
-  rocksdb::Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles) {
-    std::lock_guard<std::mutex> l(cf_mu);
-    rocksdb::Status result;
-    for (ColumnFamilyHandle* h : handles) {
-      if (h == nullptr) continue;
-      CfState* cf = AddFamily(h);
-      if (cf->indexed) {
-        rocksdb::Status s = CreateEmptyIndex(cf);
-        if (!s.ok()) {  // leave it unindexed rather than fail the creation
-          cf->indexed = false;
-          cf->bypass_reason = "index creation failed: " + s.ToString();
-          if (result.ok()) result = s;
-        }
-      }
-    }
-    PublishTableLocked();
-    return result;
-  }
-  rocksdb::Status RegisterImported(ColumnFamilyHandle* h);  // live_key_db.cc
-  CfState* FindState(uint32_t id) {
-    std::lock_guard<std::mutex> l(cf_mu);
-    auto it = cfs.find(id);
-    return it == cfs.end() ? nullptr : it->second.get();
-  }
+  rocksdb::Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles);
+  rocksdb::Status RegisterImported(ColumnFamilyHandle* h);
+  CfState* FindState(uint32_t id);
 
   // ---- rebuild -----------------------------------------------------------------------
   rocksdb::Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
 
-  void ScheduleRebuild(CfState* cf) {
-    if (closing.load(std::memory_order_relaxed)) return;
-    bool expected = false;
-    if (!cf->rebuild_queued.compare_exchange_strong(expected, true)) return;
-    std::lock_guard<std::mutex> l(bg_mu);
-    queue.push_back(cf->id);
-    bg_cv.notify_one();
-  }
-  void MaybeReschedule(CfState* cf) {
-    if (opt.auto_rebuild_drift <= 0) return;
-    std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
-    if (!cf->dropped && cf->owned && cf->owned->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
-      ScheduleRebuild(cf);
-    }
-  }
-  void RequestCheckpoint() {
-    if (opt.checkpoint_interval_seconds <= 0 || !opt.persist_index) return;
-    std::lock_guard<std::mutex> l(bg_mu);
-    checkpoint_due = true;
-    bg_cv.notify_one();
-  }
-  void BackgroundLoop() {
-    std::unique_lock<std::mutex> l(bg_mu);
-    for (;;) {
-      bg_cv.wait(l, [&] { return bg_stop || !queue.empty() || checkpoint_due; });
-      if (bg_stop) break;
-      if (queue.empty()) {  // a checkpoint is due (rebuilds go first)
-        const auto next = last_checkpoint + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                std::chrono::duration<double>(opt.checkpoint_interval_seconds));
-        if (checkpointed && std::chrono::steady_clock::now() < next) {
-          bg_cv.wait_until(l, next, [&] { return bg_stop || !queue.empty(); });
-          continue;
-        }
-        checkpoint_due = false;
-        bg_busy = true;
-        l.unlock();
-        rocksdb::Status cs = Checkpoint();
-        if (!cs.ok() && !closing.load()) {
-          rocksdb::Warn(log, "LiveKeyDB: checkpoint failed (the last good one stays): %s", cs.ToString().c_str());
-        }
-        l.lock();
-        last_checkpoint = std::chrono::steady_clock::now();
-        checkpointed = true;
-        bg_busy = false;
-        bg_idle_cv.notify_all();
-        continue;
-      }
-      const uint32_t id = queue.front();
-      queue.pop_front();
-      bg_busy = true;
-      l.unlock();
-      CfState* cf = FindState(id);
-      if (cf != nullptr) {
-        std::string why = "automatic";
-        {
-          std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
-          const LiveKeyIndex* idx = cf->owned.get();
-          if (!cf->serving.load(std::memory_order_acquire)) {
-            why = "open: built in the background (no usable index file)";
-          } else if (idx != nullptr) {
-            char buf[160];
-            std::snprintf(buf, sizeof(buf),
-                          "automatic: %" PRIu64 " entries, sized for %" PRIu64 "%s",
-                          idx->entries(), idx->sized_for(),
-                          idx->past_capacity() ? ", dlCBF past capacity (migrating or ABF)" : "");
-            why = buf;
-          }
-        }
-        rocksdb::Status s = Rebuild(cf, why, /*automatic=*/true);
-        if (!s.ok() && !closing.load()) {
-          rocksdb::Warn(log, "LiveKeyDB: automatic rebuild of '%s' failed: %s", cf->name.c_str(),
-                        s.ToString().c_str());
-        }
-        cf->rebuild_queued.store(false);
-        if (s.ok()) MaybeReschedule(cf);  // writes during the scan may have outgrown it
-      }
-      l.lock();
-      bg_busy = false;
-      bg_idle_cv.notify_all();
-    }
-  }
-  void StopBackground() {
-    if (flush_signal) flush_signal->Set(nullptr);  // no checkpoint requests from here on
-    StopChecks();  // drains the queue first: the index is exact when saved
-    closing.store(true);
-    {
-      std::lock_guard<std::mutex> l(bg_mu);
-      bg_stop = true;
-      bg_cv.notify_all();
-    }
-    if (bg.joinable()) bg.join();
-  }
+  // ---- the background thread (background.cc): rebuilds, then checkpoints ---------
+  // Queues an automatic rebuild of cf (once while one is queued).
+  void ScheduleRebuild(CfState* cf);
+  // After a rebuild: queues another if the writes during it outgrew it.
+  void MaybeReschedule(CfState* cf);
+  // From FlushSignal: a checkpoint is due (written at most once per
+  // checkpoint_interval_seconds, after any queued rebuild).
+  void RequestCheckpoint();
+  void BackgroundLoop();
+  // Close: detaches FlushSignal, drains the checks, stops the thread.
+  void StopBackground();
 
   // ---- persistence -------------------------------------------------------------------
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
   rocksdb::Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
   rocksdb::Status Persist();
+  std::vector<CfState*> SavableFamilies();
   // Saves every serving index with the sequence number it covers, writers
-  // paused while the tables are copied (persistence.cc).
+  // paused while the tables are copied (checkpoint.cc).
   rocksdb::Status Checkpoint();
   // The index file's bytes (format version 4) for `blobs`: (family, its
   // kernel kind, its serialized kernel).
@@ -1032,8 +585,8 @@ struct LiveKeyDB::Rep {
   };
   rocksdb::Status WriteIndexFile(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
                                  const std::vector<SavedIndex>& saved);
-  // Brings a checkpoint forward (rebuild.cc): the keys of the SST files
-  // past `seq` and of the memtables, live at `snap`, counted into `idx`.
+  // Brings a checkpoint forward (checkpoint.cc): the keys of the SST files
+  // past `seq` and of the memtables, visible at `snap`, counted into `idx`.
   rocksdb::Status ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap, LiveKeyIndex* idx,
                               uint64_t* keys);
   void LoadFromFile(std::vector<CfState*>* loaded);

@@ -126,11 +126,11 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     LockAll();
   } else {
     for (const BatchOp& op : col.ops) {
-      if (fams[op.cf] != nullptr) taken.push_back(StripeOf(op.cf, Hash(op.key)));
+      if (fams[op.cf] != nullptr) taken.push_back(stripes.Of(op.cf, Hash(op.key)));
     }
     std::sort(taken.begin(), taken.end());
     taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
-    for (uint32_t i : taken) stripes[i].lock();
+    for (uint32_t i : taken) stripes.Lock(i);
   }
   struct Unlocker {
     Rep* r;
@@ -155,14 +155,14 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     if (it != pos.end()) return ov[it->second];
     pos.emplace(std::move(k), ov.size());
     ov.push_back(Overlay{cf, key.ToString(), hash});
-    ov.back().si = StripeOf(cf->id, hash);
+    ov.back().si = stripes.Of(cf->id, hash);
     return ov.back();
   };
   // A range deletion changes keys it does not name: what was known of the
   // family's keys is void (every stripe is held).
   if (has_range) {
     for (const auto& f : fams) {
-      if (f.second != nullptr) ForgetKnownLocked(f.second);
+      if (f.second != nullptr) stripes.ForgetFamily(f.second->id);
     }
   }
   uint64_t scan_budget = opt.delete_range_scan_limit;
@@ -259,7 +259,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     Overlay& e = ov[i];
     epochs.Bump(kWriteKeys);
     if (e.l0_known) continue;
-    e.known = KnownState(e.si, e.cf->id, e.hash, e.key);
+    e.known = stripes.State(e.si, e.cf->id, e.hash, e.key);
     if (e.known != Known::kUnknown) {  // a check is pending: no read, no check
       epochs.Bump(kKnownWrites);
       e.l0_known = true;
@@ -272,7 +272,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     } else if (!e.cur && e.keep) {
       e.l0_known = true;  // a kept entry never changes the index:
       e.l0 = false;       // its state before does not matter
-    } else if ((deferred[i] = CheckSnapshot(StripeOf(e.cf->id, e.hash))) != nullptr) {
+    } else if ((deferred[i] = CheckSnapshot(stripes.Of(e.cf->id, e.hash))) != nullptr) {
       e.l0_known = true;
       e.l0 = false;
     } else {
@@ -322,7 +322,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
         if (has_range) epochs.Bump(kRangeErased);
       }
       if (e.known != Known::kUnknown && (e.cur || !e.keep)) {
-        SetKnown(e.si, e.cf->id, e.hash, e.key, e.cur ? Known::kLive : Known::kDead);
+        stripes.Set(e.si, e.cf->id, e.hash, e.key, e.cur ? Known::kLive : Known::kDead);
       }
     }
   } else {

@@ -417,7 +417,7 @@ struct LiveKeyStats {
   uint64_t checkpoints = 0;            // index files written by checkpoints
   uint64_t last_checkpoint_seq = 0;    // the sequence number the last one covers
   uint64_t checkpoint_replays = 0;     // families brought forward from a checkpoint
-  uint64_t checkpoint_replayed_keys = 0;  // keys read to bring them forward
+  uint64_t checkpoint_replayed_keys = 0;  // keys counted to bring them forward
   uint64_t index_file_loads = 0;       // column families loaded from file
   uint64_t index_file_rejections = 0;  // files (or entries) not trusted
   std::string last_rejection;          // why

@@ -1,0 +1,181 @@
+// LiveKeyDB checkpoints: the index file written while the DB runs
+// (Checkpoint, after flushes and compactions, at most once per
+// checkpoint_interval_seconds: background.cc) and, after a crash, the
+// replay that brings a loaded checkpoint forward to the DB's state
+// (ReplaySince, called by the Open-time build in rebuild.cc).
+//
+// Contract.
+//   - A checkpoint holds every serving index at one sequence number S
+//     (every stripe held while S, the SST set and the tables are taken):
+//     each key live at S has its copy. The file format, its guards (DB
+//     identity, checksum, SST set, kernel, version) and the load are the
+//     index file's (persistence.cc, FORMATS.md).
+//   - Open loads a file older than the DB as a checkpoint; ReplaySince then
+//     counts every key visible in a memtable or in an SST file past S (or
+//     zeroed and new to the checkpoint) once more. No key live now is
+//     missed; keys written since S may be over-counted (false positives,
+//     until the next rebuild). A replay that fails (a file compacted away
+//     meanwhile, a read error) falls back to a full scan.
+//   - Why SST files and memtables, not the WAL (GetUpdatesSince): after a
+//     crash, RocksDB's recovery has already flushed or replayed the WAL
+//     into them, and WAL files are deleted once flushed, so the WAL may no
+//     longer hold the writes since S; the files past S always do (their
+//     sequence numbers say which), and reading them needs no WAL retention
+//     setting from the user.
+#include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "rocksdb/metadata.h"
+#include "rocksdb/sst_file_reader.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace dlcbf {
+
+// A checkpoint: every stripe is held while the sequence number, the SST
+// set and the tables are taken, so the saved indexes count every key live
+// at that sequence number (pending checks' copies included: over-counts,
+// false positives only) and no ingestion through LiveKeyDB can slip a
+// file in between. The file is written after the writers resume.
+rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
+  const std::vector<CfState*> fams = SavableFamilies();
+  if (fams.empty()) return rocksdb::Status::OK();
+  std::string identity;
+  rocksdb::Status s = base->GetDbIdentity(identity);
+  if (!s.ok()) return s;
+  std::vector<SavedIndex> saved;
+  std::vector<uint64_t> ssts;
+  uint64_t seq = 0;
+  {
+    // Stripes first, then swap_mu: the order of Rebuild and
+    // DropColumnFamily (the stripes alone already keep `owned` in place).
+    AllStripesGuard all(this);
+    std::lock_guard<std::mutex> sl(swap_mu);
+    seq = base->GetLatestSequenceNumber();
+    s = LiveSsts(&ssts, nullptr);
+    for (CfState* cf : fams) {
+      if (!s.ok() || cf->dropped || !cf->owned) continue;
+      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
+      if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
+    }
+  }
+  if (!s.ok()) return s;
+  if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
+  s = WriteIndexFile(seq, identity, ssts, saved);
+  if (s.ok()) {
+    checkpoints.fetch_add(1);
+    last_checkpoint_seq.store(seq);
+  }
+  return s;
+}
+
+// Brings a checkpoint taken at `seq` forward to `snap` without reading the
+// DB: every key visible at `snap` in one of the family's memtables or in an
+// SST file whose largest sequence number is past `seq` (or that is zeroed
+// and new to the checkpoint) is counted once more, once however many of
+// those sources hold it.
+//
+// Why no read is needed. A key live at `snap` was live at the checkpoint
+// (the checkpoint counts it) or was last written after it; then its newest
+// entry, a Put, Merge or entity past `seq`, is in a memtable or in a file
+// past `seq`, and is visible there at `snap` (a source's iterator shows the
+// newest entry it holds; Merge operands resolve without their base). So
+// every key written since gets a copy. What is over-counted (false
+// positives only, removed by the next rebuild): a key live at the
+// checkpoint and written since (two copies), and a key visible in an older
+// source but deleted in a newer one (a stale copy). Reading each key's
+// state at `snap` (a MultiGet per 256 keys, the earlier design) removed
+// only the second kind, at the cost of a point read per key; the keys now
+// go to the index 1024 at a time (LiveKeyIndex::InsertBatch).
+//
+// Order: the memtable iterator first, then the file list. The iterator
+// pins the memtables it reads, so a key that a flush moves to a file after
+// the listing is still read from its memtable; one flushed before it is
+// in a listed file. A listed file compacted away before it is opened fails
+// the replay (a full scan decides instead).
+//
+// Cost: the keys written since the checkpoint (the files past it hold
+// little else), not the DB.
+rocksdb::Status LiveKeyDB::Rep::ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap,
+                                           LiveKeyIndex* idx, uint64_t* keys) {
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kSkipCheckpointReplay) {
+    return rocksdb::Status::OK();
+  }
+#endif
+  ReadOptions at;
+  at.snapshot = snap;
+  ReadOptions mem = at;
+  mem.read_tier = rocksdb::kMemtableTier;
+  std::unique_ptr<Iterator> mit(base->NewIterator(mem, cf->handle));
+  mit->SeekToFirst();
+  const bool memtable_keys = mit->Valid();
+  std::vector<rocksdb::LiveFileMetaData> files, sources;
+  base->GetLiveFilesMetaData(&files);
+  for (const auto& f : files) {
+    if (f.column_family_name != cf->name) continue;
+    // Written after the checkpoint, or zeroed (sequence number 0) and new
+    // to it: a zeroed file may hold keys of any age (persistence.cc).
+    std::string name = f.name;
+    while (!name.empty() && name[0] == '/') name.erase(0, 1);
+    const uint64_t number = std::strtoull(name.c_str(), nullptr, 10);
+    const bool zeroed_and_new =
+        f.smallest_seqno == 0 &&
+        !std::binary_search(cf->checkpoint_ssts.begin(), cf->checkpoint_ssts.end(), number);
+    if (f.largest_seqno <= seq && !zeroed_and_new) continue;
+    sources.push_back(f);
+    sources.back().name = name;
+    rocksdb::Info(log, "LiveKeyDB: checkpoint of '%s' at sequence %" PRIu64 ": reading %s (level %d, "
+                  "sequence numbers %" PRIu64 "-%" PRIu64 "%s)", cf->name.c_str(), seq, name.c_str(), f.level,
+                  static_cast<uint64_t>(f.smallest_seqno), static_cast<uint64_t>(f.largest_seqno),
+                  zeroed_and_new ? ", zeroed and new to the checkpoint" : "");
+  }
+  // A key is counted once however many sources hold it; within one source
+  // (sorted, one entry per key) it cannot repeat, so with a single source
+  // nothing is remembered. (Not by hash: two keys of one 64-bit hash need
+  // two copies.)
+  const bool dedup = sources.size() + (memtable_keys ? 1 : 0) > 1;
+  std::unordered_set<std::string> seen;
+  std::vector<uint64_t> batch;
+  std::vector<OpResult> results(1024);
+  batch.reserve(1024);
+  auto flush = [&]() -> rocksdb::Status {
+    rocksdb::Status s = idx->InsertBatch(batch.data(), batch.size(), results.data());
+    *keys += batch.size();
+    batch.clear();
+    cf->scanned.store(*keys, std::memory_order_relaxed);
+    return s;
+  };
+  auto add = [&](const Slice& k) -> rocksdb::Status {
+    if (dedup && !seen.insert(k.ToString()).second) return rocksdb::Status::OK();
+    batch.push_back(Hash(k));
+    return batch.size() == 1024 ? flush() : rocksdb::Status::OK();
+  };
+  const rocksdb::Options cf_opts = base->GetOptions(cf->handle);
+  rocksdb::Status s;
+  for (const auto& f : sources) {
+    rocksdb::SstFileReader reader(cf_opts);
+    s = reader.Open(f.db_path + "/" + f.name);
+    if (!s.ok()) return s;  // (compacted away meanwhile: a full scan decides)
+    ReadOptions fro = at;
+    fro.fill_cache = false;
+    fro.readahead_size = 2 << 20;
+    std::unique_ptr<Iterator> fit(reader.NewIterator(fro));
+    for (fit->SeekToFirst(); s.ok() && fit->Valid(); fit->Next()) s = add(fit->key());
+    if (s.ok()) s = fit->status();
+    if (!s.ok()) return s;
+  }
+  for (; s.ok() && mit->Valid(); mit->Next()) s = add(mit->key());
+  if (s.ok()) s = mit->status();
+  if (s.ok() && !batch.empty()) s = flush();
+  rocksdb::Info(log, "LiveKeyDB: brought the checkpoint of '%s' at sequence %" PRIu64 " forward: %" PRIu64
+                " keys counted (%s)", cf->name.c_str(), seq, *keys, s.ToString().c_str());
+  return s;
+}
+
+}  // namespace dlcbf

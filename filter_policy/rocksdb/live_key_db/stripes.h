@@ -1,0 +1,163 @@
+// LiveKeyDB's per-key lock stripes (Stripes): the mutexes that serialize a
+// key's liveness check, base write and index update; the sequence number
+// each stripe was last released at (what a deferred check's snapshot must
+// cover); and, per stripe, what is known of its keys whose checks are
+// pending (KnownKey). Internal to filter_policy/rocksdb/live_key_db/.
+//
+// Contract.
+//   - A key's stripe is Of(cf, hash(key)); every LiveKeyDB write of the key
+//     holds it from before its index probe until after its index update.
+//   - Writers release a stripe with Unlock(i, seq), seq = the DB's latest
+//     sequence number after their write: ReleasedAt(i) is then a sequence
+//     number at which every write made under stripe i is visible. Holders
+//     that wrote nothing (the checker) may release mutex(i) directly.
+//   - LockAll/UnlockAll take every stripe in index order (rebuild swaps,
+//     ingestion, range deletes, checkpoints); batches take theirs sorted.
+//   - The known-key calls need stripe i held (ForgetFamily: all stripes).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "rocksdb/slice.h"
+#include "dlcbf/internal/hash.h"
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/live_key_db_testing.h"
+#endif
+
+namespace dlcbf {
+namespace live_key {
+
+// What a write knows of a key's count without reading it. While a key has
+// a deferred check pending, LiveKeyDB remembers (per stripe, under the
+// stripe) what the key's own writes have made of it:
+//   kLive: the index holds exactly one copy on the key's behalf once its
+//     pending checks have run (the key was last Put, or kept by an
+//     untrusted SingleDelete);
+//   kDead: it holds none (the key was last deleted).
+// Each check erases one copy iff the key was live just before its write,
+// whatever came after, so a write that knows the state needs neither a
+// read nor a check, and adds no copy:
+//   Put on kLive: nothing (the copy is there);   Put on kDead: insert;
+//   Delete on kLive: erase after the write;      Delete on kDead: nothing.
+// A blind write (state unknown) adds a copy and a check, and records the
+// state; a key therefore holds at most two copies (its own and one blind
+// copy) however often it is written while its check waits. kLive is set
+// only when the copy is certain (a successful Put); every doubt leaves
+// kUnknown, which falls back to the blind or reading path. A record lives
+// while its key has pending checks (KnownKey::pending > 0). Range
+// deletions and ingestions, which change keys without naming them, reset
+// their family's records to kUnknown (Stripes::ForgetFamily).
+enum class Known : uint8_t { kUnknown, kLive, kDead };
+struct KnownKey {
+  uint32_t cf = 0;
+  Known state = Known::kUnknown;
+  uint32_t pending = 0;  // deferred checks of the key not yet finished
+  std::string key;
+};
+// Keyed by KnownSlot(cf, hash); the record's cf and key must match (a 64-bit
+// hash collision between two keys finds no record for the second: it takes
+// the ordinary path).
+using KnownMap = std::unordered_map<uint64_t, KnownKey>;
+inline uint64_t KnownSlot(uint32_t cf, uint64_t hash) { return hash ^ (uint64_t{cf} << 40); }
+
+class Stripes {
+ public:
+  // n: a power of two (LiveKeyIndexOptions::lock_stripes, validated).
+  explicit Stripes(uint32_t n)
+      : mu_(new std::mutex[n]), released_at_(new std::atomic<uint64_t>[n]), known_(new KnownMap[n]), mask_(n - 1) {
+    for (uint32_t i = 0; i < n; ++i) released_at_[i].store(0, std::memory_order_relaxed);
+  }
+  Stripes(const Stripes&) = delete;
+  Stripes& operator=(const Stripes&) = delete;
+
+  uint32_t Of(uint32_t cf, uint64_t h) const {
+    return static_cast<uint32_t>(internal::Mix64(h ^ (uint64_t{cf} * 0x9E3779B97F4A7C15ULL))) & mask_;
+  }
+  uint32_t count() const { return mask_ + 1; }
+  // Starts loading stripe i's mutex (a writer does, before its index probe).
+  void Prefetch(uint32_t i) const { __builtin_prefetch(&mu_[i], 1); }
+
+  void Lock(uint32_t i) { mu_[i].lock(); }
+  void Unlock(uint32_t i, uint64_t seq) {
+    released_at_[i].store(seq, std::memory_order_relaxed);
+    mu_[i].unlock();
+  }
+  void LockAll() {
+    for (uint32_t i = 0; i <= mask_; ++i) mu_[i].lock();
+  }
+  void UnlockAll(uint64_t seq) {
+    for (uint32_t i = mask_ + 1; i-- > 0;) Unlock(i, seq);
+  }
+  // For holders that write nothing to the DB (they leave ReleasedAt as is).
+  std::mutex& mutex(uint32_t i) { return mu_[i]; }
+  uint64_t ReleasedAt(uint32_t i) const { return released_at_[i].load(std::memory_order_relaxed); }
+
+  // ---- known key states (KnownKey); stripe si held -------------------------
+  KnownKey* Find(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
+    KnownMap& m = known_[si];
+    if (m.empty()) return nullptr;
+    auto it = m.find(KnownSlot(cf, h));
+    if (it == m.end() || it->second.cf != cf || rocksdb::Slice(it->second.key) != key) return nullptr;
+    return &it->second;
+  }
+  Known State(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
+#ifdef DLCBF_TESTING
+    const internal::LiveKeyFault f = internal::GetLiveKeyFaultForTesting();
+    if (f == internal::LiveKeyFault::kIgnoreKnownState || f == internal::LiveKeyFault::kStaleCheckSnapshot ||
+        f == internal::LiveKeyFault::kCheckEraseWithoutRead) {
+      return Known::kUnknown;
+    }
+#endif
+    const KnownKey* k = Find(si, cf, h, key);
+    return k == nullptr ? Known::kUnknown : k->state;
+  }
+  // Updates an existing record (none: nothing to update).
+  void Set(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key, Known state) {
+    KnownKey* k = Find(si, cf, h, key);
+    if (k != nullptr) k->state = state;
+  }
+  // A check of the key is being queued: count it in the key's record
+  // (created if needed) and set the state. False when the slot belongs to
+  // another key (a hash collision): the check then runs without a record.
+  bool RegisterCheck(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key, Known state) {
+    KnownKey& k = known_[si][KnownSlot(cf, h)];
+    if (k.pending == 0) {
+      k.cf = cf;
+      k.key.assign(key.data(), key.size());
+    } else if (k.cf != cf || rocksdb::Slice(k.key) != key) {
+      return false;
+    }
+    ++k.pending;
+    k.state = state;
+    return true;
+  }
+  // A check with a record finished (or was dropped).
+  void FinishCheck(uint32_t si, uint32_t cf, uint64_t h) {
+    KnownMap& m = known_[si];
+    auto it = m.find(KnownSlot(cf, h));
+    if (it == m.end()) return;
+    if (--it->second.pending == 0) m.erase(it);
+  }
+  // With every stripe held: nothing more is known of family cf's keys.
+  void ForgetFamily(uint32_t cf) {
+    for (uint32_t i = 0; i <= mask_; ++i) {
+      for (auto& kv : known_[i]) {
+        if (kv.second.cf == cf) kv.second.state = Known::kUnknown;
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<std::mutex[]> mu_;
+  std::unique_ptr<std::atomic<uint64_t>[]> released_at_;
+  std::unique_ptr<KnownMap[]> known_;  // per stripe, guarded by it
+  uint32_t mask_;
+};
+
+}  // namespace live_key
+}  // namespace dlcbf
