@@ -4,11 +4,14 @@
 // negative control (a fault hook, or the option that reopens the cliff)
 // that shows it can fail.
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "dlcbf/internal/hash.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -511,7 +514,12 @@ rocksdb::Options MergeOptions() {
 // Writes, a checkpoint, then puts, deletes, merges, a range deletion and an
 // ingestion; copies the open DB's files (a crash image) to `image` and
 // returns the keys that must be live there.
-std::map<std::string, std::string> CheckpointThenCrash(const std::string& dir, const std::string& image) {
+// sources: where the writes since the checkpoint end up. 1: the memtable
+// only (no ingestion). 3 (the default): an L0 file (a flush halfway, after
+// the one checkpoint), an ingested file and the memtable, some keys in
+// several of them.
+std::map<std::string, std::string> CheckpointThenCrash(const std::string& dir, const std::string& image,
+                                                       int sources = 3) {
   fs::remove_all(dir);
   fs::remove_all(image);
   LiveKeyIndexOptions io;
@@ -548,9 +556,20 @@ std::map<std::string, std::string> CheckpointThenCrash(const std::string& dir, c
     EXPECT_TRUE(db->Merge(wo, Key("m", i), "m").ok());
     live[Key("m", i)] = "m";
   }
+  if (sources == 3) {
+    EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());  // (no checkpoint: the interval is an hour)
+    for (int i = 100; i < 400; ++i) {  // in the flushed file and the memtable; 300-399 deleted again
+      EXPECT_TRUE(db->Put(wo, Key("n", i), "w").ok());
+      live[Key("n", i)] = "w";
+    }
+    for (int i = 300; i < 400; ++i) {
+      EXPECT_TRUE(db->Delete(wo, Key("n", i)).ok());
+      live.erase(Key("n", i));
+    }
+  }
   EXPECT_TRUE(db->DeleteRange(wo, db->DefaultColumnFamily(), Key("a", 1000), Key("a", 1100)).ok());
   for (int i = 1000; i < 1100; ++i) live.erase(Key("a", i));
-  {
+  if (sources == 3) {
     const std::string sst = dir + "_ingest.sst";
     rocksdb::SstFileWriter w(rocksdb::EnvOptions(), MergeOptions());
     EXPECT_TRUE(w.Open(sst).ok());
@@ -627,6 +646,21 @@ TEST(LiveKeyDBCheckpoint, CrashAfterCheckpointLosesNoKey) {
   fs::remove_all(image);
 }
 
+// The same with every write since the checkpoint in the memtable at the
+// crash: RocksDB's recovery flushes them into one L0 file, a single source
+// read without remembering its keys (checkpoint.cc).
+TEST(LiveKeyDBCheckpoint, CrashAfterCheckpointWithOneSourceLosesNoKey) {
+  const std::string dir = TestDir("checkpoint_memtable");
+  const std::string image = TestDir("checkpoint_memtable_image");
+  const auto live = CheckpointThenCrash(dir, image, /*sources=*/1);
+  LiveKeyStats st;
+  EXPECT_EQ(ReopenImage(image, live, &st), 0u) << st.ToString();
+  EXPECT_EQ(st.checkpoint_replays, 1u) << st.ToString();
+  EXPECT_GE(Cf0(st).entries, live.size());
+  fs::remove_all(dir);
+  fs::remove_all(image);
+}
+
 // Negative control: a checkpoint brought forward without reading the keys
 // written since loses them.
 TEST(LiveKeyDBCheckpoint, NegativeControlCheckpointWithoutReplayLosesKeys) {
@@ -656,6 +690,7 @@ TEST(LiveKeyDBWorkload, ParallelRebuildScanCountsEveryKeyOnce) {
   fs::remove_all(dir);
   rocksdb::Options o = BaseOptions();
   o.write_buffer_size = 64 << 10;  // many SST files: many split points
+  o.target_file_size_base = 64 << 10;
   for (uint32_t threads : {1u, 3u, 8u}) {
     fs::remove_all(dir);
     LiveKeyIndexOptions io;
@@ -665,8 +700,14 @@ TEST(LiveKeyDBWorkload, ParallelRebuildScanCountsEveryKeyOnce) {
     ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
     std::unique_ptr<LiveKeyDB> db(raw);
     std::vector<std::string> live;
+    // 100-byte values that do not compress: about 2 MB, dozens of files.
+    std::string value(100, '\0');
     for (int i = 0; i < 20000; ++i) {
-      ASSERT_TRUE(db->Put(WriteOptions(), Key("p", static_cast<uint64_t>(i) * 7919 % 20000), "v").ok());
+      for (size_t b = 0; b < value.size(); b += 8) {
+        const uint64_t r = dlcbf::internal::Mix64(static_cast<uint64_t>(i) * 131 + b);
+        std::memcpy(&value[b], &r, std::min<size_t>(8, value.size() - b));
+      }
+      ASSERT_TRUE(db->Put(WriteOptions(), Key("p", static_cast<uint64_t>(i) * 7919 % 20000), value).ok());
     }
     for (int i = 0; i < 20000; ++i) {
       if (i % 5 == 0) {
@@ -676,9 +717,15 @@ TEST(LiveKeyDBWorkload, ParallelRebuildScanCountsEveryKeyOnce) {
       }
     }
     ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+    // Most keys into one level of many files below L0 (where the split
+    // points come from; every flushed file spans the whole key range).
+    ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok());
     ASSERT_TRUE(db->RebuildIndex().ok());
     const LiveKeyStats st = db->GetLiveKeyStats();
     EXPECT_EQ(Cf0(st).last_rebuild_keys, live.size()) << threads << " threads: " << st.ToString();
+    // The scan really ran in that many parts (split at the files of the
+    // level the compaction filled: dozens of them).
+    EXPECT_EQ(Cf0(st).last_rebuild_scan_parts, threads) << st.ToString();
     EXPECT_EQ(Cf0(st).entries, live.size()) << threads << " threads";
     ExpectAllFound(db.get(), live);
     ASSERT_TRUE(db->Close().ok());

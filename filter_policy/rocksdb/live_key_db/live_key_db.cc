@@ -466,6 +466,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
       c.last_rebuild_reason = cf->last_reason;
       c.last_rebuild_seconds = cf->last_seconds;
       c.last_rebuild_keys = cf->last_keys;
+      c.last_rebuild_scan_parts = cf->last_scan_parts;
       c.last_rebuild_deltas = cf->last_deltas;
       c.last_rebuild_pause_micros = cf->last_pause_micros;
     }

@@ -111,7 +111,8 @@ std::string LiveKeyStats::ToString() const {
       << " loaded_from_file=" << (c.loaded_from_file ? 1 : 0) << " rebuilds=" << c.rebuilds;
     if (c.rebuilds > 0) {
       o << " last_rebuild=\"" << c.last_rebuild_reason << "\" (" << c.last_rebuild_seconds
-        << " s, " << c.last_rebuild_keys << " keys, " << c.last_rebuild_deltas << " deltas, pause "
+        << " s, " << c.last_rebuild_keys << " keys, " << c.last_rebuild_scan_parts << " scan parts, "
+        << c.last_rebuild_deltas << " deltas, pause "
         << c.last_rebuild_pause_micros << " us)";
     }
     if (c.rebuild_in_progress) o << " rebuilding";

@@ -114,6 +114,7 @@ struct CfState {
   std::string last_reason;
   double last_seconds = 0;
   uint64_t last_keys = 0, last_deltas = 0, last_pause_micros = 0;
+  uint32_t last_scan_parts = 0;
 };
 
 struct CfTable {
@@ -554,6 +555,8 @@ struct LiveKeyDB::Rep {
 
   // ---- rebuild -----------------------------------------------------------------------
   rocksdb::Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
+  // Where a full scan of cf splits into `ways` parts (rebuild.cc).
+  std::vector<std::string> ScanSplits(CfState* cf, uint32_t ways);
 
   // ---- the background thread (background.cc): rebuilds, then checkpoints ---------
   // Queues an automatic rebuild of cf (once while one is queued).

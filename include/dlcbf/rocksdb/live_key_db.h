@@ -374,6 +374,7 @@ struct LiveKeyCfStats {
   std::string last_rebuild_reason;
   double last_rebuild_seconds = 0;
   uint64_t last_rebuild_keys = 0;          // keys scanned
+  uint32_t last_rebuild_scan_parts = 0;    // parallel parts of its scan (rebuild_scan_threads); 0: a checkpoint replay
   uint64_t last_rebuild_deltas = 0;        // index updates replayed
   uint64_t last_rebuild_pause_micros = 0;  // writers paused for the swap
 };
