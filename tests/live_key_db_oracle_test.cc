@@ -216,6 +216,9 @@ struct Workload {
   bool ingest = true;
   uint64_t expected_keys = 300;  // the index is sized far too small: migrations
   uint32_t max_pending_checks = 65536;  // deferred liveness checks (default on)
+  // Writes in progress that may defer (0: LiveKeyDB's default, the cores
+  // minus one). Large: every write defers, however many run at once.
+  uint32_t max_deferring_writers = 1024;
   dlcbf::ElasticKernel kernel = dlcbf::ElasticKernel::kDense;  // the default index kernel
 };
 
@@ -243,6 +246,7 @@ RunResult RunOracle(const std::string& name, const Workload& w) {
   io.expected_keys = w.expected_keys;
   io.lock_stripes = 64;
   io.max_pending_checks = w.max_pending_checks;
+  io.max_deferring_writers = w.max_deferring_writers;
   io.kernel = w.kernel;
   LiveKeyDB* raw = nullptr;
   Status s = LiveKeyDB::Open(o, io, dir, &raw);
@@ -555,6 +559,23 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableMixedCheckPaths) {
   ExpectLinearizable(r);
   EXPECT_GT(r.stats.deferred_checks, 0u) << r.stats.ToString();
   EXPECT_GT(r.stats.liveness_reads, 0u) << "the queue never filled: " << r.stats.ToString();
+  ASSERT_FALSE(r.stats.column_families.empty());
+  EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
+}
+
+// The same with max_deferring_writers = 1 (LiveKeyDB's default on a 2-core
+// machine): a write defers its check only while no other LiveKeyDB write
+// is in progress, and otherwise reads synchronously, so the three writers
+// switch paths from one write to the next.
+TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersRead) {
+  Workload w;
+  w.ops_per_writer = Scaled(3000, 600);
+  w.manual_rebuilds = 1;
+  w.max_deferring_writers = 1;
+  const RunResult r = RunOracle("busy", w);
+  ExpectLinearizable(r);
+  EXPECT_GT(r.stats.busy_sync_reads, 0u) << "no write saw another in progress: " << r.stats.ToString();
+  EXPECT_EQ(r.stats.queue_full_fallbacks, 0u) << r.stats.ToString();
   ASSERT_FALSE(r.stats.column_families.empty());
   EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
 }

@@ -147,6 +147,10 @@ TEST(LiveKeyDBTest, OptionsValidation) {
       {[](LiveKeyIndexOptions* o) { o->lock_stripes = 1000; }, "lock_stripes"},
       {[](LiveKeyIndexOptions* o) { o->index_file_name = "a/b"; }, "index_file_name"},
       {[](LiveKeyIndexOptions* o) { o->rebuild_progress_interval = 0; }, "rebuild_progress_interval"},
+      {[](LiveKeyIndexOptions* o) { o->max_pending_checks = 0; }, "max_pending_checks"},
+      {[](LiveKeyIndexOptions* o) { o->max_deferring_writers = (1u << 20) + 1; }, "max_deferring_writers"},
+      {[](LiveKeyIndexOptions* o) { o->rebuild_scan_threads = 0; }, "rebuild_scan_threads"},
+      {[](LiveKeyIndexOptions* o) { o->checkpoint_interval_seconds = -1; }, "checkpoint_interval_seconds"},
   };
   const std::string dir = TestDir("options");
   for (const Case& c : cases) {

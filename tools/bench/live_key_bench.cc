@@ -475,7 +475,9 @@ int main(int argc, char** argv) {
   // ---- Zipf overwrites, 1 and 4 writers --------------------------------------------
   std::map<std::string, std::map<std::string, Latency>> lat;
   std::map<std::string, std::map<std::string, std::string>> zipf_mode;
-  std::map<std::string, uint64_t> fallbacks;  // queue_full_fallbacks so far, per configuration
+  // queue_full_fallbacks and busy_sync_reads before the workload, per
+  // configuration (the line reports the workload's total over its repetitions)
+  std::map<std::string, uint64_t> fallbacks, busy;
   if (FLAGS_zipf_writes > 0) {
     const Zipf zipf(live_ids.size(), FLAGS_zipf_theta);
     struct Spec {
@@ -489,6 +491,12 @@ int main(int argc, char** argv) {
       const uint32_t threads = spec.threads;
       const std::string w = spec.name;
       std::fprintf(stderr, "[run] %s (%.1f s)\n", w.c_str(), Since(t_setup));
+      for (const Config& c : configs) {
+        if (c.live == nullptr) continue;
+        const dlcbf::LiveKeyStats st0 = c.live->GetLiveKeyStats();
+        fallbacks[c.name] = st0.queue_full_fallbacks;
+        busy[c.name] = st0.busy_sync_reads;
+      }
       for (uint32_t rep = 0; rep < FLAGS_write_repeats; ++rep) {
         // One key stream per thread, the same for every configuration.
         std::vector<std::vector<std::string>> streams(threads);
@@ -523,17 +531,18 @@ int main(int argc, char** argv) {
           if (c.live != nullptr) {
             // The copies the pending checks will take back: entries now
             // minus entries once they ran (each key holds at most one).
-            const uint64_t fallbacks_before = fallbacks[c.name];
             const dlcbf::LiveKeyStats st = c.live->GetLiveKeyStats();
-            fallbacks[c.name] = st.queue_full_fallbacks;
             const dlcbf::LiveKeyCfStats& cf = st.column_families[0];
             if (!c.live->WaitForDeferredChecks(600000)) std::printf("live_key_bench ERROR checks did not drain\n");
             const uint64_t settled = c.live->GetLiveKeyStats().column_families[0].entries;
-            char b[200];
+            char b[240];
+            // pending_*: at the end of the last repetition; the counts: all
+            // repetitions of this workload.
             std::snprintf(b, sizeof(b), "mode=%s pending_copies=%" PRId64 " pending_checks=%" PRIu64
-                          " queue_full_fallbacks=%" PRIu64,
+                          " queue_full_fallbacks=%" PRIu64 " busy_sync_reads=%" PRIu64,
                           cf.mode.c_str(), static_cast<int64_t>(cf.entries) - static_cast<int64_t>(settled),
-                          st.pending_checks, st.queue_full_fallbacks - fallbacks_before);
+                          st.pending_checks, st.queue_full_fallbacks - fallbacks[c.name],
+                          st.busy_sync_reads - busy[c.name]);
             zipf_mode[c.name][w] = b;
           }
         }

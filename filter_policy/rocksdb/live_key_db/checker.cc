@@ -24,6 +24,10 @@ namespace dlcbf {
 // live; then its old copy is stale and an erase it justifies is harmless.
 SharedSnapshot* LiveKeyDB::Rep::CheckSnapshot(uint32_t si) {
   if (!opt.defer_liveness_checks) return nullptr;
+  if (writers_in_flight.load(std::memory_order_relaxed) > deferring_writers) {
+    epochs.Bump(kBusySyncReads);  // every core writing: no core for the checker
+    return nullptr;
+  }
   if (pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {
     epochs.Bump(kQueueFullFallbacks);
     return nullptr;

@@ -23,9 +23,14 @@
 //     kCheckWakeBatch have piled up, sleeps on an idle DB (dropping the
 //     shared snapshot) and is woken by the first check after it.
 //   - Close drains the queue (Rep::StopChecks) before the index is saved.
+//   - A write defers only while at most max_deferring_writers LiveKeyDB
+//     writes are in progress (Rep::WriterScope; default: the cores minus
+//     one); with more, CheckSnapshot returns nullptr (busy_sync_reads) and
+//     the writer reads, as every core is already writing.
 // Why one thread: the checks' cost is the reads, and MultiGet batches
-// them; with one checker, live_key_bench's 1-, 2- and 4-writer overwrite
-// runs had no write fall back to a synchronous read (LiveKeyDB README).
+// them; a checker thread pays off only while a core is free for it, and
+// then one is enough (live_key_bench: no queue-full fallback with 1, 2 or
+// 4 writers; the LiveKeyDB README).
 #pragma once
 
 #include <atomic>

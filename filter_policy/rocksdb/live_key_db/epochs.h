@@ -45,6 +45,7 @@ enum Counter : uint32_t {
   kKnownWrites,
   kIndexMigrations,
   kQueueFullFallbacks,
+  kBusySyncReads,
   kCheckReads,
   kNumCounters
 };

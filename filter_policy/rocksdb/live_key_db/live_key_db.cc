@@ -57,7 +57,8 @@
 //   the index does not hold inserts BEFORE the base write (k cannot be
 //   live). For a key the index holds there are two ways, both under k's
 //   stripe, so nothing else changes k meanwhile:
-//   - Synchronous (queue full or defer_liveness_checks off): a liveness
+//   - Synchronous (queue full, more writes in progress than
+//     max_deferring_writers, or defer_liveness_checks off): a liveness
 //     read decides; Put/Merge insert only when k is not live, Delete
 //     erases only when k was live, AFTER the base write succeeded.
 //   - Deferred (the default; checker.h/.cc, CheckSnapshot/QueueCheck/RunChecks/ApplyCheck).
@@ -419,6 +420,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.checks_dropped = r.epochs.Sum(kChecksDropped);
   st.known_writes = r.epochs.Sum(kKnownWrites);
   st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
+  st.busy_sync_reads = r.epochs.Sum(kBusySyncReads);
   st.check_multigets = r.epochs.Sum(kCheckReads);
   st.index_migrations = r.epochs.Sum(kIndexMigrations);
   st.check_snapshots = r.epochs.Sum(kCheckSnapshots);

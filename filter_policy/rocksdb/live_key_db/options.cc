@@ -59,6 +59,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
       index_file_name == "." || index_file_name == "..") {
     return rocksdb::Status::InvalidArgument("index_file_name must be a plain file name (no '/')");
   }
+  if (max_deferring_writers > (1u << 20)) {
+    return rocksdb::Status::InvalidArgument("max_deferring_writers must be in [0, 2^20]");
+  }
   if (max_pending_checks == 0 || max_pending_checks > (1u << 24)) {
     return rocksdb::Status::InvalidArgument("max_pending_checks must be in [1, 2^24]");
   }
@@ -83,7 +86,8 @@ std::string LiveKeyStats::ToString() const {
     << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
     << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
     << " pending_checks=" << pending_checks << " known_writes=" << known_writes
-    << " queue_full_fallbacks=" << queue_full_fallbacks << " check_multigets=" << check_multigets
+    << " queue_full_fallbacks=" << queue_full_fallbacks << " busy_sync_reads=" << busy_sync_reads
+    << " check_multigets=" << check_multigets
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds

@@ -162,7 +162,12 @@ using namespace live_key;  // NOLINT: the Rep is this namespace's user
 struct LiveKeyDB::Rep {
   Rep(DB* b, const LiveKeyIndexOptions& o)
       : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
-        stripes(o.lock_stripes) {
+        stripes(o.lock_stripes),
+        deferring_writers(o.max_deferring_writers != 0
+                              ? o.max_deferring_writers
+                              : std::max(1u, std::thread::hardware_concurrency() > 1
+                                                 ? std::thread::hardware_concurrency() - 1
+                                                 : 1u)) {
     log = b->GetDBOptions().info_log;
   }
 
@@ -200,6 +205,20 @@ struct LiveKeyDB::Rep {
   bool check_busy = false;
   bool check_sleeping = false;  // CheckLoop waits for a first check (idle)
   std::atomic<uint64_t> pending_checks{0};
+  // LiveKeyDB writes in progress (WriterScope), and how many may defer
+  // their checks (LiveKeyIndexOptions::max_deferring_writers, resolved).
+  std::atomic<uint32_t> writers_in_flight{0};
+  const uint32_t deferring_writers;
+  class WriterScope {
+   public:
+    explicit WriterScope(Rep* r) : r_(r) { r_->writers_in_flight.fetch_add(1, std::memory_order_relaxed); }
+    ~WriterScope() { r_->writers_in_flight.fetch_sub(1, std::memory_order_relaxed); }
+    WriterScope(const WriterScope&) = delete;
+    WriterScope& operator=(const WriterScope&) = delete;
+
+   private:
+    Rep* r_;
+  };
 
   std::atomic<bool> closing{false};
   bool closed = false;
@@ -404,6 +423,7 @@ struct LiveKeyDB::Rep {
   // Put / Merge / PutEntity of one key.
   template <class WriteFn>
   rocksdb::Status Upsert(ColumnFamilyHandle* h, const Slice& key, WriteFn&& write) {
+    WriterScope in_flight(this);
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
     const uint32_t si = stripes.Of(id, hash);
@@ -481,6 +501,7 @@ struct LiveKeyDB::Rep {
   // Delete / SingleDelete of one key.
   template <class WriteFn>
   rocksdb::Status Remove(ColumnFamilyHandle* h, const Slice& key, bool may_erase, WriteFn&& write) {
+    WriterScope in_flight(this);
     const uint32_t id = h->GetID();
     const uint64_t hash = Hash(key);
     const uint32_t si = stripes.Of(id, hash);

@@ -97,6 +97,7 @@ struct Overlay {
 }  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
+  WriterScope in_flight(this);
   BatchCollector col;
   rocksdb::Status s = batch->Iterate(&col);
   if (!s.ok()) return s;

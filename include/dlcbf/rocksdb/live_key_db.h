@@ -77,8 +77,9 @@
 //     pending, its later writes know its state and need neither a read
 //     nor a check nor a copy, so a key holds at most two copies however
 //     often it is written (the design note in live_key_db.cc, "Known").
-//     With the queue full (max_pending_checks) or the option off, the
-//     write reads first instead: Put inserts only if k is not live, Delete
+//     With the queue full (max_pending_checks), more LiveKeyDB writes in
+//     progress than max_deferring_writers, or the option off, the write
+//     reads first instead: Put inserts only if k is not live, Delete
 //     erases only if k was live, AFTER the delete succeeded.
 //   - Write(WriteBatch): the entries are processed in order with an overlay
 //     of the keys the batch already touched; only each key's state before
@@ -302,6 +303,16 @@ struct LiveKeyIndexOptions {
   // [1, 2^24].
   bool defer_liveness_checks = true;
   uint32_t max_pending_checks = 65536;
+  // A write defers its check only while at most this many LiveKeyDB writes
+  // (single-key calls and batches, itself included) are in progress; with
+  // more, it reads the key itself (counted in busy_sync_reads). The
+  // checker needs a core of its own: with every core writing, deferring
+  // adds its costs (snapshots, the queue, the checker's reads and thread)
+  // and saves the writers nothing (the LiveKeyDB README's multi-writer
+  // table: 4 writers on 2 cores, synchronous reads 2.1x the deferred
+  // throughput). 0 (default): the hardware threads minus one, at least 1.
+  // To defer always, set it to at least your writer thread count.
+  uint32_t max_deferring_writers = 0;
 
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
@@ -399,6 +410,10 @@ struct LiveKeyStats {
   // Writes that read liveness on the write path because the check queue
   // was full (max_pending_checks): the checker did not keep up.
   uint64_t queue_full_fallbacks = 0;
+  // Writes that read liveness on the write path because more than
+  // max_deferring_writers writes were in progress (by design, not a
+  // checker falling behind).
+  uint64_t busy_sync_reads = 0;
   uint64_t check_multigets = 0;  // the checker's reads (one MultiGet per
                                  // family and snapshot, up to 64 keys)
   // Writes decided by what a pending check knows of their key (rep.h,
