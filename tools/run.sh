@@ -172,6 +172,111 @@ fuzz_run() {
   return $rc
 }
 
+# The in-tree plugin directory <rocksdb>/plugin/dlcbf: our dlcbf.mk and
+# CMakeLists.txt (copied only on change: no needless reconfigure) and the
+# dlcbf_repo symlink to this checkout.
+install_plugin_dir() {
+  local src="$1" f
+  mkdir -p "$src/plugin/dlcbf"
+  for f in dlcbf.mk CMakeLists.txt; do
+    cmp -s "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f" || cp "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f"
+  done
+  ln -sfn "$here" "$src/plugin/dlcbf/dlcbf_repo"
+}
+
+# "<major>.<minor>.<patch>" of the RocksDB source tree $1.
+rocksdb_tree_version() {
+  local h="$1/include/rocksdb/version.h"
+  printf '%s.%s.%s\n' "$(sed -n 's/^#define ROCKSDB_MAJOR \([0-9]*\).*/\1/p' "$h")" \
+    "$(sed -n 's/^#define ROCKSDB_MINOR \([0-9]*\).*/\1/p' "$h")" \
+    "$(sed -n 's/^#define ROCKSDB_PATCH \([0-9]*\).*/\1/p' "$h")"
+}
+
+# ---- rocksdb-java: RocksJava (librocksdbjni + jar) with the plugin -----
+# The releases whose Java route is verified (README, "Verified RocksDB
+# versions", Java column).
+ROCKSDB_JAVA_VERSIONS="11.8.1"
+
+rocksdb_java() {
+  local src="${1:-}" t0 t
+  [ -n "$src" ] || { echo "usage: tools/run.sh rocksdb-java <rocksdb-source-dir>" >&2; return 2; }
+  src="$(cd "$src" 2>/dev/null && pwd)" || { echo "error: $1: no such directory" >&2; return 2; }
+  if [ ! -f "$src/include/rocksdb/version.h" ] || [ ! -f "$src/java/CMakeLists.txt" ]; then
+    echo "error: $src is not a RocksDB source tree with its java/ directory" >&2
+    return 2
+  fi
+  local ver; ver="$(rocksdb_tree_version "$src")"
+  if ! printf ' %s ' $ROCKSDB_JAVA_VERSIONS | grep -q " $ver "; then
+    echo "error: RocksJava $ver has not been verified with rocksdb-java; verified releases: $ROCKSDB_JAVA_VERSIONS" >&2
+    return 2
+  fi
+  local jbuild="${ROCKSDB_JAVA_BUILD_DIR:-$src/build-java}"
+  local work="${ROCKSDB_JAVA_WORK:-$here/build-rocksdb-java-$ver}"
+  trap 'echo "rocksdb-java: FAILED at: $current_step" >&2' ERR
+  local current_step
+  jstep() { log "[rocksdb-java $ver] $*"; }
+
+  current_step="1/4 packages and the plugin directory"
+  jstep "$current_step"
+  install_packages ccache python3 default-jdk-headless
+  install_plugin_dir "$src"
+  # RocksDB's java/CMakeLists.txt downloads five test jars (junit, hamcrest,
+  # mockito, cglib, assertj) at configure time, and the JNI library needs
+  # the headers generated from its test classes, compiled against them.
+  # Where a jar is missing (no access to RocksDB's S3 bucket), Debian's
+  # stands in under the expected name: junit 4.13.2 for 4.13.1, hamcrest
+  # 2.2, mockito-core 2.23 for mockito-all 1.10.19, cglib 3.3.0, assertj
+  # 3.14 for 2.9 (only compiled against, never run here).
+  install_packages junit4 libhamcrest-java libmockito-java libcglib-java libassertj-core-java
+  local jv lib want have
+  mkdir -p "$src/java/test-libs"
+  for lib in junit:JAVA_JUNIT_VERSION:junit4.jar hamcrest:JAVA_HAMCR_VERSION:hamcrest.jar \
+             mockito-all:JAVA_MOCKITO_VERSION:mockito-core.jar cglib:JAVA_CGLIB_VERSION:cglib.jar \
+             assertj-core:JAVA_ASSERTJ_VERSION:assertj-core.jar; do
+    IFS=: read -r want jv have <<<"$lib"
+    jv="$(sed -n "s/^set($jv \"\(.*\)\")/\1/p" "$src/java/CMakeLists.txt")"
+    local jar_path="$src/java/test-libs/$want-$jv.jar"
+    if [ ! -s "$jar_path" ] || [ "$(stat -c %s "$jar_path")" -lt 4096 ]; then
+      cp "/usr/share/java/$have" "$jar_path"
+      echo "$(basename "$jar_path"): Debian's /usr/share/java/$have"
+    fi
+  done
+
+  current_step="2/4 RocksJava build (librocksdbjni + rocksdbjni jar; ROCKSDB_PLUGINS=dlcbf, WITH_JNI=ON)"
+  jstep "$current_step into $jbuild, $JOBS jobs, ccache (log: $jbuild/dlcbf-build.log)"
+  mkdir -p "$jbuild"
+  t0="$(date -u +%s)"
+  # (ROCKSDB_BUILD_SHARED=OFF: the JNI library links the static library;
+  # with it on, librocksdb.so would be compiled as well, doubling the build.)
+  cmake -S "$src" -B "$jbuild" -DCMAKE_BUILD_TYPE=Release -DPORTABLE=1 -DROCKSDB_PLUGINS=dlcbf -DWITH_JNI=ON \
+        -DROCKSDB_BUILD_SHARED=OFF \
+        -DWITH_TESTS=OFF -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DWITH_BENCHMARK_TOOLS=OFF \
+        -DWITH_GFLAGS=OFF -DWITH_SNAPPY=ON -DFAIL_ON_WARNINGS=OFF \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+        >"$jbuild/dlcbf-configure.log" 2>&1 ||
+    { tail -n 30 "$jbuild/dlcbf-configure.log" >&2; false; }
+  cmake --build "$jbuild" -j "$JOBS" --target rocksdbjava >"$jbuild/dlcbf-build.log" 2>&1 ||
+    { grep -E "error|Error" "$jbuild/dlcbf-build.log" | head -n 30 >&2; false; }
+  t=$(( $(date -u +%s) - t0 ))
+  local jar; jar="$(ls "$jbuild"/java/rocksdbjni-*-linux64.jar | head -n 1)"
+  local so; so="$(ls "$jbuild"/java/librocksdbjni-linux64.so | head -n 1)"
+  echo "built $jar (with $(basename "$so")) in ${t}s"
+  [ "$(nm -D --defined-only "$so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
+    { echo "$so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
+
+  current_step="3/4 compile tools/java/DlcbfJavaCheck.java (javac, no Maven)"
+  jstep "$current_step"
+  rm -rf "$work"; mkdir -p "$work/classes"
+  javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java
+
+  current_step="4/4 DlcbfJavaCheck: dlcbf:10 + dlcbf_index through the properties and OPTIONS-file routes"
+  jstep "$current_step"
+  java -cp "$jar:$work/classes" DlcbfJavaCheck "$work/db" "${JAVA_CHECK_KEYS:-20000}" | tee "$work/java-check.log"
+  grep -q '^dlcbf-java PASSED' "$work/java-check.log"
+  trap - ERR
+  log "rocksdb-java $ver: PASSED (build ${t}s; log $work/java-check.log)"
+}
+
 # ---- rocksdb-source: the in-tree plugin on a RocksDB source tree ----
 # The RocksDB releases verified end to end (README, "Verified RocksDB
 # versions"); others are refused. The version guards in the code name what
@@ -295,12 +400,7 @@ rocksdb_source() {
 
   current_step="1/9 plugin directory"
   step "$current_step: $src/plugin/dlcbf (dlcbf.mk, CMakeLists.txt, dlcbf_repo -> $here)"
-  mkdir -p "$src/plugin/dlcbf"
-  local f
-  for f in dlcbf.mk CMakeLists.txt; do  # copy only on change: no needless reconfigure
-    cmp -s "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f" || cp "tools/rocksdb_plugin/$f" "$src/plugin/dlcbf/$f"
-  done
-  ln -sfn "$here" "$src/plugin/dlcbf/dlcbf_repo"
+  install_plugin_dir "$src"
 
   current_step="2/9 RocksDB build (librocksdb.so, db_bench, db_stress; ROCKSDB_PLUGINS=dlcbf)"
   install_packages ccache python3
@@ -493,8 +593,11 @@ case "$cmd" in
   rocksdb-source)
     rocksdb_source "$@"
     ;;
+  rocksdb-java)
+    rocksdb_java "$@"
+    ;;
   *)
-    echo "usage: tools/run.sh {demo|test|build|asan|tsan|fuzz|crash|rocksdb-source <dir>} [args...]" >&2
+    echo "usage: tools/run.sh {demo|test|build|asan|tsan|fuzz|crash|rocksdb-source <dir>|rocksdb-java <dir>} [args...]" >&2
     exit 2
     ;;
 esac
