@@ -147,7 +147,7 @@ def main():
         # 4. compare: report files exist and parse ----------------------------------
         outdir = os.path.join(tmp, "cmp")
         rc, out, err = run([py, COMPARE, f"--plugin={plugin}", "--num=6000",
-                            "--configs=none,bloom,dlcbf,dlcbf_eqfpr", "--memtable_index=off",
+                            "--configs=none,bloom,ribbon_eqbits,dlcbf,dlcbf_eqfpr", "--memtable_index=off",
                             "--settle=compact", "--filter_bench=off", "--repeats=2",
                             f"--out={outdir}",
                             f"--work={os.path.join(tmp, 'cmpwork')}", "--print=none"])
@@ -162,6 +162,9 @@ def main():
                   and "bloom:10" in text, "report.md has the Markdown summary table")
             check("Machine:" in text and "RocksDB:" in text and "AVX2" in text,
                   "report.md header: machine, RocksDB version, AVX2 note")
+            check(re.search(r"Equal memory: ribbon=dlcbfBits \(ribbonfilter:15:-1\) [\d.]+ bits/key "
+                            r"against dlcbf:10's [\d.]+", text) is not None,
+                  "report.md: the equal-memory line (Ribbon's measured bits/key against dlcbf:10's)")
             check("2 interleaved rounds" in text and re.search(r"[\d,.]+[kM]? \([\d,.]+[kM]?-[\d,.]+[kM]?\)", text),
                   "report.md: rounds named, throughput as median (min-max)")
             # the IO-bound step ran (direct reads, cold small cache), or the
@@ -178,8 +181,8 @@ def main():
             # 7 workloads, 8 with the IO-bound step (skipped, with a note, on a
             # filesystem without O_DIRECT)
             n_wl = 8 if any(r["workload"] == "readmissing-io" for r in rows) else 7
-            check(len(cfgs) == 4 and len(rows) == 2 * 4 * n_wl,
-                  f"results.csv: 2 rounds x 4 configs x {n_wl} workloads "
+            check(len(cfgs) == 5 and len(rows) == 2 * 5 * n_wl,
+                  f"results.csv: 2 rounds x 5 configs x {n_wl} workloads "
                   f"({len(cfgs)} configs, {len(rows)} rows)")
             check({r["rep"] for r in rows} == {"1", "2"}, "results.csv: column rep holds 1 and 2")
             ok_ops = all(float(r["ops_per_sec"]) > 0 for r in rows)
