@@ -195,7 +195,7 @@ rocksdb_tree_version() {
 # ---- rocksdb-java: RocksJava (librocksdbjni + jar) with the plugin -----
 # The releases whose Java route is verified (README, "Verified RocksDB
 # versions", Java column).
-ROCKSDB_JAVA_VERSIONS="11.8.1"
+ROCKSDB_JAVA_VERSIONS="8.10.2 11.8.1"
 
 rocksdb_java() {
   local src="${1:-}" t0 t
@@ -255,12 +255,24 @@ rocksdb_java() {
         -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
         >"$jbuild/dlcbf-configure.log" 2>&1 ||
     { tail -n 30 "$jbuild/dlcbf-configure.log" >&2; false; }
-  cmake --build "$jbuild" -j "$JOBS" --target rocksdbjava >"$jbuild/dlcbf-build.log" 2>&1 ||
-    { grep -E "error|Error" "$jbuild/dlcbf-build.log" | head -n 30 >&2; false; }
+  # 11.x: target rocksdbjava, a jar holding librocksdbjni-linux64.so.
+  # 8.10: no such target; librocksdbjni.so and rocksdbjni_classes.jar, the
+  # library found through java.library.path.
+  local jar so libpath=()
+  if grep -q 'add_custom_target(rocksdbjava' "$src/java/CMakeLists.txt"; then
+    cmake --build "$jbuild" -j "$JOBS" --target rocksdbjava >"$jbuild/dlcbf-build.log" 2>&1 ||
+      { grep -E "error|Error" "$jbuild/dlcbf-build.log" | head -n 30 >&2; false; }
+    jar="$(ls "$jbuild"/java/rocksdbjni-*-linux64.jar | head -n 1)"
+    so="$(ls "$jbuild"/java/librocksdbjni-linux64.so | head -n 1)"
+  else
+    cmake --build "$jbuild" -j "$JOBS" --target rocksdbjni rocksdbjni_classes >"$jbuild/dlcbf-build.log" 2>&1 ||
+      { grep -E "error|Error" "$jbuild/dlcbf-build.log" | head -n 30 >&2; false; }
+    jar="$jbuild/java/rocksdbjni_classes.jar"
+    so="$jbuild/java/librocksdbjni.so"
+    libpath=("-Djava.library.path=$jbuild/java")
+  fi
   t=$(( $(date -u +%s) - t0 ))
-  local jar; jar="$(ls "$jbuild"/java/rocksdbjni-*-linux64.jar | head -n 1)"
-  local so; so="$(ls "$jbuild"/java/librocksdbjni-linux64.so | head -n 1)"
-  echo "built $jar (with $(basename "$so")) in ${t}s"
+  echo "built $jar and $(basename "$so") in ${t}s"
   [ "$(nm -D --defined-only "$so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
     { echo "$so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
 
@@ -271,7 +283,8 @@ rocksdb_java() {
 
   current_step="4/4 DlcbfJavaCheck: dlcbf:10 + dlcbf_index through the properties and OPTIONS-file routes"
   jstep "$current_step"
-  java -cp "$jar:$work/classes" DlcbfJavaCheck "$work/db" "${JAVA_CHECK_KEYS:-20000}" | tee "$work/java-check.log"
+  java "${libpath[@]}" -cp "$jar:$work/classes" DlcbfJavaCheck "$work/db" "${JAVA_CHECK_KEYS:-20000}" |
+    tee "$work/java-check.log"
   grep -q '^dlcbf-java PASSED' "$work/java-check.log"
   trap - ERR
   log "rocksdb-java $ver: PASSED (build ${t}s; log $work/java-check.log)"
@@ -281,7 +294,7 @@ rocksdb_java() {
 # The RocksDB releases verified end to end (README, "Verified RocksDB
 # versions"); others are refused. The version guards in the code name what
 # differs between them (ROCKSDB_MAJOR/ROCKSDB_MINOR, beside the code).
-ROCKSDB_SOURCE_VERSIONS="9.10.0 10.10.1 11.8.1"
+ROCKSDB_SOURCE_VERSIONS="8.10.2 9.10.0 10.10.1 11.8.1"
 
 # "<passed> passed of <total>, <skipped> skipped" from a gtest log.
 gtest_counts() {
@@ -328,6 +341,12 @@ db_stress_runs() {
   if grep -q -- '-remote_compaction_worker_threads' <<<"$flags"; then
     extra+=(--remote_compaction_worker_threads=0)
   fi
+  # Fault injection off, flag by flag where this db_stress has it (8.10
+  # has no metadata_*_fault_one_in).
+  local fault
+  for fault in read_fault_one_in metadata_read_fault_one_in metadata_write_fault_one_in; do
+    if grep -q -- "-$fault " <<<"$flags"; then extra+=("--$fault=0"); fi
+  done
   t0="$(date -u +%s)"
   while [ $(( $(date -u +%s) - t0 )) -lt "$seconds" ]; do
     run=$((run + 1))
@@ -340,8 +359,7 @@ db_stress_runs() {
     # RocksDB reports as Corruption)
     if ! "$db_stress" --options_file="$dir/OPTIONS-dlcbf" --db="$dir/db" \
           --expected_values_dir="$dir/exp" --destroy_db_initially=$destroy \
-          --column_families=1 --clear_column_family_one_in=0 --read_fault_one_in=0 \
-          --metadata_read_fault_one_in=0 --metadata_write_fault_one_in=0 \
+          --column_families=1 --clear_column_family_one_in=0 \
           --threads=4 --max_key=50000 --ops_per_thread=100000 --reopen=4 \
           --readpercent=40 --prefixpercent=0 --writepercent=30 --delpercent=10 \
           --delrangepercent=5 --iterpercent=15 --use_multiget=1 --flush_one_in=2000 \
@@ -492,6 +510,14 @@ rocksdb_source() {
     if grep -q -- '-compression_manager' <<<"$flags"; then
       crash_extra+=(--compression_manager=none)
     fi
+    # Fault injection off, flag by flag where this db_stress has it (8.10
+    # lacks the metadata_* and open_* ones).
+    local fault
+    for fault in read_fault_one_in metadata_read_fault_one_in metadata_write_fault_one_in \
+                 write_fault_one_in open_metadata_write_fault_one_in open_write_fault_one_in \
+                 open_read_fault_one_in open_metadata_read_fault_one_in sync_fault_injection; do
+      if grep -q -- "-$fault " <<<"$flags"; then crash_extra+=("--$fault=0"); fi
+    done
     # db_crashtest.py kills db_stress every --interval seconds and
     # restarts it; every restart verifies the DB against the expected state.
     # Its random parameters are overridden where they conflict with an
@@ -504,9 +530,6 @@ rocksdb_source() {
     (cd "$src" && TEST_TMPDIR="$cdir" python3 tools/db_crashtest.py blackbox \
         --stress_cmd="$rbuild/db_stress_tool/db_stress" --duration="$crash_seconds" --interval=30 \
         --options_file="$cdir/OPTIONS-dlcbf" --column_families=1 --clear_column_family_one_in=0 \
-        --read_fault_one_in=0 --metadata_read_fault_one_in=0 --metadata_write_fault_one_in=0 \
-        --write_fault_one_in=0 --open_metadata_write_fault_one_in=0 --open_write_fault_one_in=0 \
-        --open_read_fault_one_in=0 --open_metadata_read_fault_one_in=0 --sync_fault_injection=0 \
         --disable_wal=0 --test_batches_snapshots=0 --enable_compaction_filter=0 --use_merge=0 \
         --use_full_merge_v1=0 --compression_type=snappy --bottommost_compression_type=disable \
         --wal_compression=none "${crash_extra[@]}") >"$cdir/crashtest.log" 2>&1 ||
