@@ -390,11 +390,9 @@ rocksdb_source() {
     echo "error: $src is not a RocksDB source tree (no include/rocksdb/version.h)" >&2
     return 2
   fi
-  local major minor patch ver
-  major="$(sed -n 's/^#define ROCKSDB_MAJOR \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
-  minor="$(sed -n 's/^#define ROCKSDB_MINOR \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
-  patch="$(sed -n 's/^#define ROCKSDB_PATCH \([0-9]*\).*/\1/p' "$src/include/rocksdb/version.h")"
-  ver="$major.$minor.$patch"
+  local ver major
+  ver="$(rocksdb_tree_version "$src")"
+  major="${ver%%.*}"
   if ! printf ' %s ' $ROCKSDB_SOURCE_VERSIONS | grep -q " $ver "; then
     echo "error: RocksDB $ver in $src has not been verified with rocksdb-source; verified releases: $ROCKSDB_SOURCE_VERSIONS" >&2
     echo "       (Debian's packaged 7.8.3 is the other supported build: tools/run.sh test)" >&2

@@ -251,18 +251,17 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       std::vector<uint64_t> batch;
       batch.reserve(kScanBatch);
       std::vector<OpResult> results(kScanBatch);
-      uint64_t mine = 0, reported = 0;
+      uint64_t mine = 0;
       auto insert_batch = [&]() -> bool {
         rocksdb::Status is = fresh->InsertBatch(batch.data(), batch.size(), results.data());
         if (!is.ok()) {
           part_status[p] = is;
           return false;
         }
-        mine += batch.size();
+        const uint64_t step = batch.size();
         batch.clear();
-        const uint64_t step = mine - reported;
+        mine += step;
         const uint64_t now_total = total.fetch_add(step) + step;
-        reported = mine;
         cf->scanned.store(now_total, std::memory_order_relaxed);
         // Progress: each rebuild_progress_interval keys (whichever part
         // crosses it), and every 10 s (part 0 keeps that clock).
@@ -293,7 +292,6 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
         if (batch.size() == kScanBatch) going = insert_batch();
       }
       if (going && !batch.empty()) insert_batch();
-      total.fetch_add(mine - reported);
       if (part_status[p].ok()) part_status[p] = it->status();
       if (parts > 1) {
         rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': scan part %zu of %zu: %" PRIu64 " keys in %.3f s",

@@ -163,11 +163,8 @@ struct LiveKeyDB::Rep {
   Rep(DB* b, const LiveKeyIndexOptions& o)
       : opt(o), base(b), env(b->GetEnv()), dbname(b->GetName()),
         stripes(o.lock_stripes),
-        deferring_writers(o.max_deferring_writers != 0
-                              ? o.max_deferring_writers
-                              : std::max(1u, std::thread::hardware_concurrency() > 1
-                                                 ? std::thread::hardware_concurrency() - 1
-                                                 : 1u)) {
+        deferring_writers(o.max_deferring_writers != 0 ? o.max_deferring_writers
+                                                       : std::max(2u, std::thread::hardware_concurrency()) - 1) {
     log = b->GetDBOptions().info_log;
   }
 
