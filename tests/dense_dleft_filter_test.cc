@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -94,6 +95,34 @@ void CheckMatchMasks() {
 TEST(DenseBlockCodec, MatchMaskSse2EqualsPortable) {
   CheckMatchMasks<dense_detail::Class8>();
   CheckMatchMasks<dense_detail::Class16>();
+}
+
+// The SSE2 slot shifts (x86-64's baseline) against the word loop of other
+// targets: every slot t, random blocks (the directory bytes must not move).
+template <class C>
+void CheckShifts() {
+  std::mt19937_64 rng(5);
+  for (int it = 0; it < 2000; ++it) {
+    alignas(64) uint8_t a[64], b[64];
+    for (auto& x : a) x = static_cast<uint8_t>(rng());
+    // The shifts' precondition: a free last slot for an insert.
+    std::memset(a + (C::kSlots - 1) * sizeof(typename C::Slot), 0, sizeof(typename C::Slot));
+    const int t = static_cast<int>(rng() % C::kSlots);
+    const uint32_t v = 1 + static_cast<uint32_t>(rng() % ((1u << C::kR) - 1));
+    std::memcpy(b, a, 64);
+    dense_detail::ShiftSlotsUp<C>(a, t, v);
+    dense_detail::ShiftSlotsUpPortable<C>(b, t, v);
+    ASSERT_EQ(std::memcmp(a, b, 64), 0) << "up, t=" << t;
+    for (auto& x : a) x = static_cast<uint8_t>(rng());
+    std::memcpy(b, a, 64);
+    dense_detail::ShiftSlotsDown<C>(a, t);
+    dense_detail::ShiftSlotsDownPortable<C>(b, t);
+    ASSERT_EQ(std::memcmp(a, b, 64), 0) << "down, t=" << t;
+  }
+}
+TEST(DenseBlockCodec, SlotShiftsEqualPortable) {
+  CheckShifts<dense_detail::Class8>();
+  CheckShifts<dense_detail::Class16>();
 }
 
 template <class C>
@@ -355,22 +384,69 @@ TEST(DenseDLeftFilter, InconsistentBlockIsCorruption) {
 
 // Version 1's bytes for a fixed input, pinned: any change to the hashing,
 // the permutations, the block encoding or the header is a new version.
+// Placement is not part of the format: a reader probes every candidate, so
+// bytes written by the earlier "least loaded, ties to the left" rule (all
+// four keys alternating between the subtables) stay valid version 1 and
+// must read back with every answer; the writer's current rule (the first
+// candidate until it is 3/4 full: all four keys in subtable 0) gives the
+// second pair.
+std::string Hex(const std::string& s) {
+  std::string hex;
+  char buf[4];
+  for (unsigned char ch : s) {
+    std::snprintf(buf, sizeof(buf), "%02x", ch);
+    hex += buf;
+  }
+  return hex;
+}
+std::string Unhex(const std::string& hex) {
+  std::string s;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) s.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return s;
+}
+// [0]: r = 8, [1]: r = 16.
+constexpr const char* kGoldenLeastLoaded[2] = {
+    "644c444e010008023000500000000000010000000000000007000000000000000400000000000000eca105dc33d8010000000000000000000000000000000000a7ef000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000002000000000000200000000000000072ef0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001002000000000000000000000000fa356fbe8feb2519",
+    "644c444e010010021c00240000000000010000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000006583e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001000000001000000b3993e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000008020000000000d53344c7222128da"};
+constexpr const char* kGoldenFirstChoice[2] = {
+    "644c444e010008023000500000000000010000000000000007000000000000000400000000000000eca105dc33d8010000000000000000000000000000000000a7efef72000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000020000000000006008000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000009cb96cdb7e600da1",
+    "644c444e010010021c00240000000000010000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000006583e053e05b399000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000100000000b00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000778762394b10f5b2"};
+
 TEST(DenseDLeftFilter, GoldenBytesVersion1) {
   for (uint32_t r : {8u, 16u}) {
     auto f = Make(Geometry(r, 2, 1, false, 7));
     for (const char* k : {"apple", "banana", "cherry", "apple"}) ASSERT_EQ(f->Insert(k), OpResult::kOk);
-    const std::string s = Bytes(*f);
-    std::string hex;
-    char buf[4];
-    for (unsigned char ch : s) {
-      std::snprintf(buf, sizeof(buf), "%02x", ch);
-      hex += buf;
-    }
-    const char* want =
-        r == 8 ? "644c444e010008023000500000000000010000000000000007000000000000000400000000000000eca105dc33d8010000000000000000000000000000000000a7ef000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000002000000000000200000000000000072ef0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001002000000000000000000000000fa356fbe8feb2519"
-               : "644c444e010010021c00240000000000010000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000006583e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001000000001000000b3993e05000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000008020000000000d53344c7222128da";
-    EXPECT_EQ(hex, want) << "r=" << r;
+    EXPECT_EQ(Hex(Bytes(*f)), kGoldenFirstChoice[r == 16]) << "r=" << r;
   }
+}
+
+TEST(DenseDLeftFilter, GoldenBytesOfTheLeastLoadedRuleStillRead) {
+  for (uint32_t r : {8u, 16u}) {
+    std::unique_ptr<DenseDLeftFilter> f;
+    ASSERT_TRUE(DenseDLeftFilter::Deserialize(Unhex(kGoldenLeastLoaded[r == 16]), &f).ok()) << "r=" << r;
+    EXPECT_EQ(f->Count("apple"), 2u);
+    EXPECT_EQ(f->Count("banana"), 1u);
+    EXPECT_EQ(f->Count("cherry"), 1u);
+    EXPECT_EQ(f->Stats().items, 4u);
+    EXPECT_EQ(Hex(Bytes(*f)), kGoldenLeastLoaded[r == 16]);
+    // Erase finds each copy wherever the old rule placed it.
+    ASSERT_EQ(f->Erase("apple"), OpResult::kOk);
+    ASSERT_EQ(f->Erase("apple"), OpResult::kOk);
+    ASSERT_EQ(f->Erase("banana"), OpResult::kOk);
+    ASSERT_EQ(f->Erase("cherry"), OpResult::kOk);
+    EXPECT_EQ(f->Stats().items, 0u);
+    EXPECT_FALSE(f->Contains("apple"));
+  }
+#ifdef DLCBF_TESTING
+  // The old rule, still selectable in test builds, writes those bytes.
+  dense_testing::SetLeastLoadedOnly(true);
+  for (uint32_t r : {8u, 16u}) {
+    auto f = Make(Geometry(r, 2, 1, false, 7));
+    for (const char* k : {"apple", "banana", "cherry", "apple"}) ASSERT_EQ(f->Insert(k), OpResult::kOk);
+    EXPECT_EQ(Hex(Bytes(*f)), kGoldenLeastLoaded[r == 16]) << "r=" << r;
+  }
+  dense_testing::SetLeastLoadedOnly(false);
+#endif
 }
 
 TEST(DenseDLeftFilter, FprMatchesFormula) {

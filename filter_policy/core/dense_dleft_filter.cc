@@ -52,24 +52,40 @@
 // S and K; it fills to 0.93 / 0.88 with two choices and no moves.)
 //
 // Lines per query: d for a negative (both lines requested before either
-// is compared, so their misses overlap), 1 to d for a positive.
+// is compared, so their misses overlap), 1 to d for a positive: about
+// half the keys sit in subtable 0 at full load (1.50 lines per hit at
+// MaxLoad under either insert rule below), and a hit there answers
+// without waiting for the second line.
 //
-// Insert: the least-loaded candidate block (ties to the left, §3.1), its
-// bucket gets the remainder. When all d candidates are full, one resident
-// r' of a candidate block is moved to another of its own candidates (its
-// f' recovered through P_i^-1, as §3.3's moves), scanning the candidate
-// blocks' residents in order; if none can move, kOverflow and nothing
-// changed. There is no spill area: the move is the defined response to a
-// full block, kOverflow the defined response to a full neighbourhood.
-// Overflow, in trials filling 1M slots until the first kOverflow (3 seeds
-// each; tests/dense_dleft_filter_test.cc checks the property on small
-// tables):
-//   r = 8,  d = 2: first move at load 0.962-0.965, first kOverflow at 0.998
-//   r = 16, d = 2: first move at load 0.924-0.933, first kOverflow at 0.993
-//   d = 3: first move at 0.98 (r = 8) / 0.96 (r = 16), kOverflow at 0.999
-// MaxLoad (0.93 / 0.92) stays below the first move, so sized filters
-// never move in practice, and d-left's balance leaves an overflow margin
-// of 6-7 points of load for keys beyond the estimate.
+// Insert: the first candidate (subtable 0) takes the remainder while it
+// holds fewer than kFirstChoiceSlots = 3/4 of its slots (36 of 48, 21 of
+// 28: VQF's threshold); above that the least-loaded candidate block takes
+// it, ties to the left (§3.1's rule). Why not §3.1's rule for every insert:
+// it compares loads read from both blocks, a branch on data that a CPU
+// mispredicts about half the time, and each mispredict holds back the
+// next operation's loads; below the threshold the choice is known from
+// the first block alone. The trade, measured (3 seeds, 1M slots, random
+// keys; first move = the first insert that has to move a resident, first
+// kOverflow = the first that fails):
+//                       least loaded always       first choice below 3/4
+//   r = 8,  d = 2:  move 0.962-0.965, ovf 0.998   move 0.960-0.963, ovf 0.997
+//   r = 16, d = 2:  move 0.931-0.936, ovf 0.992   move 0.922-0.929, ovf 0.990
+//   d = 3:          move 0.979-0.981 (r = 8), 0.962-0.966 (r = 16) under both
+// So space and FPR at the sizing loads are unchanged (the FPR depends only
+// on the number of stored fingerprints; MaxLoad 0.93 / 0.92 stays at or
+// below every first move), at a cost of up to 0.9 points of load before the
+// first move at r = 16. Placement is not part of the format: readers probe
+// every candidate, so tables written under either rule read the same.
+// When all d candidates are full, one resident r' of a candidate block is
+// moved to another of its own candidates (its f' recovered through
+// P_i^-1, as §3.3's moves), scanning the candidate blocks' residents in
+// order; if none can move, kOverflow and nothing changed. There is no
+// spill area: the move is the defined response to a full block, kOverflow
+// the defined response to a full neighbourhood (tests/dense_dleft_filter_
+// test.cc checks the property on small tables). MaxLoad (0.93 / 0.92)
+// stays below the first move, so sized filters never move in practice,
+// and d-left's balance leaves an overflow margin of 6-7 points of load
+// for keys beyond the estimate.
 //
 // Multiplicity: copies. A second Insert of a key adds a second copy of its
 // remainder (in whichever candidate is least loaded). A 2-bit counter per

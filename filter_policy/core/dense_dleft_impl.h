@@ -65,6 +65,9 @@ class DenseDLeftFilter::Impl {
   internal::Hashing hashing;
   std::unique_ptr<uint8_t[], FreeDeleter> mem;
   uint64_t items = 0, relocations = 0, overflows = 0;
+  // Insert's first-choice threshold (slots): C::kFirstChoiceSlots, or 0
+  // (always the least loaded) where a test compares the two rules.
+  int first_choice_slots = 0;
   std::mutex mu;  // thread-safe mode: the writers' lock
   std::unique_ptr<std::atomic<uint32_t>[]> seq;
 
@@ -84,6 +87,10 @@ class DenseDLeftFilter::Impl {
     g.remainder_bits = opt.remainder_bits;
     hashing = internal::Hashing(g, opt.seed, keys);
     ops = SelectDenseOps(r8, opt.thread_safe);
+    first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
+#ifdef DLCBF_TESTING
+    if (dense_testing::LeastLoadedOnly()) first_choice_slots = 0;
+#endif
   }
 
   // Zero-filled (huge pages when large); the stripes in the thread-safe mode.
@@ -102,14 +109,16 @@ class DenseDLeftFilter::Impl {
   // ---- hashing ------------------------------------------------------------
   template <class C>
   uint32_t Candidates(uint64_t h, Cand* c) const {
+    // Subtable 0's block first (P_0 is the identity: one multiply from h),
+    // so its load can issue before the permutation rounds.
     const internal::Fingerprint f = hashing.FingerprintOf(h);
+    c[0] = Cand{f.bucket / C::kBuckets, static_cast<uint32_t>(f.bucket % C::kBuckets)};
     if (d == 2) {  // the common geometry, unrolled
       const internal::Location l = hashing.Permute(1, f);
-      c[0] = Cand{f.bucket / C::kBuckets, static_cast<uint32_t>(f.bucket % C::kBuckets)};
       c[1] = Cand{nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
       return static_cast<uint32_t>(f.remainder) + 1;
     }
-    for (uint32_t i = 0; i < d; ++i) {
+    for (uint32_t i = 1; i < d; ++i) {
       const internal::Location l = hashing.Permute(i, f);
       c[i] = Cand{i * nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
     }
@@ -226,15 +235,8 @@ class DenseDLeftFilter::Impl {
   bool Probe(const Cand* c, uint32_t v) const {
     if constexpr (!TS) {
       if (d == 2) {
-        // Both lines are loaded and compared before any branch depends on
-        // them, so the two cache misses overlap; most negatives stop at the
-        // combined mask.
-        const uint8_t* b0 = Blk(c[0].block);
-        const uint8_t* b1 = Blk(c[1].block);
-        const uint64_t m0 = dense_detail::MatchMask<C>(b0, v);
-        const uint64_t m1 = dense_detail::MatchMask<C>(b1, v);
-        if ((m0 | m1) == 0) return false;
-        return dense_detail::AnyInBucket<C>(b0, c[0].bucket, m0) || dense_detail::AnyInBucket<C>(b1, c[1].bucket, m1);
+        __builtin_prefetch(Blk(c[1].block), 0, 3);
+        return dense_detail::ProbeTwoBlocks<C>(Blk(c[0].block), c[0].bucket, Blk(c[1].block), c[1].bucket, v);
       }
     }
     return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
@@ -284,14 +286,21 @@ class DenseDLeftFilter::Impl {
   }
   template <class C, bool TS>
   OpResult InsertAt(const Cand* c, uint32_t v) {
+    // The first candidate takes the remainder while it holds fewer than
+    // kFirstChoiceSlots (design note: "Insert"); only above that are the
+    // other candidates' loads read (their lines are already in flight), and
+    // the least loaded wins, ties to the left. The choice is branch-free:
+    // it depends on loaded data, and a mispredicted branch there would hold
+    // back the next operation's loads.
     for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
     uint32_t best = 0;
-    int best_used = C::kSlots + 1;
-    for (uint32_t i = 0; i < d; ++i) {
-      const int u = dense_detail::Used<C>(Blk(c[i].block));
-      if (u < best_used) {
-        best_used = u;
-        best = i;
+    int best_used = dense_detail::Used<C>(Blk(c[0].block));
+    if (best_used >= first_choice_slots) {
+      for (uint32_t i = 1; i < d; ++i) {
+        const int u = dense_detail::Used<C>(Blk(c[i].block));
+        const bool less = u < best_used;
+        best = less ? i : best;
+        best_used = less ? u : best_used;
       }
     }
     if (best_used < C::kSlots) {
@@ -341,6 +350,21 @@ class DenseDLeftFilter::Impl {
     // Every candidate line is requested before the first is searched, so
     // an erase from a later subtable does not wait for two misses in turn.
     for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
+    if (d == 2) {
+      // Both blocks are searched and the first that holds a copy is chosen
+      // without a branch: which block holds a key is a coin flip at full
+      // load, and a mispredicted branch would hold back the next call.
+      const int t0 = dense_detail::FindInBucket<C>(Blk(c[0].block), c[0].bucket, v);
+      const int t1 = dense_detail::FindInBucket<C>(Blk(c[1].block), c[1].bucket, v);
+      const uint32_t i = t0 >= 0 ? 0 : 1;
+      const int t = t0 >= 0 ? t0 : t1;
+      if (t < 0) return OpResult::kNotFound;
+      BeginWrite<TS>(c[i].block, c[i].block);
+      Mutate<TS>(c[i].block, [&](uint8_t* b) { dense_detail::RemoveFromBlock<C>(b, t, c[i].bucket); });
+      EndWrite<TS>(c[i].block, c[i].block);
+      --items;
+      return OpResult::kOk;
+    }
     for (uint32_t i = 0; i < d; ++i) {
       const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
       if (t < 0) continue;

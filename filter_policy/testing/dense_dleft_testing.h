@@ -22,6 +22,7 @@ namespace dense_testing {
 inline std::atomic<bool> g_skip_negative_recheck{false};
 inline std::atomic<uint32_t> g_reader_pause{0};
 inline std::atomic<bool> g_force_portable{false};
+inline std::atomic<bool> g_least_loaded_only{false};
 
 // Process-wide switches; thread-safe.
 inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
@@ -30,6 +31,11 @@ inline bool SkipNegativeRecheck() { return g_skip_negative_recheck.load(std::mem
 // POPCNT), so the suites check the path of CPUs without the instruction.
 inline void SetForcePortable(bool on) { g_force_portable.store(on); }
 inline bool ForcePortable() { return g_force_portable.load(std::memory_order_relaxed); }
+// Filters created while this is on insert by the dlCBF's plain rule (the
+// least-loaded candidate, ties to the left) instead of preferring the first
+// candidate below kFirstChoiceSlots: the tests compare both rules' loads.
+inline void SetLeastLoadedOnly(bool on) { g_least_loaded_only.store(on); }
+inline bool LeastLoadedOnly() { return g_least_loaded_only.load(std::memory_order_relaxed); }
 // Readers pause about `spins` relax instructions between candidate blocks
 // (widens the window in which a concurrent move is seen half done).
 inline void SetReaderPause(uint32_t spins) { g_reader_pause.store(spins); }

@@ -13,7 +13,8 @@
 //   stores its remainders packed in bucket order plus a unary directory of
 //   bucket sizes, as in the vector quotient filter's mini-filters, so a
 //   bucket holds as many remainders as the block has room for. A fingerprint
-//   goes to the least-loaded candidate block (ties to the left); several
+//   goes to its first candidate block while that block is less than 3/4
+//   full, else to the least-loaded candidate (ties to the left); several
 //   occurrences of a key are several copies of its remainder (no counter
 //   field: copies are denser than counters at these loads). The design note
 //   with the layout, the formulas and the measured figures' predictions is
