@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -542,8 +543,13 @@ TEST(DenseDLeftFilter, PortableInstancesEqualDispatchedOnes) {
 // early once `stop_at_misses` misses were seen, if that is not 0), starts
 // only when both readers run and ends only after they made a pass.
 // Returns the misses seen.
-uint64_t RaceMisses(uint32_t r, uint32_t pause, uint64_t steps, uint64_t stop_at_misses = 0) {
+// With `two_writers`, two writer threads share the work under a mutex of
+// the test's own, and the filter is owner-serialized
+// (SetWritersSerializedByCaller: no kernel writer lock).
+uint64_t RaceMisses(uint32_t r, uint32_t pause, uint64_t steps, uint64_t stop_at_misses = 0,
+                    bool two_writers = false) {
   auto f = Make(Geometry(r, 2, 8, true, 99));
+  if (two_writers) f->SetWritersSerializedByCaller();
   const uint32_t slots = f->options().SlotsPerBlock();
   std::vector<uint64_t> stable;
   for (uint64_t i = 0; stable.size() < 8 * 2 * slots / 2; ++i) {
@@ -572,17 +578,29 @@ uint64_t RaceMisses(uint32_t r, uint32_t pause, uint64_t steps, uint64_t stop_at
   while (started.load() < 2) std::this_thread::yield();
   std::mt19937_64 rng(3);
   std::vector<uint64_t> churn;
-  for (uint64_t s = 0; s < steps; ++s) {
-    if (stop_at_misses != 0 && (s & 1023) == 0 && misses.load() >= stop_at_misses) break;
-    if (churn.size() < 8 * 2 * slots / 2 && rng() % 2 == 0) {
-      const uint64_t h = rng();
-      if (f->InsertHash(h) == OpResult::kOk) churn.push_back(h);
-    } else if (!churn.empty()) {
-      const size_t i = rng() % churn.size();
-      EXPECT_EQ(f->EraseHash(churn[i]), OpResult::kOk);
-      churn[i] = churn.back();
-      churn.pop_back();
+  std::mutex writer_mu;  // the owner's lock (two_writers)
+  auto write = [&](uint64_t first, uint64_t stride) {
+    for (uint64_t s = first; s < steps; s += stride) {
+      if (stop_at_misses != 0 && (s & 1023) == 0 && misses.load() >= stop_at_misses) break;
+      std::unique_lock<std::mutex> l(writer_mu, std::defer_lock);
+      if (two_writers) l.lock();
+      if (churn.size() < 8 * 2 * slots / 2 && rng() % 2 == 0) {
+        const uint64_t h = rng();
+        if (f->InsertHash(h) == OpResult::kOk) churn.push_back(h);
+      } else if (!churn.empty()) {
+        const size_t i = rng() % churn.size();
+        EXPECT_EQ(f->EraseHash(churn[i]), OpResult::kOk);
+        churn[i] = churn.back();
+        churn.pop_back();
+      }
     }
+  };
+  if (two_writers) {
+    std::thread second(write, 1, 2);
+    write(0, 2);
+    second.join();
+  } else {
+    write(0, 1);
   }
   while (passes.load() == 0) std::this_thread::yield();
   stop = true;
@@ -600,6 +618,14 @@ uint64_t RaceMisses(uint32_t r, uint32_t pause, uint64_t steps, uint64_t stop_at
 
 TEST(DenseDLeftConcurrency, LockFreeReadersNeverMissAStableKey) {
   for (uint32_t r : {8u, 16u}) EXPECT_EQ(RaceMisses(r, 64, Scaled(300000, 20000)), 0u) << "r=" << r;
+}
+
+// Owner-serialized writers (what ElasticFilter uses): two threads write
+// under the caller's mutex, the kernel takes none; readers stay exact.
+TEST(DenseDLeftConcurrency, OwnerSerializedWritersKeepReadersExact) {
+  for (uint32_t r : {8u, 16u}) {
+    EXPECT_EQ(RaceMisses(r, 64, Scaled(300000, 20000), 0, /*two_writers=*/true), 0u) << "r=" << r;
+  }
 }
 
 TEST(DenseDLeftConcurrency, NegativeControlWithoutRecheckMisses) {

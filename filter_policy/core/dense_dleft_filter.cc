@@ -334,14 +334,14 @@ uint64_t DenseDLeftFilter::Hash(std::string_view key) const {
 OpResult DenseDLeftFilter::InsertHash(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   return m.ops->insert(m, hash);
 }
 
 OpResult DenseDLeftFilter::EraseHash(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   return m.ops->erase(m, hash);
 }
 
@@ -410,7 +410,7 @@ void DenseDLeftFilter::EraseHashBatch(const uint64_t* hashes, size_t n, OpResult
 void DenseDLeftFilter::Clear() {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   for (uint64_t b = 0; b < m.nblocks; ++b) {
     if (m.opt.thread_safe) {
       m.BeginWrite<true>(b, b);
@@ -426,7 +426,7 @@ void DenseDLeftFilter::Clear() {
 DenseDLeftStats DenseDLeftFilter::Stats() const {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   DenseDLeftStats s;
   s.items = m.items;
   s.bytes = m.opt.Bytes();
@@ -451,7 +451,7 @@ void DenseDLeftFilter::ForEachFingerprint(
     const std::function<void(const TrueFingerprint&, uint32_t copies)>& fn) const {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   auto each = [&fn](const internal::Fingerprint& f, uint32_t copies) {
     fn(TrueFingerprint{f.bucket, static_cast<uint32_t>(f.remainder)}, copies);
   };
@@ -478,6 +478,8 @@ OpResult DenseDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t 
   }
   return OpResult::kOk;
 }
+
+void DenseDLeftFilter::SetWritersSerializedByCaller() { impl_->lock_writers = false; }
 
 const DenseDLeftOptions& DenseDLeftFilter::options() const { return impl_->opt; }
 uint64_t DenseDLeftFilter::bytes() const { return impl_->opt.Bytes(); }

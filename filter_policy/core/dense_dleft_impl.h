@@ -69,6 +69,9 @@ class DenseDLeftFilter::Impl {
   // (always the least loaded) where a test compares the two rules.
   int first_choice_slots = 0;
   std::mutex mu;  // thread-safe mode: the writers' lock
+  // Writers (and Stats, Clear, ForEachFingerprint, Serialize) take mu:
+  // thread_safe, unless SetWritersSerializedByCaller turned it off.
+  bool lock_writers = false;
   std::unique_ptr<std::atomic<uint32_t>[]> seq;
 
   uint8_t* Blk(uint64_t b) const { return mem.get() + 64 * b; }
@@ -87,6 +90,7 @@ class DenseDLeftFilter::Impl {
     g.remainder_bits = opt.remainder_bits;
     hashing = internal::Hashing(g, opt.seed, keys);
     ops = SelectDenseOps(r8, opt.thread_safe);
+    lock_writers = opt.thread_safe;
     first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
 #ifdef DLCBF_TESTING
     if (dense_testing::LeastLoadedOnly()) first_choice_slots = 0;

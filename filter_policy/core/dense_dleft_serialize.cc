@@ -20,7 +20,7 @@ constexpr size_t kHeader = 64;  // FORMATS.md: fields at 0..63, then the blocks
 void DenseDLeftFilter::Serialize(std::string* out) const {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
-  if (m.opt.thread_safe) g.lock();
+  if (m.lock_writers) g.lock();
   using namespace internal;
   const size_t start = out->size();
   out->reserve(start + kHeader + 64 * m.nblocks + 8);

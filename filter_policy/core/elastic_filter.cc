@@ -427,6 +427,11 @@ Status ElasticFilter::InitDense(std::unique_ptr<DenseDLeftFilter> given) {
   dleft_max_counter_ = UINT32_MAX;  // copies: nothing saturates, nothing is pinned
   dleft_bytes_ = dense->bytes();
   fingerprint_space_ = static_cast<double>(g.buckets) * static_cast<double>(g.remainder_values());
+  // Every call this filter makes that writes the kernel (or reads its
+  // writer state: Stats, ForEachFingerprint, Serialize) holds mu_, so the
+  // kernel's own writer mutex would be a second global lock per insert;
+  // its lock-free readers are unchanged. The kernel is ours alone from here.
+  if (options_.thread_safe) dense->SetWritersSerializedByCaller();
   kernel_.reset(new DenseKernel(std::move(dense), hashing_.get()));
   return Status::OK();
 }

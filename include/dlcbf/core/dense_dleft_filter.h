@@ -189,6 +189,17 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // back); kNotFound (unchanged) when f is out of range.
   OpResult InsertFingerprint(const TrueFingerprint& f, uint32_t copies = 1);
 
+  // Owner-serialized writers, for a caller that already serializes its
+  // own writes (ElasticFilter holds its writer mutex around every call it
+  // makes here). After this call the non-const calls, Stats,
+  // ForEachFingerprint and Serialize no longer take the filter's writer
+  // mutex: the caller guarantees that no two of them overlap. ContainsHash,
+  // CountHash, ContainsHashBatch, PrefetchHash and LinesForHash are
+  // unchanged: in the thread-safe mode they stay lock-free, may run
+  // concurrently with a writer and never see a transient false negative.
+  // Precondition: called before the filter is shared with another thread.
+  // No effect without thread_safe (writers then need exclusive access anyway).
+  void SetWritersSerializedByCaller();
   // Serialize: see Create above.
   void Serialize(std::string* out) const;
 
