@@ -42,7 +42,39 @@ inline int Pop64(uint64_t x) {
 }
 
 // Position of the j-th (0-based) set bit of x; precondition j < Pop64(x).
-int Select64Portable(uint64_t x, int j);
+// Portable: byte population counts and their inclusive prefix sums (one
+// multiply), the byte that holds the j-th one (branch-free), then a table
+// of the k-th set bit of every byte value (2 KiB, built at compile time).
+// No loop and no data-dependent branch, so it costs the same on every CPU
+// (PDEP, below, is one instruction where the compiler may assume BMI2, but
+// microcoded and slow on AMD before Zen 3, so it is never chosen at run time).
+struct SelectInByteTable {
+  uint8_t pos[256][8];
+};
+constexpr SelectInByteTable MakeSelectInByteTable() {
+  SelectInByteTable t{};
+  for (int b = 0; b < 256; ++b) {
+    int k = 0;
+    for (int i = 0; i < 8; ++i) {
+      if ((b >> i) & 1) t.pos[b][k++] = static_cast<uint8_t>(i);
+    }
+  }
+  return t;
+}
+inline constexpr SelectInByteTable kSelectInByte = MakeSelectInByteTable();
+static_assert(kSelectInByte.pos[0xFF][7] == 7 && kSelectInByte.pos[0x90][1] == 7 && kSelectInByte.pos[0x01][0] == 0,
+              "select-in-byte table");
+inline int Select64Portable(uint64_t x, int j) {
+  uint64_t s = x - ((x >> 1) & 0x5555555555555555ULL);
+  s = (s & 0x3333333333333333ULL) + ((s >> 2) & 0x3333333333333333ULL);
+  s = (s + (s >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  const uint64_t prefix = s * 0x0101010101010101ULL;  // byte i: ones in bytes 0..i (<= 64)
+  const uint64_t ge = ((prefix | 0x8080808080808080ULL) - static_cast<uint64_t>(j + 1) * 0x0101010101010101ULL) &
+                      0x8080808080808080ULL;  // bit 7 of byte i: prefix_i > j
+  const int byte = static_cast<int>((((~ge & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
+  const int before = static_cast<int>(((prefix << 8) >> (8 * byte)) & 0xFF);  // ones in bytes below `byte`
+  return 8 * byte + kSelectInByte.pos[(x >> (8 * byte)) & 0xFF][j - before];
+}
 inline int Select64(uint64_t x, int j) {
 #if defined(__BMI2__)
   return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));

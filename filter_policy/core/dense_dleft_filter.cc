@@ -130,26 +130,6 @@
 
 namespace dlcbf {
 
-namespace dense_detail {
-
-int Select64Portable(uint64_t x, int j) {
-  // Byte population counts, their inclusive prefix sums, then the byte
-  // that holds the j-th one (branch-free), then a bit loop inside it.
-  uint64_t s = x - ((x >> 1) & 0x5555555555555555ULL);
-  s = (s & 0x3333333333333333ULL) + ((s >> 2) & 0x3333333333333333ULL);
-  s = (s + (s >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-  const uint64_t prefix = s * 0x0101010101010101ULL;  // byte i: ones in bytes 0..i (<= 64)
-  const uint64_t ge = ((prefix | 0x8080808080808080ULL) - static_cast<uint64_t>(j + 1) * 0x0101010101010101ULL) &
-                      0x8080808080808080ULL;  // bit 7 of byte i: prefix_i > j
-  const int byte = static_cast<int>((((~ge & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
-  const int before = byte == 0 ? 0 : static_cast<int>((prefix >> (8 * (byte - 1))) & 0xFF);
-  uint32_t b = static_cast<uint32_t>(x >> (8 * byte)) & 0xFF;
-  for (int k = j - before; k > 0; --k) b &= b - 1;
-  return 8 * byte + __builtin_ctz(b);
-}
-
-}  // namespace dense_detail
-
 // ---------------------------------------------------------------------------
 // Options and sizing
 // ---------------------------------------------------------------------------
