@@ -97,6 +97,7 @@ struct HotKeyResult {
   uint64_t entries = 0;
   uint64_t base_keys = 0;
   uint64_t known_writes = 0;
+  uint64_t busy_sync_reads = 0;
 };
 
 // `base_keys` keys, then `writes` overwrites of one key from 4 threads with
@@ -132,6 +133,7 @@ HotKeyResult RunHotKey(const std::string& dir, uint64_t writes) {
     r.mode = Cf0(st).mode;
     r.entries = Cf0(st).entries;
     r.known_writes = st.known_writes;
+    r.busy_sync_reads = st.busy_sync_reads;
     ExpectAllFound(db.get(), keys);
   }
   EXPECT_TRUE(db->WaitForDeferredChecks(60000));
@@ -159,7 +161,11 @@ TEST(LiveKeyDBWorkload, HotKeyTakesBoundedSlots) {
               static_cast<unsigned long long>(r.known_writes));
   EXPECT_EQ(r.mode, "dlcbf");
   EXPECT_LE(r.entries, r.base_keys + 1) << "the hot key holds more than two slots";
-  EXPECT_GE(r.known_writes, writes - 4);
+  // Each overwrite used the known state, unless more LiveKeyDB writes were
+  // in progress than max_deferring_writers (how many overlap depends on
+  // the scheduler: a loaded machine overlaps more); such a write reads the
+  // key itself (busy_sync_reads) and adds no copy either.
+  EXPECT_GE(r.known_writes + r.busy_sync_reads, writes - 4);
 #endif
 }
 
