@@ -536,6 +536,43 @@ TEST(DenseDLeftFilter, PortableInstancesEqualDispatchedOnes) {
 #endif
 }
 
+// The inline probe (dense_dleft_probe.h, d = 2 without thread safety) and
+// the kernel's own instances answer every query alike, present and absent
+// keys, in a full table with copies and erases behind it.
+TEST(DenseDLeftFilter, InlineProbeEqualsKernel) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the no-inline-probe switch)";
+#else
+  for (uint32_t r : {8u, 16u}) {
+    auto inl = Make(Geometry(r, 2, 64));
+    dense_testing::SetNoInlineProbe(true);
+    auto kernel = Make(Geometry(r, 2, 64));
+    dense_testing::SetNoInlineProbe(false);
+    std::mt19937_64 rng(r);
+    const uint64_t cap = 2 * 64 * inl->options().SlotsPerBlock();
+    for (uint64_t i = 0; i < cap; ++i) {
+      const uint64_t h = internal::Mix64(rng() % (cap / 2));  // repeats: copies
+      const OpResult a = inl->InsertHash(h);
+      ASSERT_EQ(a, kernel->InsertHash(h));
+      if (i % 5 == 0) {
+        ASSERT_EQ(inl->EraseHash(h), kernel->EraseHash(h));
+      }
+    }
+    ASSERT_EQ(Bytes(*inl), Bytes(*kernel));
+    EXPECT_GT(inl->Stats().load, 0.75);  // cap inserts, a fifth of them erased
+    uint64_t positives = 0;
+    for (uint64_t i = 0; i < 200000; ++i) {
+      const uint64_t h = internal::Mix64(i);
+      const bool a = inl->ContainsHash(h);
+      ASSERT_EQ(a, kernel->ContainsHash(h)) << "r=" << r << " i=" << i;
+      ASSERT_EQ(a, kernel->CountHash(h) > 0) << "r=" << r << " i=" << i;
+      positives += a;
+    }
+    EXPECT_GT(positives, 0u);
+  }
+#endif
+}
+
 // ---- the thread-safe mode: readers race relocating writers ---------------
 // Stable keys are inserted first and never erased; a writer churns other
 // keys at full load (moves and in-block shifts), readers check that every

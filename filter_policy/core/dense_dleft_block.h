@@ -1,6 +1,9 @@
-// The DenseDLeftFilter block codec: the two remainder classes, the unary
-// bucket directory, slot matching (SSE2, or a portable loop) and the in-block
-// insert/remove, on one block. Internal to filter_policy/core/; the table
+// The DenseDLeftFilter block codec's write side: select, the in-block
+// insert/remove (SSE2 slot shifts, or a portable word loop), counting and
+// the validity check, on one block. The layout (the two remainder classes,
+// the unary bucket directory) and the read side (matching, the rank test)
+// are in include/dlcbf/core/dense_dleft_probe.h, shared with the inline
+// probe. Internal to filter_policy/core/; the table
 // (dense_dleft_impl.h), the design note with the layout and formulas
 // (dense_dleft_filter.cc) and the format (dense_dleft_serialize.cc) build
 // on it.
@@ -13,34 +16,15 @@
 #include <emmintrin.h>
 #endif
 
+#include "dlcbf/core/dense_dleft_probe.h"
+
 namespace dlcbf {
 namespace dense_detail {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "slot bytes are addressed in memory order; the format is little-endian");
-
-__extension__ typedef unsigned __int128 u128;
-
-constexpr int kBlockBytes = 64;
-constexpr int kBlockWords = 8;
+// The layout and the read side: include/dlcbf/core/dense_dleft_probe.h.
+using namespace internal::dense_layout;  // NOLINT(build/namespaces): one codec, two headers
 
 // ---- bit helpers ----------------------------------------------------------
-// Population count: the POPCNT instruction in the kernel instances compiled
-// for it (kHw; dense_dleft_filter.cc picks them at run time when the CPU
-// has it), else a branch-free SWAR count (x86-64's baseline has no POPCNT,
-// and __builtin_popcountll there is a library call).
-template <bool kHw>
-inline int Pop64(uint64_t x) {
-  if constexpr (kHw) {
-    return __builtin_popcountll(x);
-  } else {
-    x = x - ((x >> 1) & 0x5555555555555555ULL);
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
-    return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
-  }
-}
-
 // Position of the j-th (0-based) set bit of x; precondition j < Pop64(x).
 // Portable: byte population counts and their inclusive prefix sums (one
 // multiply), the byte that holds the j-th one (branch-free), then a table
@@ -83,42 +67,6 @@ inline int Select64(uint64_t x, int j) {
 #endif
 }
 
-// ---- the two remainder classes ------------------------------------------
-// A block is 64 bytes: kSlots remainders of kR bits packed from byte 0, then
-// the directory (kSlots + kBuckets bits) in the last kDirWords words. The
-// directory lists the buckets in order, each as one 1 bit per stored
-// remainder followed by a 0 terminator; the bits above the last terminator
-// are 0 (free slots). A stored value is q + 1 in [1, 2^kR - 1], so a free
-// slot (0) never matches.
-struct Class8 {
-  static constexpr int kR = 8;
-  static constexpr int kSlots = 48;
-  static constexpr int kBuckets = 80;
-  static constexpr int kDirWords = 2;
-  static constexpr int kMaskBitsPerSlot = 1;  // SSE2 movemask bits per slot
-  static constexpr int kFirstChoiceSlots = 36;  // 3/4 of the slots (design note: "Insert")
-  using Dir = u128;
-  using Slot = uint8_t;
-  static constexpr bool kHwPopcnt = false;
-};
-struct Class16 {
-  static constexpr int kR = 16;
-  static constexpr int kSlots = 28;
-  static constexpr int kBuckets = 36;
-  static constexpr int kDirWords = 1;
-  static constexpr int kMaskBitsPerSlot = 2;
-  static constexpr int kFirstChoiceSlots = 21;  // 3/4 of the slots
-  using Dir = uint64_t;
-  using Slot = uint16_t;
-  static constexpr bool kHwPopcnt = false;
-};
-// A class with POPCNT: the same layout, kernel instances compiled for CPUs
-// that have the instruction.
-template <class Base>
-struct WithPopcnt : Base {
-  static constexpr bool kHwPopcnt = true;
-};
-
 template <class C>
 struct Layout {
   static constexpr int kDirBits = 64 * C::kDirWords;
@@ -133,20 +81,6 @@ struct Layout {
 template struct Layout<Class8>;
 template struct Layout<Class16>;
 
-// ---- directory ----------------------------------------------------------
-template <class C>
-inline typename C::Dir LoadDir(const uint8_t* blk) {
-  if constexpr (C::kDirWords == 2) {
-    uint64_t lo, hi;
-    std::memcpy(&lo, blk + 48, 8);
-    std::memcpy(&hi, blk + 56, 8);
-    return static_cast<u128>(lo) | (static_cast<u128>(hi) << 64);
-  } else {
-    uint64_t d;
-    std::memcpy(&d, blk + 56, 8);
-    return d;
-  }
-}
 template <class C>
 inline void StoreDir(uint8_t* blk, typename C::Dir d) {
   if constexpr (C::kDirWords == 2) {
@@ -156,18 +90,6 @@ inline void StoreDir(uint8_t* blk, typename C::Dir d) {
   } else {
     std::memcpy(blk + 56, &d, 8);
   }
-}
-template <class C>
-inline int PopDir(typename C::Dir d) {
-  if constexpr (C::kDirWords == 2) {
-    return Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d)) + Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d >> 64));
-  } else {
-    return Pop64<C::kHwPopcnt>(d);
-  }
-}
-template <class Dir>
-inline Dir LowMask(int n) {  // n < bits of Dir
-  return (Dir{1} << n) - 1;
 }
 // Position of the j-th zero (bucket j's terminator).
 template <class C>
@@ -181,20 +103,6 @@ inline int SelectZero(typename C::Dir d, int j) {
     return Select64(~d, j);
   }
 }
-// Is slot t (the t-th stored remainder) in bucket j? It is iff the bit at
-// t + j is a 1 with exactly t ones (and so j zeros) below it.
-template <class C>
-inline bool SlotInBucket(typename C::Dir d, int t, int j) {
-  const int p = t + j;
-  using Dir = typename C::Dir;
-  return ((d >> p) & 1) != 0 && PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
-}
-template <class C>
-inline bool SlotInBucketNoBranch(typename C::Dir d, int t, int j) {
-  const int p = t + j;
-  using Dir = typename C::Dir;
-  return (static_cast<int>((d >> p) & 1) & static_cast<int>(PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t)) != 0;
-}
 // The bucket of slot t (t < used): the zeros below its bit.
 template <class C>
 inline int BucketOfSlot(typename C::Dir d, int t) {
@@ -207,46 +115,6 @@ inline int BucketOfSlot(typename C::Dir d, int t) {
   } else {
     return Select64(d, t) - t;
   }
-}
-
-// ---- matching -----------------------------------------------------------
-// Bit t * kMaskBitsPerSlot (and the next, for 16-bit slots) is set iff slot
-// t holds value v. Compares every slot at once; the caller keeps those of
-// its bucket.
-template <class C>
-inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
-  uint64_t m = 0;
-  for (int t = 0; t < C::kSlots; ++t) {
-    typename C::Slot s;
-    std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
-    if (s == v) m |= ((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot);
-  }
-  return m;
-}
-template <class C>
-inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
-#if defined(__SSE2__)
-  if constexpr (C::kR == 8) {
-    const __m128i q = _mm_set1_epi8(static_cast<char>(v));
-    const uint64_t m0 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk)), q)));
-    const uint64_t m1 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16)), q)));
-    const uint64_t m2 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), q)));
-    return m0 | (m1 << 16) | (m2 << 32);
-  } else {
-    const __m128i q = _mm_set1_epi16(static_cast<short>(v));
-    uint64_t m = 0;
-    for (int i = 0; i < 4; ++i) {
-      const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * i));
-      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(x, q)))) << (16 * i);
-    }
-    return m & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
-  }
-#else
-  return MatchMaskPortable<C>(blk, v);
-#endif
 }
 
 // Copies of value v in bucket j of the block (0 if none).
@@ -263,22 +131,6 @@ inline uint32_t CountInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
   } while (m != 0);
   return n;
 }
-// The first slot of bucket j among the matches m (a MatchMask), or -1.
-template <class C>
-inline int FirstInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
-  if (m == 0) return -1;
-  const typename C::Dir d = LoadDir<C>(blk);
-  do {
-    const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
-    if (SlotInBucket<C>(d, t, static_cast<int>(j))) return t;
-    m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
-  } while (m != 0);
-  return -1;
-}
-template <class C>
-inline bool AnyInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
-  return FirstInBucket<C>(blk, j, m) >= 0;
-}
 // The first slot of bucket j holding v, or -1.
 template <class C>
 inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
@@ -287,32 +139,6 @@ inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
 template <class C>
 inline bool InBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
   return FindInBucket<C>(blk, j, v) >= 0;
-}
-
-// Is v in bucket j0 of block b0 or in bucket j1 of block b1 (a d = 2
-// query)? The caller has requested b1's line, so a negative's two misses
-// overlap, and a hit in b0 answers without waiting for b1 (with both
-// blocks tested before the first answer, peer_bench's in-cache hits took
-// 1.3x as long). In each block the lowest match is tested without
-// a branch; only a block with a second match (for a negative,
-// 1 - (1 - 1/Rn)^used: about 16 % of blocks at r = 8 and full load,
-// 0.04 % at r = 16) takes the loop over the rest.
-template <class C>
-inline int LowestMatchInBucket(const uint8_t* blk, uint32_t j, uint64_t m, uint64_t* rest) {
-  constexpr uint64_t kLane = (uint64_t{1} << C::kMaskBitsPerSlot) - 1;
-  // A block without a match tests slot 0 (a valid position) and discards
-  // the answer; & instead of && keeps the test branch-free.
-  const int t = m != 0 ? __builtin_ctzll(m) / C::kMaskBitsPerSlot : 0;
-  *rest = m & ~(kLane << (t * C::kMaskBitsPerSlot));
-  return (m != 0) & SlotInBucketNoBranch<C>(LoadDir<C>(blk), t, static_cast<int>(j));
-}
-template <class C>
-inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, uint32_t j1, uint32_t v) {
-  uint64_t r0, r1;
-  if (LowestMatchInBucket<C>(b0, j0, MatchMask<C>(b0, v), &r0)) return true;
-  if (LowestMatchInBucket<C>(b1, j1, MatchMask<C>(b1, v), &r1)) return true;
-  if ((r0 | r1) == 0) return false;
-  return AnyInBucket<C>(b0, j0, r0) || AnyInBucket<C>(b1, j1, r1);
 }
 
 template <class C>

@@ -285,7 +285,19 @@ const DenseOps* SelectDenseOps(bool r8, bool thread_safe) {
   return &kPortableOps[r8][thread_safe];
 }
 
-DenseDLeftFilter::DenseDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DenseDLeftFilter::DenseDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  const Impl& m = *impl_;
+  view_.blocks = m.mem.get();
+  view_.blocks_per_subtable = m.nb;
+  view_.buckets = m.nb * m.opt.BucketsPerBlock();
+  view_.remainders = (uint64_t{1} << m.opt.remainder_bits) - 1;
+  view_.key1 = m.hashing.keys().k[1][0];
+  view_.r8 = m.r8;
+  inline_probe_ = m.d == 2 && !m.opt.thread_safe;
+#ifdef DLCBF_TESTING
+  if (dense_testing::NoInlineProbe()) inline_probe_ = false;
+#endif
+}
 DenseDLeftFilter::~DenseDLeftFilter() = default;
 
 Status DenseDLeftFilter::Create(const DenseDLeftOptions& options, std::unique_ptr<DenseDLeftFilter>* out) {
@@ -325,7 +337,7 @@ OpResult DenseDLeftFilter::EraseHash(uint64_t hash) {
   return m.ops->erase(m, hash);
 }
 
-bool DenseDLeftFilter::ContainsHash(uint64_t hash) const {
+bool DenseDLeftFilter::ContainsHashOutOfLine(uint64_t hash) const {
   const Impl& m = *impl_;
   return m.ops->contains(m, hash);
 }

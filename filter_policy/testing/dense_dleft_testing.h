@@ -23,6 +23,7 @@ inline std::atomic<bool> g_skip_negative_recheck{false};
 inline std::atomic<uint32_t> g_reader_pause{0};
 inline std::atomic<bool> g_force_portable{false};
 inline std::atomic<bool> g_least_loaded_only{false};
+inline std::atomic<bool> g_no_inline_probe{false};
 
 // Process-wide switches; thread-safe.
 inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
@@ -36,6 +37,10 @@ inline bool ForcePortable() { return g_force_portable.load(std::memory_order_rel
 // candidate below kFirstChoiceSlots: the tests compare both rules' loads.
 inline void SetLeastLoadedOnly(bool on) { g_least_loaded_only.store(on); }
 inline bool LeastLoadedOnly() { return g_least_loaded_only.load(std::memory_order_relaxed); }
+// Filters created while this is on answer ContainsHash through the kernel
+// instances even where the inline probe applies: the tests compare both.
+inline void SetNoInlineProbe(bool on) { g_no_inline_probe.store(on); }
+inline bool NoInlineProbe() { return g_no_inline_probe.load(std::memory_order_relaxed); }
 // Readers pause about `spins` relax instructions between candidate blocks
 // (widens the window in which a concurrent move is seen half done).
 inline void SetReaderPause(uint32_t spins) { g_reader_pause.store(spins); }

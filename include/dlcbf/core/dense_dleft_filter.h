@@ -70,6 +70,7 @@
 #include <string_view>
 
 #include "dlcbf/core/counting_filter.h"
+#include "dlcbf/core/dense_dleft_probe.h"
 #include "dlcbf/core/op_result.h"
 #include "dlcbf/core/status.h"
 
@@ -154,7 +155,12 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   uint64_t Hash(std::string_view key) const;
   OpResult InsertHash(uint64_t hash);
   OpResult EraseHash(uint64_t hash);
-  bool ContainsHash(uint64_t hash) const;
+  //   ContainsHash: d = 2 without thread safety probes inline
+  //     (dense_dleft_probe.h); other modes call into the kernel.
+  bool ContainsHash(uint64_t hash) const {
+    if (inline_probe_) return internal::DenseDLeftProbeD2(view_, hash);
+    return ContainsHashOutOfLine(hash);
+  }
   uint32_t CountHash(uint64_t hash) const;
   void ContainsHashBatch(const uint64_t* hashes, size_t n, bool* out) const;
   void InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* out);
@@ -211,7 +217,10 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
 
  private:
   explicit DenseDLeftFilter(std::unique_ptr<Impl> impl);
+  bool ContainsHashOutOfLine(uint64_t hash) const;
   std::unique_ptr<Impl> impl_;
+  internal::DenseDLeftView view_;  // the table, for the inline probe
+  bool inline_probe_ = false;      // d == 2 and not thread-safe
 };
 
 }  // namespace dlcbf

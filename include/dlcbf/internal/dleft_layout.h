@@ -141,9 +141,7 @@ class Hashing {
 
   // Phase 1: f = H(x) in [B] x [Rn].
   Fingerprint FingerprintOf(uint64_t h) const {
-    uint64_t b = Mul64Hi(h, B_);
-    uint64_t frac = h * B_;  // the fractional part of h * B / 2^64
-    return Fingerprint{b, Mul64Hi(frac, Rn_)};
+    return Fingerprint{FingerprintBucket(h, B_), FingerprintRemainder(h, B_, Rn_)};
   }
 
   // Phase 2: P_i(f).
@@ -178,7 +176,7 @@ class Hashing {
  private:
   // Full-avalanche round (see the note at the top); F_0 = 0.
   uint64_t F(uint32_t i, uint64_t q) const {
-    return i == 0 ? 0 : Mul64Hi(Mix64(q ^ keys_.k[i][0]), B_);
+    return i == 0 ? 0 : PermutationOffset(q, keys_.k[i][0], B_);
   }
 
   uint64_t seed_ = 0;

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "dlcbf/core/hash_mix.h"
+
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
 #endif
@@ -41,20 +43,7 @@ inline uint64_t HashKey(const void* data, size_t n, uint64_t seed) {
   return XXH3_64bits_withSeed(data, n, seed);
 }
 
-inline uint64_t Mul64Hi(uint64_t a, uint64_t b) {
-  __extension__ typedef unsigned __int128 u128;  // GCC/Clang; -Wpedantic-clean
-  return static_cast<uint64_t>((static_cast<u128>(a) * b) >> 64);
-}
-
-inline uint64_t Mix64(uint64_t x) {
-  // Constants from the "moremur" finalizer; full avalanche in two rounds.
-  x ^= x >> 27;
-  x *= 0x3C79AC492BA7B653ULL;
-  x ^= x >> 33;
-  x *= 0x1C69B3F74AC4AE35ULL;
-  x ^= x >> 27;
-  return x;
-}
+// Mul64Hi and Mix64: include/dlcbf/core/hash_mix.h.
 
 // Deterministic stream of 64-bit values (SplitMix64). Used to derive
 // permutation keys from a seed; the derived keys are also stored in every

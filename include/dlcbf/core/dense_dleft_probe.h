@@ -1,0 +1,250 @@
+// The dense dlCBF kernel's block layout and its read side (matching, the
+// bucket rank test, the d = 2 probe), and the inline probe of
+// DenseDLeftFilter::ContainsHash.
+//
+// The inline part of include/dlcbf/core/dense_dleft_filter.h (installed
+// with it; include that header, not this one), so that a query of a filter
+// with d = 2 and no thread safety inlines into the caller's loop
+// (consecutive queries then overlap their cache misses, and no call or
+// table lookup stands before the first load). The layout and the formulas
+// are in the design note of filter_policy/core/dense_dleft_filter.cc. The
+// kernel's block codec (filter_policy/core/dense_dleft_block.h: the
+// mutations) is written with the functions below, so the probe and the
+// kernel cannot disagree; the tests also compare both paths on every query.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "dlcbf/core/hash_mix.h"
+
+namespace dlcbf {
+namespace internal {
+namespace dense_layout {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "slot bytes are addressed in memory order; the format is little-endian");
+
+__extension__ typedef unsigned __int128 u128;
+
+constexpr int kBlockBytes = 64;
+constexpr int kBlockWords = 8;
+
+// Population count: the POPCNT instruction in the kernel instances compiled
+// for it (kHw; dense_dleft_filter.cc picks them at run time when the CPU
+// has it) and in code compiled for it (__POPCNT__, e.g. -march=native),
+// else a branch-free SWAR count (x86-64's baseline has no POPCNT, and
+// __builtin_popcountll there is a library call).
+template <bool kHw>
+inline int Pop64(uint64_t x) {
+#if defined(__POPCNT__)
+  constexpr bool kUse = true;  // the whole translation unit may use it
+#else
+  constexpr bool kUse = kHw;
+#endif
+  if constexpr (kUse) {
+    return __builtin_popcountll(x);
+  } else {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+  }
+}
+
+// ---- the two remainder classes ------------------------------------------
+// A block is 64 bytes: kSlots remainders of kR bits packed from byte 0, then
+// the directory (kSlots + kBuckets bits) in the last kDirWords words. The
+// directory lists the buckets in order, each as one 1 bit per stored
+// remainder followed by a 0 terminator; the bits above the last terminator
+// are 0 (free slots). A stored value is q + 1 in [1, 2^kR - 1], so a free
+// slot (0) never matches.
+struct Class8 {
+  static constexpr int kR = 8;
+  static constexpr int kSlots = 48;
+  static constexpr int kBuckets = 80;
+  static constexpr int kDirWords = 2;
+  static constexpr int kMaskBitsPerSlot = 1;  // SSE2 movemask bits per slot
+  static constexpr int kFirstChoiceSlots = 36;  // 3/4 of the slots (design note: "Insert")
+  using Dir = u128;
+  using Slot = uint8_t;
+  static constexpr bool kHwPopcnt = false;
+};
+struct Class16 {
+  static constexpr int kR = 16;
+  static constexpr int kSlots = 28;
+  static constexpr int kBuckets = 36;
+  static constexpr int kDirWords = 1;
+  static constexpr int kMaskBitsPerSlot = 2;
+  static constexpr int kFirstChoiceSlots = 21;  // 3/4 of the slots
+  using Dir = uint64_t;
+  using Slot = uint16_t;
+  static constexpr bool kHwPopcnt = false;
+};
+// A class with POPCNT: the same layout, kernel instances compiled for CPUs
+// that have the instruction.
+template <class Base>
+struct WithPopcnt : Base {
+  static constexpr bool kHwPopcnt = true;
+};
+
+// ---- directory ----------------------------------------------------------
+template <class C>
+inline typename C::Dir LoadDir(const uint8_t* blk) {
+  if constexpr (C::kDirWords == 2) {
+    uint64_t lo, hi;
+    std::memcpy(&lo, blk + 48, 8);
+    std::memcpy(&hi, blk + 56, 8);
+    return static_cast<u128>(lo) | (static_cast<u128>(hi) << 64);
+  } else {
+    uint64_t d;
+    std::memcpy(&d, blk + 56, 8);
+    return d;
+  }
+}
+template <class C>
+inline int PopDir(typename C::Dir d) {
+  if constexpr (C::kDirWords == 2) {
+    return Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d)) + Pop64<C::kHwPopcnt>(static_cast<uint64_t>(d >> 64));
+  } else {
+    return Pop64<C::kHwPopcnt>(d);
+  }
+}
+template <class Dir>
+inline Dir LowMask(int n) {  // n < bits of Dir
+  return (Dir{1} << n) - 1;
+}
+// Is slot t (the t-th stored remainder) in bucket j? It is iff the bit at
+// t + j is a 1 with exactly t ones (and so j zeros) below it.
+template <class C>
+inline bool SlotInBucket(typename C::Dir d, int t, int j) {
+  const int p = t + j;
+  using Dir = typename C::Dir;
+  return ((d >> p) & 1) != 0 && PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
+}
+template <class C>
+inline bool SlotInBucketNoBranch(typename C::Dir d, int t, int j) {
+  const int p = t + j;
+  using Dir = typename C::Dir;
+  return (static_cast<int>((d >> p) & 1) & static_cast<int>(PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t)) != 0;
+}
+// ---- matching -----------------------------------------------------------
+// Bit t * kMaskBitsPerSlot (and the next, for 16-bit slots) is set iff slot
+// t holds value v. Compares every slot at once; the caller keeps those of
+// its bucket.
+template <class C>
+inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
+  uint64_t m = 0;
+  for (int t = 0; t < C::kSlots; ++t) {
+    typename C::Slot s;
+    std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
+    if (s == v) m |= ((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot);
+  }
+  return m;
+}
+template <class C>
+inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
+#if defined(__SSE2__)
+  if constexpr (C::kR == 8) {
+    const __m128i q = _mm_set1_epi8(static_cast<char>(v));
+    const uint64_t m0 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk)), q)));
+    const uint64_t m1 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16)), q)));
+    const uint64_t m2 = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), q)));
+    return m0 | (m1 << 16) | (m2 << 32);
+  } else {
+    const __m128i q = _mm_set1_epi16(static_cast<short>(v));
+    uint64_t m = 0;
+    for (int i = 0; i < 4; ++i) {
+      const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * i));
+      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(x, q)))) << (16 * i);
+    }
+    return m & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
+  }
+#else
+  return MatchMaskPortable<C>(blk, v);
+#endif
+}
+
+// The first slot of bucket j among the matches m (a MatchMask), or -1.
+template <class C>
+inline int FirstInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
+  if (m == 0) return -1;
+  const typename C::Dir d = LoadDir<C>(blk);
+  do {
+    const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
+    if (SlotInBucket<C>(d, t, static_cast<int>(j))) return t;
+    m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
+  } while (m != 0);
+  return -1;
+}
+template <class C>
+inline bool AnyInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
+  return FirstInBucket<C>(blk, j, m) >= 0;
+}
+// Is v in bucket j0 of block b0 or in bucket j1 of block b1 (a d = 2
+// query)? The caller has requested b1's line, so a negative's two misses
+// overlap, and a hit in b0 answers without waiting for b1 (with both
+// blocks tested before the first answer, peer_bench's in-cache hits took
+// 1.3x as long). In each block the lowest match is tested without
+// a branch; only a block with a second match (for a negative,
+// 1 - (1 - 1/Rn)^used: about 16 % of blocks at r = 8 and full load,
+// 0.04 % at r = 16) takes the loop over the rest.
+template <class C>
+inline int LowestMatchInBucket(const uint8_t* blk, uint32_t j, uint64_t m, uint64_t* rest) {
+  constexpr uint64_t kLane = (uint64_t{1} << C::kMaskBitsPerSlot) - 1;
+  // A block without a match tests slot 0 (a valid position) and discards
+  // the answer; & instead of && keeps the test branch-free.
+  const int t = m != 0 ? __builtin_ctzll(m) / C::kMaskBitsPerSlot : 0;
+  *rest = m & ~(kLane << (t * C::kMaskBitsPerSlot));
+  return (m != 0) & SlotInBucketNoBranch<C>(LoadDir<C>(blk), t, static_cast<int>(j));
+}
+template <class C>
+inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, uint32_t j1, uint32_t v) {
+  uint64_t r0, r1;
+  if (LowestMatchInBucket<C>(b0, j0, MatchMask<C>(b0, v), &r0)) return true;
+  if (LowestMatchInBucket<C>(b1, j1, MatchMask<C>(b1, v), &r1)) return true;
+  if ((r0 | r1) == 0) return false;
+  return AnyInBucket<C>(b0, j0, r0) || AnyInBucket<C>(b1, j1, r1);
+}
+
+}  // namespace dense_layout
+
+// What the inline probe needs: the 64-byte-aligned blocks, the blocks per
+// subtable, the buckets per subtable B, the remainder count Rn and
+// subtable 1's permutation key. Valid for the filter's lifetime.
+struct DenseDLeftView {
+  const uint8_t* blocks = nullptr;
+  uint64_t blocks_per_subtable = 0;
+  uint64_t buckets = 0;      // B
+  uint64_t remainders = 0;   // Rn = 2^r - 1
+  uint64_t key1 = 0;         // k_10
+  bool r8 = true;
+};
+
+// ContainsHash of a d = 2 filter without thread safety: phase 1, subtable
+// 0's block (one multiply from h, so its load issues first), then P_1.
+template <class C>
+inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
+  const uint64_t b = FingerprintBucket(h, v.buckets);
+  const uint8_t* b0 = v.blocks + 64 * (b / C::kBuckets);
+  const uint64_t q = FingerprintRemainder(h, v.buckets, v.remainders);
+  uint64_t b1 = b + PermutationOffset(q, v.key1, v.buckets);
+  if (b1 >= v.buckets) b1 -= v.buckets;
+  const uint8_t* b1p = v.blocks + 64 * (v.blocks_per_subtable + b1 / C::kBuckets);
+  __builtin_prefetch(b1p, 0, 3);
+  return dense_layout::ProbeTwoBlocks<C>(b0, static_cast<uint32_t>(b % C::kBuckets), b1p,
+                                         static_cast<uint32_t>(b1 % C::kBuckets), static_cast<uint32_t>(q) + 1);
+}
+inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
+  return v.r8 ? DenseDLeftProbeD2<dense_layout::Class8>(v, h) : DenseDLeftProbeD2<dense_layout::Class16>(v, h);
+}
+
+}  // namespace internal
+}  // namespace dlcbf
