@@ -80,22 +80,65 @@ TEST(DenseBlockCodec, Select64MatchesNaive) {
   }
 }
 
+// Every compare path against the portable loop, on blocks of few distinct
+// byte values (many equal slots; for r = 16 every pair of them).
+enum class Path { kSse2, kAvx2, kAvx512 };
 template <class C>
-void CheckMatchMasks() {
+void CheckMatchMasks(Path path) {
   std::mt19937_64 rng(7);
   alignas(64) uint8_t blk[64];
   for (int it = 0; it < 5000; ++it) {
-    for (auto& b : blk) b = static_cast<uint8_t>(rng() % 4);  // many equal values
-    for (uint32_t v = 0; v < 4; ++v) {
-      ASSERT_EQ(dense_detail::MatchMask<C>(blk, v), dense_detail::MatchMaskPortable<C>(blk, v));
+    for (auto& b : blk) b = static_cast<uint8_t>(rng() % 4);
+    for (uint32_t v = 0; v < (C::kR == 8 ? 4u : 0x400u); v += (C::kR == 8 ? 1u : 0x100u) ) {
+      for (uint32_t lo = 0; lo < (C::kR == 8 ? 1u : 4u); ++lo) {
+        const uint32_t x = v + lo;
+        const uint64_t want = dense_detail::MatchMaskPortable<C>(blk, x);
+        switch (path) {
+          case Path::kSse2:
+            ASSERT_EQ(dense_detail::MatchMaskSse2<C>(blk, x), want);
+            ASSERT_EQ(dense_detail::MatchMask<C>(blk, x), want);
+            break;
+#ifdef DLCBF_DENSE_AVX_PATHS
+          case Path::kAvx2:
+            ASSERT_EQ(dense_detail::MatchMaskAvx2<C>(blk, x), want);
+            break;
+          case Path::kAvx512:
+            ASSERT_EQ(dense_detail::MatchMaskAvx512<C>(blk, x), want);
+            break;
+#else
+          default:
+            FAIL() << "no AVX paths in this build";
+#endif
+        }
+      }
     }
   }
 }
-// The SSE2 compare (x86-64's baseline) and the portable loop of other
-// targets give the same mask; the portable loop is what the CI checks here.
+bool CpuHas(Path p) {
+#ifdef DLCBF_DENSE_AVX_PATHS
+  if (p == Path::kAvx2) return __builtin_cpu_supports("avx2");
+  if (p == Path::kAvx512) return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
+  return true;
+#else
+  return p == Path::kSse2;
+#endif
+}
+// The SSE2 compare (x86-64's baseline; the portable loop on other targets)
+// runs everywhere; the AVX paths where the CPU has them, skipped loudly
+// elsewhere.
 TEST(DenseBlockCodec, MatchMaskSse2EqualsPortable) {
-  CheckMatchMasks<dense_detail::Class8>();
-  CheckMatchMasks<dense_detail::Class16>();
+  CheckMatchMasks<dense_detail::Class8>(Path::kSse2);
+  CheckMatchMasks<dense_detail::Class16>(Path::kSse2);
+}
+TEST(DenseBlockCodec, MatchMaskAvx2EqualsPortable) {
+  if (!CpuHas(Path::kAvx2)) GTEST_SKIP() << "this CPU (or build) has no AVX2: its compare path is not run here";
+  CheckMatchMasks<dense_detail::Class8>(Path::kAvx2);
+  CheckMatchMasks<dense_detail::Class16>(Path::kAvx2);
+}
+TEST(DenseBlockCodec, MatchMaskAvx512EqualsPortable) {
+  if (!CpuHas(Path::kAvx512)) GTEST_SKIP() << "this CPU (or build) has no AVX-512BW: its compare path is not run here";
+  CheckMatchMasks<dense_detail::Class8>(Path::kAvx512);
+  CheckMatchMasks<dense_detail::Class16>(Path::kAvx512);
 }
 
 // The SSE2 slot shifts (x86-64's baseline) against the word loop of other
@@ -504,21 +547,35 @@ TEST(DenseDLeftFilter, SizingChoosesClassAndRejectsOutOfRange) {
   EXPECT_TRUE(DenseDLeftFilter::Create(bad, &f).IsMemoryLimit());
 }
 
-// The portable kernel instances (no POPCNT: what CPUs without it run) and
-// the ones the CPU dispatch picks here make the same filter: same answers,
-// same bytes, after the same operations (both classes, both thread modes).
-TEST(DenseDLeftFilter, PortableInstancesEqualDispatchedOnes) {
+// Every kernel instance set (DenseSimdPath) makes the same filter as the
+// portable one (no POPCNT, the compare path of the target's baseline): same
+// answers, same bytes, after the same operations, both classes, both
+// thread modes. The sets this CPU lacks are skipped loudly.
+class DenseInstanceSetTest : public ::testing::TestWithParam<DenseSimdPath> {};
+TEST_P(DenseInstanceSetTest, EqualsPortable) {
 #ifndef DLCBF_TESTING
-  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the force-portable switch)";
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the forced-path switch)";
 #else
+  const DenseSimdPath path = GetParam();
+  {
+    dense_testing::SetForcedPath(-1);
+    auto best = Make(Geometry(8, 2, 1));
+    if (static_cast<int>(best->simd_path()) < static_cast<int>(path)) {
+      GTEST_SKIP() << "this CPU runs at most the " << DenseSimdPathName(best->simd_path()) << " instances, not "
+                   << DenseSimdPathName(path);
+    }
+  }
   for (uint32_t r : {8u, 16u}) {
     for (bool ts : {false, true}) {
+      dense_testing::SetForcedPath(static_cast<int>(path));
       auto fast = Make(Geometry(r, 2, 32, ts));
+      dense_testing::SetForcedPath(-1);
+      ASSERT_EQ(fast->simd_path(), path);
       dense_testing::SetForcePortable(true);
       auto portable = Make(Geometry(r, 2, 32, ts));
       dense_testing::SetForcePortable(false);
+      ASSERT_EQ(portable->simd_path(), DenseSimdPath::kPortable);
       std::mt19937_64 rng(r + ts);
-      std::vector<uint64_t> in;
       for (int it = 0; it < 20000; ++it) {
         const uint64_t h = internal::Mix64(rng() % 3000);  // repeats: copies and erases
         if (rng() % 3 != 0) {
@@ -529,12 +586,23 @@ TEST(DenseDLeftFilter, PortableInstancesEqualDispatchedOnes) {
         ASSERT_EQ(fast->CountHash(h), portable->CountHash(h));
         ASSERT_EQ(fast->ContainsHash(h + 1), portable->ContainsHash(h + 1));
       }
+      std::vector<uint64_t> hs(4096);
+      for (size_t i = 0; i < hs.size(); ++i) hs[i] = internal::Mix64(i % 3000);
+      std::unique_ptr<bool[]> a(new bool[hs.size()]), b(new bool[hs.size()]);
+      fast->ContainsHashBatch(hs.data(), hs.size(), a.get());
+      portable->ContainsHashBatch(hs.data(), hs.size(), b.get());
+      for (size_t i = 0; i < hs.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
       EXPECT_EQ(Bytes(*fast), Bytes(*portable)) << "r=" << r << " ts=" << ts;
       EXPECT_GT(fast->Stats().load, 0.5);
     }
   }
 #endif
 }
+INSTANTIATE_TEST_SUITE_P(Paths, DenseInstanceSetTest,
+                         ::testing::Values(DenseSimdPath::kSse2, DenseSimdPath::kAvx2, DenseSimdPath::kAvx512),
+                         [](const ::testing::TestParamInfo<DenseSimdPath>& i) {
+                           return std::string(DenseSimdPathName(i.param));
+                         });
 
 // The inline probe (dense_dleft_probe.h, d = 2 without thread safety) and
 // the kernel's own instances answer every query alike, present and absent

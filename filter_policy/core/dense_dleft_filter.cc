@@ -102,6 +102,17 @@
 // compared). The fast kernel keeps its niche (one line, 24 bits/key); this
 // one halves the space. Both share one API shape and the hashing path.
 //
+// Kernel instances (DenseSimdPath, chosen at Create from the CPU): the
+// portable set (SWAR popcounts; SSE2 compares, x86-64's baseline), and
+// with POPCNT: SSE2, AVX2 (one 256-bit compare per block, plus a 128-bit
+// one at r = 8) or AVX-512BW (one 512-bit compare) compares. BMI2 is never
+// assumed at run time (PDEP is microcoded on AMD before Zen 3); select
+// uses a byte table instead. The compare is a small part of an operation:
+// on Zen 5 (peer_bench, 100k and 10M keys) the three x86 sets ran within
+// the run-to-run noise of each other, so the widest available is chosen;
+// none lost. The inline probe is compiled into the caller: SSE2, or the
+// widest its own flags allow.
+//
 // Thread-safe mode: one writer mutex; a per-stripe sequence number
 // (stripe = block mod 1024) is odd while a writer changes a block of the
 // stripe. Readers load the sequence numbers of all d candidate stripes,
@@ -232,19 +243,35 @@ struct Entry {
   static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
 };
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define DLCBF_DENSE_HAVE_POPCNT_INSTANCES 1
-#define DLCBF_POPCNT_FN __attribute__((target("popcnt"), flatten))
-template <class C, bool TS>
-struct EntryPopcnt {
-  DLCBF_POPCNT_FN static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Contains<C, TS>(h); }
-  DLCBF_POPCNT_FN static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { return m.Count<C, TS>(h); }
-  DLCBF_POPCNT_FN static void ContainsBatch(const DenseDLeftFilter::Impl& m, const uint64_t* h, size_t n, bool* out) {
-    m.ContainsBatch<C, TS>(h, n, out);
-  }
-  DLCBF_POPCNT_FN static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Insert<C, TS>(h); }
-  DLCBF_POPCNT_FN static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { return m.Erase<C, TS>(h); }
-};
-#undef DLCBF_POPCNT_FN
+#define DLCBF_DENSE_HAVE_X86_INSTANCES 1
+// One instance set per target: the whole kernel inlined (flatten) and
+// compiled for the target's instructions. POPCNT alone, + AVX2, +
+// AVX-512BW; BMI2 is never assumed (PDEP is microcoded and slow on AMD
+// before Zen 3, which has AVX2): Select64 stays portable in all of them.
+#define DLCBF_DENSE_ENTRY(NAME, TARGET)                                                                   \
+  template <class C, bool TS>                                                                            \
+  struct NAME {                                                                                          \
+    __attribute__((target(TARGET), flatten)) static bool Contains(const DenseDLeftFilter::Impl& m, uint64_t h) { \
+      return m.Contains<C, TS>(h);                                                                       \
+    }                                                                                                    \
+    __attribute__((target(TARGET), flatten)) static uint32_t Count(const DenseDLeftFilter::Impl& m, uint64_t h) { \
+      return m.Count<C, TS>(h);                                                                          \
+    }                                                                                                    \
+    __attribute__((target(TARGET), flatten)) static void ContainsBatch(const DenseDLeftFilter::Impl& m,   \
+                                                                      const uint64_t* h, size_t n, bool* out) { \
+      m.ContainsBatch<C, TS>(h, n, out);                                                                 \
+    }                                                                                                    \
+    __attribute__((target(TARGET), flatten)) static OpResult Insert(DenseDLeftFilter::Impl& m, uint64_t h) { \
+      return m.Insert<C, TS>(h);                                                                         \
+    }                                                                                                    \
+    __attribute__((target(TARGET), flatten)) static OpResult Erase(DenseDLeftFilter::Impl& m, uint64_t h) { \
+      return m.Erase<C, TS>(h);                                                                          \
+    }                                                                                                    \
+  };
+DLCBF_DENSE_ENTRY(EntryPopcnt, "popcnt")
+DLCBF_DENSE_ENTRY(EntryAvx2, "popcnt,avx2")
+DLCBF_DENSE_ENTRY(EntryAvx512, "popcnt,avx2,avx512f,avx512bw")
+#undef DLCBF_DENSE_ENTRY
 #endif
 
 template <template <class, bool> class E, class C, bool TS>
@@ -252,35 +279,66 @@ constexpr DenseOps MakeOps() {
   return DenseOps{&E<C, TS>::Contains, &E<C, TS>::Count, &E<C, TS>::ContainsBatch, &E<C, TS>::Insert, &E<C, TS>::Erase};
 }
 
-// [r8][thread_safe]
+// [level][r8][thread_safe]; level: DenseSimd.
 constexpr DenseOps kPortableOps[2][2] = {
     {MakeOps<Entry, Class16, false>(), MakeOps<Entry, Class16, true>()},
     {MakeOps<Entry, Class8, false>(), MakeOps<Entry, Class8, true>()}};
-#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
-using Class8P = dense_detail::WithPopcnt<Class8>;
-using Class16P = dense_detail::WithPopcnt<Class16>;
-constexpr DenseOps kPopcntOps[2][2] = {
-    {MakeOps<EntryPopcnt, Class16P, false>(), MakeOps<EntryPopcnt, Class16P, true>()},
-    {MakeOps<EntryPopcnt, Class8P, false>(), MakeOps<EntryPopcnt, Class8P, true>()}};
+#ifdef DLCBF_DENSE_HAVE_X86_INSTANCES
+template <template <class, bool> class E, int kLevel>
+struct OpsOf {
+  using C8 = dense_detail::WithSimd<Class8, kLevel>;
+  using C16 = dense_detail::WithSimd<Class16, kLevel>;
+  static constexpr DenseOps kOps[2][2] = {{MakeOps<E, C16, false>(), MakeOps<E, C16, true>()},
+                                          {MakeOps<E, C8, false>(), MakeOps<E, C8, true>()}};
+};
 #endif
 
-bool CpuHasPopcnt() {
-#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
+// The widest instance set this CPU runs (DenseDLeftFilter::SimdPath), or
+// the one DLCBF_DENSE_SIMD names (portable, sse2, avx2, avx512) when the
+// CPU has it.
+DenseSimdPath CpuPath() {
+#ifdef DLCBF_DENSE_HAVE_X86_INSTANCES
 #ifdef DLCBF_TESTING
-  if (dense_testing::ForcePortable()) return false;
+  if (dense_testing::ForcePortable()) return DenseSimdPath::kPortable;
+  if (dense_testing::ForcedPath() >= 0) return static_cast<DenseSimdPath>(dense_testing::ForcedPath());
 #endif
-  static const bool has = __builtin_cpu_supports("popcnt");
-  return has;
+  static const DenseSimdPath best = [] {
+    if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f")) return DenseSimdPath::kAvx512;
+    if (__builtin_cpu_supports("avx2")) return DenseSimdPath::kAvx2;
+    if (__builtin_cpu_supports("popcnt")) return DenseSimdPath::kSse2;
+    return DenseSimdPath::kPortable;
+  }();
+  const char* env = std::getenv("DLCBF_DENSE_SIMD");
+  if (env != nullptr) {
+    const std::string e(env);
+    const DenseSimdPath want = e == "portable" ? DenseSimdPath::kPortable
+                               : e == "sse2"   ? DenseSimdPath::kSse2
+                               : e == "avx2"   ? DenseSimdPath::kAvx2
+                               : e == "avx512" ? DenseSimdPath::kAvx512
+                                               : best;
+    if (static_cast<int>(want) <= static_cast<int>(best)) return want;
+  }
+  return best;
 #else
-  return false;
+  return DenseSimdPath::kPortable;
 #endif
 }
 
 }  // namespace
 
-const DenseOps* SelectDenseOps(bool r8, bool thread_safe) {
-#ifdef DLCBF_DENSE_HAVE_POPCNT_INSTANCES
-  if (CpuHasPopcnt()) return &kPopcntOps[r8][thread_safe];
+const DenseOps* SelectDenseOps(bool r8, bool thread_safe, DenseSimdPath* path) {
+  *path = CpuPath();
+#ifdef DLCBF_DENSE_HAVE_X86_INSTANCES
+  switch (*path) {
+    case DenseSimdPath::kAvx512:
+      return &OpsOf<EntryAvx512, 2>::kOps[r8][thread_safe];
+    case DenseSimdPath::kAvx2:
+      return &OpsOf<EntryAvx2, 1>::kOps[r8][thread_safe];
+    case DenseSimdPath::kSse2:
+      return &OpsOf<EntryPopcnt, 0>::kOps[r8][thread_safe];
+    case DenseSimdPath::kPortable:
+      break;
+  }
 #endif
   return &kPortableOps[r8][thread_safe];
 }
@@ -474,6 +532,21 @@ OpResult DenseDLeftFilter::InsertFingerprint(const TrueFingerprint& f, uint32_t 
 void DenseDLeftFilter::SetWritersSerializedByCaller() { impl_->lock_writers = false; }
 
 const DenseDLeftOptions& DenseDLeftFilter::options() const { return impl_->opt; }
+DenseSimdPath DenseDLeftFilter::simd_path() const { return impl_->simd; }
+
+const char* DenseSimdPathName(DenseSimdPath path) {
+  switch (path) {
+    case DenseSimdPath::kPortable:
+      return "portable";
+    case DenseSimdPath::kSse2:
+      return "sse2";
+    case DenseSimdPath::kAvx2:
+      return "avx2";
+    case DenseSimdPath::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
 uint64_t DenseDLeftFilter::bytes() const { return impl_->opt.Bytes(); }
 double DenseDLeftFilter::PredictedFpr() const { return impl_->opt.PredictedFpr(impl_->items); }
 

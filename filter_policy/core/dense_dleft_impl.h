@@ -37,7 +37,8 @@ struct DenseOps {
   OpResult (*erase)(DenseDLeftFilter::Impl&, uint64_t);
 };
 // Defined in dense_dleft_filter.cc.
-const DenseOps* SelectDenseOps(bool r8, bool thread_safe);
+// Defined in dense_dleft_filter.cc; *path: the instance set chosen.
+const DenseOps* SelectDenseOps(bool r8, bool thread_safe, DenseSimdPath* path);
 
 class DenseDLeftFilter::Impl {
  public:
@@ -62,6 +63,7 @@ class DenseDLeftFilter::Impl {
   uint64_t nblocks = 0;   // d * nb
   bool r8 = true;
   const DenseOps* ops = nullptr;
+  DenseSimdPath simd = DenseSimdPath::kPortable;
   internal::Hashing hashing;
   std::unique_ptr<uint8_t[], FreeDeleter> mem;
   uint64_t items = 0, relocations = 0, overflows = 0;
@@ -89,7 +91,7 @@ class DenseDLeftFilter::Impl {
     g.cells = 1;
     g.remainder_bits = opt.remainder_bits;
     hashing = internal::Hashing(g, opt.seed, keys);
-    ops = SelectDenseOps(r8, opt.thread_safe);
+    ops = SelectDenseOps(r8, opt.thread_safe, &simd);
     lock_writers = opt.thread_safe;
     first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
 #ifdef DLCBF_TESTING

@@ -24,6 +24,7 @@ inline std::atomic<uint32_t> g_reader_pause{0};
 inline std::atomic<bool> g_force_portable{false};
 inline std::atomic<bool> g_least_loaded_only{false};
 inline std::atomic<bool> g_no_inline_probe{false};
+inline std::atomic<int> g_forced_path{-1};
 
 // Process-wide switches; thread-safe.
 inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
@@ -37,6 +38,11 @@ inline bool ForcePortable() { return g_force_portable.load(std::memory_order_rel
 // candidate below kFirstChoiceSlots: the tests compare both rules' loads.
 inline void SetLeastLoadedOnly(bool on) { g_least_loaded_only.store(on); }
 inline bool LeastLoadedOnly() { return g_least_loaded_only.load(std::memory_order_relaxed); }
+// Filters created while this is >= 0 run the kernel instance set of that
+// DenseSimdPath value (the caller checks that the CPU has it); -1: the
+// CPU's choice.
+inline void SetForcedPath(int path) { g_forced_path.store(path); }
+inline int ForcedPath() { return g_forced_path.load(std::memory_order_relaxed); }
 // Filters created while this is on answer ContainsHash through the kernel
 // instances even where the inline probe applies: the tests compare both.
 inline void SetNoInlineProbe(bool on) { g_no_inline_probe.store(on); }

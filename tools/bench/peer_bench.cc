@@ -187,13 +187,17 @@ class Fast : public KernelPeer<dlcbf::FastDLeftFilter> {
   double load_;
 };
 
-// The dense kernel: remainder class r (8 or 16), d = 2, at `load`.
+// The dense kernel: remainder class r (8 or 16), d = 2, at `load`; `path`
+// caps its kernel instances (DLCBF_DENSE_SIMD while it is created; "" =
+// the CPU's widest). The name carries the path it runs. ContainsHash (hit,
+// miss) is the inline probe, compiled into this benchmark, on every path;
+// insert, delete and batch_miss run the chosen instances.
 class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
  public:
-  Dense(uint32_t r, double load) : r_(r), load_(load) {}
+  Dense(uint32_t r, double load, std::string path = "") : r_(r), load_(load), path_(std::move(path)) {}
   std::string Name() const override {
-    char b[64];
-    std::snprintf(b, sizeof(b), "dense-r%u-d2@%.2f", r_, load_);
+    char b[96];
+    std::snprintf(b, sizeof(b), "dense-r%u-d2@%.2f/%s", r_, load_, path_.empty() ? "auto" : path_.c_str());
     return b;
   }
   double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
@@ -201,10 +205,18 @@ class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
  private:
   bool Make(size_t n) override {
     dlcbf::DenseDLeftOptions o;
-    return dlcbf::DenseDLeftOptions::ForLoad(n, load_, r_, &o).ok() && dlcbf::DenseDLeftFilter::Create(o, &f_).ok();
+    if (!path_.empty()) setenv("DLCBF_DENSE_SIMD", path_.c_str(), 1);
+    const bool ok = dlcbf::DenseDLeftOptions::ForLoad(n, load_, r_, &o).ok() && dlcbf::DenseDLeftFilter::Create(o, &f_).ok();
+    if (!path_.empty()) unsetenv("DLCBF_DENSE_SIMD");
+    if (ok && !path_.empty() && path_ != dlcbf::DenseSimdPathName(f_->simd_path())) {
+      std::fprintf(stderr, "%s: this CPU does not run the %s instances\n", Name().c_str(), path_.c_str());
+      return false;
+    }
+    return ok;
   }
   uint32_t r_;
   double load_;
+  std::string path_;
 };
 
 // ---- RocksDB built-in filters (bench/builtin_filter_adapter.h) -------------
@@ -298,26 +310,43 @@ class Cuckoo : public Peer {
 #endif
 
 #ifdef DLCBF_HAVE_VQF
+// The 16-bit build (tools/bench/CMakeLists.txt: same source, TAG_BITS 16,
+// symbols renamed, remove bug fixed). Its vqf_filter has the same metadata
+// header; only the pointer and the metadata are used here.
+extern "C" {
+vqf_filter* vqf16_init(uint64_t nslots);
+bool vqf16_insert(vqf_filter* filter, uint64_t hash);
+bool vqf16_remove(vqf_filter* filter, uint64_t hash);
+bool vqf16_is_present(vqf_filter* filter, uint64_t hash);
+}
 class Vqf : public Peer {
  public:
-  std::string Name() const override { return "vqf-" + std::to_string(TAG_BITS); }
+  explicit Vqf(int tag_bits) : bits_(tag_bits) {
+    if (bits_ == 16) {
+      init_ = vqf16_init;
+      insert_ = vqf16_insert;
+      remove_ = vqf16_remove;
+      present_ = vqf16_is_present;
+    }
+  }
+  std::string Name() const override { return "vqf-" + std::to_string(bits_); }
   double Insert(const uint64_t* k, size_t n) override {
     Free();
     // Its own sizing rule (examples in its repository): slots = n / 0.9
     // (n / 0.85 for 16-bit tags, whose blocks hold 28 instead of 48).
-    const double load = TAG_BITS == 16 ? 0.85 : 0.90;
-    f_ = vqf_init(static_cast<uint64_t>(static_cast<double>(n) / load) + 64);
+    const double load = bits_ == 16 ? 0.85 : 0.90;
+    f_ = init_(static_cast<uint64_t>(static_cast<double>(n) / load) + 64);
     if (f_ == nullptr) return -1;
     auto t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
-      if (!vqf_insert(f_, k[i])) return -1;
+      if (!insert_(f_, k[i])) return -1;
     }
     return NsPerOp(t0, Clock::now(), n);
   }
   double Query(const uint64_t* k, size_t n, uint64_t* pos) override {
     uint64_t p = 0;
     auto t0 = Clock::now();
-    for (size_t i = 0; i < n; ++i) p += vqf_is_present(f_, k[i]);
+    for (size_t i = 0; i < n; ++i) p += present_(f_, k[i]);
     auto t1 = Clock::now();
     *pos = p;
     return NsPerOp(t0, t1, n);
@@ -325,7 +354,7 @@ class Vqf : public Peer {
   double Erase(const uint64_t* k, size_t n) override {
     auto t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) {
-      if (!vqf_remove(f_, k[i])) return -1;
+      if (!remove_(f_, k[i])) return -1;
     }
     return NsPerOp(t0, Clock::now(), n);
   }
@@ -337,6 +366,11 @@ class Vqf : public Peer {
     std::free(f_);
     f_ = nullptr;
   }
+  int bits_;
+  vqf_filter* (*init_)(uint64_t) = vqf_init;
+  bool (*insert_)(vqf_filter*, uint64_t) = vqf_insert;
+  bool (*remove_)(vqf_filter*, uint64_t) = vqf_remove;
+  bool (*present_)(vqf_filter*, uint64_t) = vqf_is_present;
   vqf_filter* f_ = nullptr;
 };
 #endif
@@ -415,8 +449,9 @@ int main(int argc, char** argv) {
   std::printf("# skipped: cuckoo-12 (configure with -DDLCBF_CUCKOO_DIR=<checkout of efficient/cuckoofilter>)\n");
 #endif
 #ifdef DLCBF_HAVE_VQF
-  std::printf("# vqf: splatlab/vqf from %s (%d-bit tags, built with -O3 -march=native: it needs AVX2/AVX-512)\n",
-              DLCBF_VQF_DIR_STR, TAG_BITS);
+  std::printf("# vqf: splatlab/vqf from %s (8- and 16-bit tags, built with -O3 -march=native: it needs AVX2/AVX-512;"
+              " vqf-16 with its remove index fixed)\n",
+              DLCBF_VQF_DIR_STR);
 #else
   std::printf("# skipped: vqf-8 (configure with -DDLCBF_VQF_DIR=<checkout of splatlab/vqf>)\n");
 #endif
@@ -429,6 +464,10 @@ int main(int argc, char** argv) {
       [] { return std::unique_ptr<Peer>(new Fast(4, 0.80)); },
       [] { return std::unique_ptr<Peer>(new Dense(8, 0.93)); },
       [] { return std::unique_ptr<Peer>(new Dense(16, 0.92)); },
+      [] { return std::unique_ptr<Peer>(new Dense(8, 0.93, "sse2")); },
+      [] { return std::unique_ptr<Peer>(new Dense(16, 0.92, "sse2")); },
+      [] { return std::unique_ptr<Peer>(new Dense(8, 0.93, "avx2")); },
+      [] { return std::unique_ptr<Peer>(new Dense(16, 0.92, "avx2")); },
       [] {
         return std::unique_ptr<Peer>(new Builtin(
             "rocksdb-bloom:10", std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10))));
@@ -449,7 +488,8 @@ int main(int argc, char** argv) {
       [] { return std::unique_ptr<Peer>(new Cuckoo); },
 #endif
 #ifdef DLCBF_HAVE_VQF
-      [] { return std::unique_ptr<Peer>(new Vqf); },
+      [] { return std::unique_ptr<Peer>(new Vqf(8)); },
+      [] { return std::unique_ptr<Peer>(new Vqf(16)); },
 #endif
   };
 

@@ -124,6 +124,22 @@ struct DenseDLeftOptions {
   Status Validate() const;
 };
 
+// The kernel instances a filter runs, chosen from the CPU when the filter
+// is created or deserialized: the widest this CPU has. Every path gives
+// the same answers and the same bytes (the tests compare them). The
+// environment variable DLCBF_DENSE_SIMD=portable|sse2|avx2|avx512 caps the
+// choice (for comparing paths, or ruling one out); a name the CPU lacks, or
+// any other value, is ignored. The inline probe of ContainsHash
+// (dense_dleft_probe.h) is compiled into the caller instead: SSE2, or
+// AVX2 / AVX-512BW where the caller is compiled for them.
+enum class DenseSimdPath : int {
+  kPortable = 0,  // no POPCNT: SWAR popcounts, SSE2 compares where the target has SSE2
+  kSse2 = 1,      // POPCNT, SSE2 compares
+  kAvx2 = 2,      // POPCNT, AVX2 compares
+  kAvx512 = 3,    // POPCNT, AVX-512BW compares
+};
+const char* DenseSimdPathName(DenseSimdPath path);
+
 struct DenseDLeftStats {
   uint64_t items = 0;         // inserts minus erases that returned kOk
   uint64_t bytes = 0;         // table bytes
@@ -210,6 +226,8 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   void Serialize(std::string* out) const;
 
   const DenseDLeftOptions& options() const;
+  // The kernel instances this filter runs (see DenseSimdPath).
+  DenseSimdPath simd_path() const;
   uint64_t bytes() const;
   double PredictedFpr() const;
 

@@ -19,6 +19,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// AVX2 / AVX-512BW compare paths, compiled with target attributes (so
+// without -mavx2 and friends) for the kernel instances chosen at run time.
+#include <immintrin.h>
+#define DLCBF_DENSE_AVX_PATHS 1
+#endif
 
 #include "dlcbf/core/hash_mix.h"
 
@@ -73,6 +79,7 @@ struct Class8 {
   using Dir = u128;
   using Slot = uint8_t;
   static constexpr bool kHwPopcnt = false;
+  static constexpr int kSimd = 0;  // compare path: 0 by compile flags, 1 AVX2, 2 AVX-512BW
 };
 struct Class16 {
   static constexpr int kR = 16;
@@ -84,12 +91,14 @@ struct Class16 {
   using Dir = uint64_t;
   using Slot = uint16_t;
   static constexpr bool kHwPopcnt = false;
+  static constexpr int kSimd = 0;
 };
-// A class with POPCNT: the same layout, kernel instances compiled for CPUs
-// that have the instruction.
-template <class Base>
-struct WithPopcnt : Base {
+// With POPCNT and the compare path kLevel (1 AVX2, 2 AVX-512BW): kernel
+// instances for CPUs that have them.
+template <class Base, int kLevel>
+struct WithSimd : Base {
   static constexpr bool kHwPopcnt = true;
+  static constexpr int kSimd = kLevel;
 };
 
 // ---- directory ----------------------------------------------------------
@@ -146,8 +155,44 @@ inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
   }
   return m;
 }
+#ifdef DLCBF_DENSE_AVX_PATHS
+// The same masks from one 256-bit compare (r = 8: plus one 128-bit) or two
+// (r = 16), and from one 512-bit compare: r = 8 compares bytes; r = 16
+// compares bytes too, and a slot matches where both of its bytes do, which
+// gives the 2 mask bits per slot of the other paths.
 template <class C>
-inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
+__attribute__((target("avx2"))) inline uint64_t MatchMaskAvx2(const uint8_t* blk, uint32_t v) {
+  if constexpr (C::kR == 8) {
+    const __m256i q = _mm256_set1_epi8(static_cast<char>(v));
+    const uint64_t lo = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk)), q)));
+    const uint64_t hi = static_cast<uint32_t>(_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), _mm256_castsi256_si128(q))));
+    return lo | (hi << 32);
+  } else {
+    const __m256i q = _mm256_set1_epi16(static_cast<short>(v));
+    const uint64_t lo = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk)), q)));
+    const uint64_t hi = static_cast<uint32_t>(
+        _mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 32)), q)));
+    return (lo | (hi << 32)) & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
+  }
+}
+template <class C>
+__attribute__((target("avx512f,avx512bw"))) inline uint64_t MatchMaskAvx512(const uint8_t* blk, uint32_t v) {
+  const __m512i x = _mm512_load_si512(reinterpret_cast<const void*>(blk));
+  if constexpr (C::kR == 8) {
+    return _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(static_cast<char>(v))) & ((uint64_t{1} << C::kSlots) - 1);
+  } else {
+    const uint64_t m = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi16(static_cast<short>(v)));
+    const uint64_t both = m & (m >> 1) & 0x5555555555555555ULL;  // bit 2t: both bytes of slot t equal
+    return (both | (both << 1)) & ((uint64_t{1} << (2 * C::kSlots)) - 1);
+  }
+}
+#endif
+
+template <class C>
+inline uint64_t MatchMaskSse2(const uint8_t* blk, uint32_t v) {
 #if defined(__SSE2__)
   if constexpr (C::kR == 8) {
     const __m128i q = _mm_set1_epi8(static_cast<char>(v));
@@ -170,6 +215,24 @@ inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
 #else
   return MatchMaskPortable<C>(blk, v);
 #endif
+}
+
+// The compare path of class C: the run-time instance's (kSimd), else the
+// widest the translation unit is compiled for (-march=native builds get
+// AVX-512BW or AVX2 in the inline probe too), else SSE2 (x86-64's
+// baseline), else the portable loop.
+template <class C>
+inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
+#ifdef DLCBF_DENSE_AVX_PATHS
+  if constexpr (C::kSimd == 2) return MatchMaskAvx512<C>(blk, v);
+  if constexpr (C::kSimd == 1) return MatchMaskAvx2<C>(blk, v);
+#if defined(__AVX512BW__) && defined(__AVX512F__)
+  return MatchMaskAvx512<C>(blk, v);
+#elif defined(__AVX2__)
+  return MatchMaskAvx2<C>(blk, v);
+#endif
+#endif
+  return MatchMaskSse2<C>(blk, v);
 }
 
 // The first slot of bucket j among the matches m (a MatchMask), or -1.
