@@ -9,6 +9,9 @@
 //   dlcbf_index_general  the same on the general kernel (d = 2, L = 3,
 //                     r = 14: 20 instead of 24 bits per key, so it gets its
 //                     own sizing's bytes, printed in its filter_bytes)
+//   dlcbf_index_dense the same on the dense kernel (id field "dense":
+//                     16-bit remainders at 0.75, 24.4 bits per key; not
+//                     in the default set)
 // in two cases: the index sized for the number of keys, and sized for
 // 1/drift of them (default 10x more keys than sized). Before those, two
 // probes of the index's filter alone (--kernel_probe, --migration_probe):
@@ -149,7 +152,7 @@ struct Run {
 };
 
 bool IsIndex(const std::string& config) {
-  return config == "dlcbf_index" || config == "dlcbf_index_general";
+  return config == "dlcbf_index" || config == "dlcbf_index_general" || config == "dlcbf_index_dense";
 }
 
 void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equal_bytes,
@@ -170,7 +173,8 @@ void Setup(Run* run, const std::string& config, uint64_t sized_for, uint64_t equ
   } else if (IsIndex(config)) {
     dlcbf::MemTableIndexOptions mi;
     mi.expected_entries = sized_for;
-    mi.fast_kernel = config == "dlcbf_index";
+    mi.fast_kernel = config == "dlcbf_index" || config == "dlcbf_index_dense";
+    mi.dense_kernel = config == "dlcbf_index_dense";
     Status s = dlcbf::NewDLeftIndexedMemTableRepFactory(nullptr, mi, &run->factory);
     if (!s.ok()) {
       std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
