@@ -48,6 +48,7 @@
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/rocksdb/abi/filter_abi.h"
 #include "filter_policy/rocksdb/sst_filter/block_format.h"
+#include "filter_policy/rocksdb/sst_filter/packed_table.h"
 #include "dlcbf/rocksdb/filter_policy.h"
 #include "rocksdb/table.h"
 #include "rocksdb/version.h"
@@ -339,6 +340,8 @@ int main(int argc, char** argv) {
               ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH);
   dlcbf::bench::PrintBuildBanner();  // this project is built without -march here, like Debian's RocksDB
   std::printf("# RocksDB side: Debian librocksdb 7.8.3 (portable build, no AVX2: FastLocalBloom/Ribbon scalar paths)\n");
+  std::printf("# dlcbf v3 probe instance: %s (chosen by a start-up measurement of PDEP against the portable select)\n",
+              dlcbf::sst_filter::PackedCpuIsFast() ? "popcnt+bmi2" : "portable");
 
   const size_t n_in = quick ? 200000 : 838861;          // ~1 MiB at 10 bits/key
   const size_t n_out = quick ? 800000 : 3355443;        // ~4 MiB at 10 bits/key

@@ -217,8 +217,8 @@ class BlockedReader final : public FilterBitsReader {
 
 // Version 3: the packed table, one 64-byte block per query (plus the
 // prefix-carry chain). The probes are compiled twice: portable, and for
-// POPCNT + BMI2 (PackedCpuIsFast picks per process), as the dense kernel
-// does.
+// POPCNT + BMI2 (PackedCpuIsFast picks per process, by a start-up
+// measurement of PDEP).
 template <bool kFast>
 inline bool PackedHashMayMatchImpl(const PackedGeometry& g, const char* payload, uint64_t h) {
   PackedProbe p;
