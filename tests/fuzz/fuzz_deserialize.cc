@@ -93,7 +93,7 @@ void Autoscaling(const std::string& s, bool ts, bool lossy, const uint8_t* d, si
     std::string_view k(reinterpret_cast<const char*>(d + i), std::min<size_t>(n - i, 4));
     (void)f->Contains(k);
     if (i % 2 == 0) {
-      f->Insert(k);
+      (void)f->Insert(k);
       if (f->lossless() && !f->Contains(k)) Fail("lossless ABF misses an inserted key");
     }
   }

@@ -449,9 +449,9 @@ int main(int argc, char** argv) {
   std::printf("# skipped: cuckoo-12 (configure with -DDLCBF_CUCKOO_DIR=<checkout of efficient/cuckoofilter>)\n");
 #endif
 #ifdef DLCBF_HAVE_VQF
-  std::printf("# vqf: splatlab/vqf from %s (8- and 16-bit tags, built with -O3 -march=native: it needs AVX2/AVX-512;"
+  std::printf("# vqf: splatlab/vqf from %s (8- and 16-bit tags, built with -O3 %s: it needs AVX2/AVX-512;"
               " vqf-16 with its remove index fixed)\n",
-              DLCBF_VQF_DIR_STR);
+              DLCBF_VQF_DIR_STR, DLCBF_VQF_FLAGS_STR);
 #else
   std::printf("# skipped: vqf-8 (configure with -DDLCBF_VQF_DIR=<checkout of splatlab/vqf>)\n");
 #endif
