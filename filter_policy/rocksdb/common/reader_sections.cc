@@ -94,7 +94,9 @@ ReaderSlot* InitThreadSlot() {
 }  // namespace detail
 
 namespace {
+#if defined(__SANITIZE_THREAD__)
 std::atomic<uint64_t> g_tsan_fence{0};
+#endif
 
 void HeavyFence(bool membarrier) {
 #if defined(__SANITIZE_THREAD__)
