@@ -59,12 +59,28 @@ inline int Select64Portable(uint64_t x, int j) {
   const int before = static_cast<int>(((prefix << 8) >> (8 * byte)) & 0xFF);  // ones in bytes below `byte`
   return 8 * byte + kSelectInByte.pos[(x >> (8 * byte)) & 0xFF][j - before];
 }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// PDEP + TZCNT, for the kernel instances compiled for BMI2 (chosen at run
+// time where internal::PdepIsFast says so).
+__attribute__((target("bmi2"))) inline int Select64Pdep(uint64_t x, int j) {
+  return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
+}
+#endif
 inline int Select64(uint64_t x, int j) {
 #if defined(__BMI2__)
   return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
 #else
   return Select64Portable(x, j);
 #endif
+}
+// Select for class C: PDEP in the instances chosen for it (C::kPdep), else
+// as compiled (PDEP where the whole build assumes BMI2, else portable).
+template <class C>
+inline int SelectFor(uint64_t x, int j) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (C::kPdep) return Select64Pdep(x, j);
+#endif
+  return Select64(x, j);
 }
 
 template <class C>
@@ -97,10 +113,10 @@ inline int SelectZero(typename C::Dir d, int j) {
   if constexpr (C::kDirWords == 2) {
     const uint64_t lo = ~static_cast<uint64_t>(d);
     const int zl = Pop64<C::kHwPopcnt>(lo);
-    if (j < zl) return Select64(lo, j);
-    return 64 + Select64(~static_cast<uint64_t>(d >> 64), j - zl);
+    if (j < zl) return SelectFor<C>(lo, j);
+    return 64 + SelectFor<C>(~static_cast<uint64_t>(d >> 64), j - zl);
   } else {
-    return Select64(~d, j);
+    return SelectFor<C>(~d, j);
   }
 }
 // The bucket of slot t (t < used): the zeros below its bit.
@@ -110,10 +126,10 @@ inline int BucketOfSlot(typename C::Dir d, int t) {
   if constexpr (C::kDirWords == 2) {
     const uint64_t lo = static_cast<uint64_t>(d);
     const int ol = Pop64<C::kHwPopcnt>(lo);
-    const int pos = t < ol ? Select64(lo, t) : 64 + Select64(static_cast<uint64_t>(d >> 64), t - ol);
+    const int pos = t < ol ? SelectFor<C>(lo, t) : 64 + SelectFor<C>(static_cast<uint64_t>(d >> 64), t - ol);
     return pos - t;
   } else {
-    return Select64(d, t) - t;
+    return SelectFor<C>(d, t) - t;
   }
 }
 

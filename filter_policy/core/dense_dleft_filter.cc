@@ -105,9 +105,11 @@
 // Kernel instances (DenseSimdPath, chosen at Create from the CPU): the
 // portable set (SWAR popcounts; SSE2 compares, x86-64's baseline), and
 // with POPCNT: SSE2, AVX2 (one 256-bit compare per block, plus a 128-bit
-// one at r = 8) or AVX-512BW (one 512-bit compare) compares. BMI2 is never
-// assumed at run time (PDEP is microcoded on AMD before Zen 3); select
-// uses a byte table instead. The compare is a small part of an operation:
+// one at r = 8) or AVX-512BW (one 512-bit compare) compares. Select (the
+// insert's bucket terminator, a move's resident) is PDEP where
+// internal::PdepIsFast measured it not slower than the portable byte-table
+// select at start-up (PDEP is microcoded on AMD before Zen 3), else the
+// table; no CPU list. The compare is a small part of an operation:
 // on Zen 5 (peer_bench, 100k and 10M keys) the three x86 sets ran within
 // the run-to-run noise of each other, so the widest available is chosen;
 // none lost. The inline probe is compiled into the caller: SSE2, or the
@@ -133,6 +135,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "dlcbf/internal/cpu.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
@@ -246,8 +249,10 @@ struct Entry {
 #define DLCBF_DENSE_HAVE_X86_INSTANCES 1
 // One instance set per target: the whole kernel inlined (flatten) and
 // compiled for the target's instructions. POPCNT alone, + AVX2, +
-// AVX-512BW; BMI2 is never assumed (PDEP is microcoded and slow on AMD
-// before Zen 3, which has AVX2): Select64 stays portable in all of them.
+// AVX-512BW, each with or without BMI2: PDEP is microcoded and slow on AMD
+// before Zen 3 (which has AVX2), so the BMI2 sets are chosen only where
+// internal::PdepIsFast measured it at start-up; elsewhere select uses the
+// portable byte table.
 #define DLCBF_DENSE_ENTRY(NAME, TARGET)                                                                   \
   template <class C, bool TS>                                                                            \
   struct NAME {                                                                                          \
@@ -271,6 +276,10 @@ struct Entry {
 DLCBF_DENSE_ENTRY(EntryPopcnt, "popcnt")
 DLCBF_DENSE_ENTRY(EntryAvx2, "popcnt,avx2")
 DLCBF_DENSE_ENTRY(EntryAvx512, "popcnt,avx2,avx512f,avx512bw")
+// The same with BMI2 for select (PDEP), where internal::PdepIsFast says so.
+DLCBF_DENSE_ENTRY(EntryPopcntBmi2, "popcnt,bmi2")
+DLCBF_DENSE_ENTRY(EntryAvx2Bmi2, "popcnt,avx2,bmi2")
+DLCBF_DENSE_ENTRY(EntryAvx512Bmi2, "popcnt,avx2,avx512f,avx512bw,bmi2")
 #undef DLCBF_DENSE_ENTRY
 #endif
 
@@ -284,13 +293,20 @@ constexpr DenseOps kPortableOps[2][2] = {
     {MakeOps<Entry, Class16, false>(), MakeOps<Entry, Class16, true>()},
     {MakeOps<Entry, Class8, false>(), MakeOps<Entry, Class8, true>()}};
 #ifdef DLCBF_DENSE_HAVE_X86_INSTANCES
-template <template <class, bool> class E, int kLevel>
+template <template <class, bool> class E, int kLevel, bool kPdep>
 struct OpsOf {
-  using C8 = dense_detail::WithSimd<Class8, kLevel>;
-  using C16 = dense_detail::WithSimd<Class16, kLevel>;
+  using C8 = dense_detail::WithSimd<Class8, kLevel, kPdep>;
+  using C16 = dense_detail::WithSimd<Class16, kLevel, kPdep>;
   static constexpr DenseOps kOps[2][2] = {{MakeOps<E, C16, false>(), MakeOps<E, C16, true>()},
                                           {MakeOps<E, C8, false>(), MakeOps<E, C8, true>()}};
 };
+// Whether the instance sets select with PDEP (internal::PdepIsFast).
+bool UsePdep() {
+#ifdef DLCBF_TESTING
+  if (dense_testing::ForcedPdep() >= 0) return dense_testing::ForcedPdep() == 1 && __builtin_cpu_supports("bmi2");
+#endif
+  return internal::PdepIsFast();
+}
 #endif
 
 // The widest instance set this CPU runs (DenseDLeftFilter::SimdPath), or
@@ -329,13 +345,17 @@ DenseSimdPath CpuPath() {
 const DenseOps* SelectDenseOps(bool r8, bool thread_safe, DenseSimdPath* path) {
   *path = CpuPath();
 #ifdef DLCBF_DENSE_HAVE_X86_INSTANCES
+  const bool pdep = *path != DenseSimdPath::kPortable && UsePdep();
   switch (*path) {
     case DenseSimdPath::kAvx512:
-      return &OpsOf<EntryAvx512, 2>::kOps[r8][thread_safe];
+      return pdep ? &OpsOf<EntryAvx512Bmi2, 2, true>::kOps[r8][thread_safe]
+                  : &OpsOf<EntryAvx512, 2, false>::kOps[r8][thread_safe];
     case DenseSimdPath::kAvx2:
-      return &OpsOf<EntryAvx2, 1>::kOps[r8][thread_safe];
+      return pdep ? &OpsOf<EntryAvx2Bmi2, 1, true>::kOps[r8][thread_safe]
+                  : &OpsOf<EntryAvx2, 1, false>::kOps[r8][thread_safe];
     case DenseSimdPath::kSse2:
-      return &OpsOf<EntryPopcnt, 0>::kOps[r8][thread_safe];
+      return pdep ? &OpsOf<EntryPopcntBmi2, 0, true>::kOps[r8][thread_safe]
+                  : &OpsOf<EntryPopcnt, 0, false>::kOps[r8][thread_safe];
     case DenseSimdPath::kPortable:
       break;
   }

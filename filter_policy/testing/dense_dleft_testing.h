@@ -25,6 +25,7 @@ inline std::atomic<bool> g_force_portable{false};
 inline std::atomic<bool> g_least_loaded_only{false};
 inline std::atomic<bool> g_no_inline_probe{false};
 inline std::atomic<int> g_forced_path{-1};
+inline std::atomic<int> g_forced_pdep{-1};
 
 // Process-wide switches; thread-safe.
 inline void SetSkipNegativeRecheck(bool on) { g_skip_negative_recheck.store(on); }
@@ -43,6 +44,10 @@ inline bool LeastLoadedOnly() { return g_least_loaded_only.load(std::memory_orde
 // CPU's choice.
 inline void SetForcedPath(int path) { g_forced_path.store(path); }
 inline int ForcedPath() { return g_forced_path.load(std::memory_order_relaxed); }
+// Filters created while this is 0 or 1 select without or with PDEP (1 only
+// where the CPU has BMI2); -1: internal::PdepIsFast decides.
+inline void SetForcedPdep(int on) { g_forced_pdep.store(on); }
+inline int ForcedPdep() { return g_forced_pdep.load(std::memory_order_relaxed); }
 // Filters created while this is on answer ContainsHash through the kernel
 // instances even where the inline probe applies: the tests compare both.
 inline void SetNoInlineProbe(bool on) { g_no_inline_probe.store(on); }

@@ -3,11 +3,11 @@
 // layout: packed_table.h.
 #include "filter_policy/rocksdb/sst_filter/packed_table.h"
 
-#include <chrono>
-#include <cstdint>
-
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#include "dlcbf/internal/cpu.h"
 
 namespace dlcbf {
 namespace sst_filter {
@@ -34,55 +34,13 @@ const char* PackedGeometry::Invalid() const {
   return nullptr;
 }
 
-#if defined(DLCBF_PACKED_HAVE_FAST)
-namespace {
-// Nanoseconds for `n` selects of one instance over a fixed word stream
-// (the sum is returned through *sink so the loop is not removed). The BMI2
-// instance is compiled for its target so its PDEP is inlined, as in the
-// reader.
-template <bool kFast>
-struct SelectTimer {
-  static uint64_t Run(int n, uint64_t* sink) {
-    // A latency chain, as in a probe: each select's result feeds the next
-    // word. w has at least 32 ones, so j < 32 always exists.
-    uint64_t x = 0x9E3779B97F4A7C15ULL, acc = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL + acc;
-      const uint64_t w = x | 0x5555555555555555ULL;
-      acc = static_cast<uint64_t>(packed_detail::Select<kFast>(w, static_cast<int>((x >> 59) & 31)));
-    }
-    *sink += acc;
-    return static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-  }
-};
-__attribute__((target("popcnt,bmi2"))) uint64_t TimeFastSelects(int n, uint64_t* sink) {
-  return SelectTimer<true>::Run(n, sink);
-}
-uint64_t TimePortableSelects(int n, uint64_t* sink) { return SelectTimer<false>::Run(n, sink); }
-}  // namespace
-#endif
-
-// The POPCNT + BMI2 instances where the CPU has both instructions AND its
-// PDEP is not slower than the portable select: measured once per process
-// (5 interleaved rounds of 2048 selects each, the fastest round of each;
-// about 0.1 ms), not taken from a CPU list. AMD Zen 1 and 2 microcode PDEP
-// (hundreds of cycles): the measurement sends them to the portable
-// instances, as it would any future CPU with a slow PDEP.
+// The POPCNT + BMI2 instances where the CPU has POPCNT and PDEP measured
+// at start-up is not slower than the portable select
+// (internal::PdepIsFast: the one such measurement, shared with the dense
+// kernel), not by a CPU list.
 bool PackedCpuIsFast() {
 #if defined(DLCBF_PACKED_HAVE_FAST)
-  static const bool fast = [] {
-    if (!__builtin_cpu_supports("popcnt") || !__builtin_cpu_supports("bmi2")) return false;
-    uint64_t sink = 0, best_fast = UINT64_MAX, best_portable = UINT64_MAX;
-    for (int round = 0; round < 5; ++round) {
-      best_fast = std::min(best_fast, TimeFastSelects(2048, &sink));
-      best_portable = std::min(best_portable, TimePortableSelects(2048, &sink));
-    }
-    volatile uint64_t keep = sink;
-    (void)keep;
-    return best_fast <= best_portable;
-  }();
+  static const bool fast = __builtin_cpu_supports("popcnt") && internal::PdepIsFast();
   return fast;
 #else
   return false;

@@ -189,7 +189,7 @@ inline int Select<false>(uint64_t x, int j) {
 #define DLCBF_PACKED_HAVE_FAST 1
 template <>
 __attribute__((target("bmi2"))) inline int Select<true>(uint64_t x, int j) {
-  return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
+  return dense_detail::Select64Pdep(x, j);
 }
 #else
 template <>

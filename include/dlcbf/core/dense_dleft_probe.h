@@ -80,6 +80,7 @@ struct Class8 {
   using Slot = uint8_t;
   static constexpr bool kHwPopcnt = false;
   static constexpr int kSimd = 0;  // compare path: 0 by compile flags, 1 AVX2, 2 AVX-512BW
+  static constexpr bool kPdep = false;  // select by PDEP (instances compiled for BMI2)
 };
 struct Class16 {
   static constexpr int kR = 16;
@@ -92,13 +93,15 @@ struct Class16 {
   using Slot = uint16_t;
   static constexpr bool kHwPopcnt = false;
   static constexpr int kSimd = 0;
+  static constexpr bool kPdep = false;
 };
-// With POPCNT and the compare path kLevel (1 AVX2, 2 AVX-512BW): kernel
-// instances for CPUs that have them.
-template <class Base, int kLevel>
+// With POPCNT, the compare path kLevel (1 AVX2, 2 AVX-512BW) and, with
+// kUsePdep, select by PDEP: kernel instances for CPUs that have them.
+template <class Base, int kLevel, bool kUsePdep = false>
 struct WithSimd : Base {
   static constexpr bool kHwPopcnt = true;
   static constexpr int kSimd = kLevel;
+  static constexpr bool kPdep = kUsePdep;
 };
 
 // ---- directory ----------------------------------------------------------
