@@ -288,7 +288,7 @@ constexpr DenseOps MakeOps() {
   return DenseOps{&E<C, TS>::Contains, &E<C, TS>::Count, &E<C, TS>::ContainsBatch, &E<C, TS>::Insert, &E<C, TS>::Erase};
 }
 
-// [level][r8][thread_safe]; level: DenseSimd.
+// [r8][thread_safe].
 constexpr DenseOps kPortableOps[2][2] = {
     {MakeOps<Entry, Class16, false>(), MakeOps<Entry, Class16, true>()},
     {MakeOps<Entry, Class8, false>(), MakeOps<Entry, Class8, true>()}};

@@ -356,29 +356,27 @@ class DenseDLeftFilter::Impl {
     // Every candidate line is requested before the first is searched, so
     // an erase from a later subtable does not wait for two misses in turn.
     for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
+    // Removes slot t of candidate i.
+    auto remove = [&](uint32_t i, int t) {
+      BeginWrite<TS>(c[i].block, c[i].block);
+      Mutate<TS>(c[i].block, [&](uint8_t* b) { dense_detail::RemoveFromBlock<C>(b, t, c[i].bucket); });
+      EndWrite<TS>(c[i].block, c[i].block);
+      --items;
+      return OpResult::kOk;
+    };
     if (d == 2) {
       // Both blocks are searched and the first that holds a copy is chosen
       // without a branch: which block holds a key is a coin flip at full
       // load, and a mispredicted branch would hold back the next call.
       const int t0 = dense_detail::FindInBucket<C>(Blk(c[0].block), c[0].bucket, v);
       const int t1 = dense_detail::FindInBucket<C>(Blk(c[1].block), c[1].bucket, v);
-      const uint32_t i = t0 >= 0 ? 0 : 1;
       const int t = t0 >= 0 ? t0 : t1;
       if (t < 0) return OpResult::kNotFound;
-      BeginWrite<TS>(c[i].block, c[i].block);
-      Mutate<TS>(c[i].block, [&](uint8_t* b) { dense_detail::RemoveFromBlock<C>(b, t, c[i].bucket); });
-      EndWrite<TS>(c[i].block, c[i].block);
-      --items;
-      return OpResult::kOk;
+      return remove(t0 >= 0 ? 0 : 1, t);
     }
     for (uint32_t i = 0; i < d; ++i) {
       const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
-      if (t < 0) continue;
-      BeginWrite<TS>(c[i].block, c[i].block);
-      Mutate<TS>(c[i].block, [&](uint8_t* b) { dense_detail::RemoveFromBlock<C>(b, t, c[i].bucket); });
-      EndWrite<TS>(c[i].block, c[i].block);
-      --items;
-      return OpResult::kOk;
+      if (t >= 0) return remove(i, t);
     }
     return OpResult::kNotFound;
   }

@@ -134,12 +134,8 @@ inline Dir LowMask(int n) {  // n < bits of Dir
 // t + j is a 1 with exactly t ones (and so j zeros) below it.
 template <class C>
 inline bool SlotInBucket(typename C::Dir d, int t, int j) {
-  const int p = t + j;
-  using Dir = typename C::Dir;
-  return ((d >> p) & 1) != 0 && PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t;
-}
-template <class C>
-inline bool SlotInBucketNoBranch(typename C::Dir d, int t, int j) {
+  // & instead of &&: both tests without a branch (the probe's lowest-match
+  // test relies on it; the bit and the rank are cheap either way).
   const int p = t + j;
   using Dir = typename C::Dir;
   return (static_cast<int>((d >> p) & 1) & static_cast<int>(PopDir<C>(static_cast<Dir>(d & LowMask<Dir>(p))) == t)) != 0;
@@ -269,7 +265,7 @@ inline int LowestMatchInBucket(const uint8_t* blk, uint32_t j, uint64_t m, uint6
   // the answer; & instead of && keeps the test branch-free.
   const int t = m != 0 ? __builtin_ctzll(m) / C::kMaskBitsPerSlot : 0;
   *rest = m & ~(kLane << (t * C::kMaskBitsPerSlot));
-  return (m != 0) & SlotInBucketNoBranch<C>(LoadDir<C>(blk), t, static_cast<int>(j));
+  return (m != 0) & SlotInBucket<C>(LoadDir<C>(blk), t, static_cast<int>(j));
 }
 template <class C>
 inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, uint32_t j1, uint32_t v) {
