@@ -93,17 +93,26 @@ void CheckMatchMasks(Path path) {
       for (uint32_t lo = 0; lo < (C::kR == 8 ? 1u : 4u); ++lo) {
         const uint32_t x = v + lo;
         const uint64_t want = dense_detail::MatchMaskPortable<C>(blk, x);
+        // The thread-safe readers' form: from the block's words.
+        uint64_t w[dense_detail::kBlockWords];
+        std::memcpy(w, blk, sizeof(w));
+        ASSERT_EQ(dense_detail::MatchMaskPortableWords<C>(w, x), want);
         switch (path) {
           case Path::kSse2:
             ASSERT_EQ(dense_detail::MatchMaskSse2<C>(blk, x), want);
             ASSERT_EQ(dense_detail::MatchMask<C>(blk, x), want);
+            ASSERT_EQ(dense_detail::MatchMaskSse2Words<C>(w, x), want);
+            ASSERT_EQ(dense_detail::MatchMaskWords<C>(w, x), want);
             break;
 #ifdef DLCBF_DENSE_AVX_PATHS
           case Path::kAvx2:
             ASSERT_EQ(dense_detail::MatchMaskAvx2<C>(blk, x), want);
+            ASSERT_EQ(dense_detail::MatchMaskAvx2Words<C>(w, x), want);
+            ASSERT_EQ((dense_detail::MatchMaskWords<dense_detail::WithSimd<C, 1>>(w, x)), want);
             break;
           case Path::kAvx512:
             ASSERT_EQ(dense_detail::MatchMaskAvx512<C>(blk, x), want);
+            ASSERT_EQ((dense_detail::MatchMaskWords<dense_detail::WithSimd<C, 2>>(w, x)), want);
             break;
 #else
           default:
@@ -591,6 +600,7 @@ TEST_P(DenseInstanceSetTest, EqualsPortable) {
           ASSERT_EQ(fast->EraseHash(h), portable->EraseHash(h));
         }
         ASSERT_EQ(fast->CountHash(h), portable->CountHash(h));
+        ASSERT_EQ(fast->ContainsHash(h), portable->ContainsHash(h));
         ASSERT_EQ(fast->ContainsHash(h + 1), portable->ContainsHash(h + 1));
       }
       std::vector<uint64_t> hs(4096);

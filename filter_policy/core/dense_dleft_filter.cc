@@ -120,7 +120,12 @@
 // stripe. Readers load the sequence numbers of all d candidate stripes,
 // the blocks (acquire loads), and accept a negative only if every sequence
 // number is unchanged and even; otherwise they retry. A move bumps both
-// blocks' stripes before either block changes.
+// blocks' stripes before either block changes. With d = 2 a reader tests
+// each block's words as loaded, in registers (MatchMaskWords), with the
+// d = 2 probe's branch-free lowest-match test: copying the words to a
+// buffer and comparing it as one vector stalled on store forwarding (a
+// query then cost 3x the unsynchronized one; peer_bench's "/ts" rows
+// compare the two modes, README.md has the figures).
 // ===========================================================================
 #include "dlcbf/core/dense_dleft_filter.h"
 

@@ -151,6 +151,66 @@ class DenseDLeftFilter::Impl {
     for (int i = 0; i < dense_detail::kBlockWords; ++i) w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
     std::memcpy(out, w, sizeof(w));
   }
+  // A block's words, each an atomic (acquire) load. Written out, not a
+  // loop: GCC keeps a looped copy in a stack array, and the vectors built
+  // from it then wait for those stores; unrolled, each word loads straight
+  // into the register the vector is built in.
+  static void LoadWords(const uint64_t* p, uint64_t* w) {
+    static_assert(dense_detail::kBlockWords == 8, "one load per word below");
+    w[0] = __atomic_load_n(&p[0], __ATOMIC_ACQUIRE);
+    w[1] = __atomic_load_n(&p[1], __ATOMIC_ACQUIRE);
+    w[2] = __atomic_load_n(&p[2], __ATOMIC_ACQUIRE);
+    w[3] = __atomic_load_n(&p[3], __ATOMIC_ACQUIRE);
+    w[4] = __atomic_load_n(&p[4], __ATOMIC_ACQUIRE);
+    w[5] = __atomic_load_n(&p[5], __ATOMIC_ACQUIRE);
+    w[6] = __atomic_load_n(&p[6], __ATOMIC_ACQUIRE);
+    w[7] = __atomic_load_n(&p[7], __ATOMIC_ACQUIRE);
+  }
+  // The d = 2 query of the thread-safe mode: ForCandidates' protocol
+  // (stripes even, blocks, stripes unchanged for a negative), with
+  // ProbeTwoBlocks' tests on each block's words as loaded, in registers
+  // (dense_detail::MatchMaskWords). A torn block can only add a false
+  // positive; a negative is answered only after the stripes of both
+  // blocks read unchanged.
+  template <class C>
+  bool ProbeTwoBlocksLockFree(const Cand* c, uint32_t v) const {
+    const uint64_t* w0p = reinterpret_cast<const uint64_t*>(Blk(c[0].block));
+    const uint64_t* w1p = reinterpret_cast<const uint64_t*>(Blk(c[1].block));
+    for (;;) {
+      const uint32_t s0 = Stripe(c[0].block).load(std::memory_order_acquire);
+      const uint32_t s1 = Stripe(c[1].block).load(std::memory_order_acquire);
+      if (((s0 | s1) & 1) != 0) {
+        CpuRelax();
+        continue;
+      }
+      uint64_t w0[dense_detail::kBlockWords], w1[dense_detail::kBlockWords];
+      LoadWords(w0p, w0);
+      uint64_t r0, r1;
+      const typename C::Dir d0 = dense_detail::DirOfWords<C>(w0);
+      if (dense_detail::LowestMatchInBucketDir<C>(d0, c[0].bucket, dense_detail::MatchMaskWords<C>(w0, v), &r0)) {
+        return true;
+      }
+#ifdef DLCBF_TESTING
+      dense_testing::ReaderPause();
+#endif
+      LoadWords(w1p, w1);
+      const typename C::Dir d1 = dense_detail::DirOfWords<C>(w1);
+      if (dense_detail::LowestMatchInBucketDir<C>(d1, c[1].bucket, dense_detail::MatchMaskWords<C>(w1, v), &r1)) {
+        return true;
+      }
+      if ((r0 | r1) != 0 && (dense_detail::FirstInBucketDir<C>(d0, c[0].bucket, r0) >= 0 ||
+                             dense_detail::FirstInBucketDir<C>(d1, c[1].bucket, r1) >= 0)) {
+        return true;
+      }
+      if (Stripe(c[0].block).load(std::memory_order_acquire) == s0 &&
+          Stripe(c[1].block).load(std::memory_order_acquire) == s1) {
+        return false;
+      }
+#ifdef DLCBF_TESTING
+      if (dense_testing::SkipNegativeRecheck()) return false;
+#endif
+    }
+  }
   // Runs probe(block bytes, i) over the d candidates until it returns
   // true. In the thread-safe mode a negative counts only if the candidate
   // stripes did not change meanwhile.
@@ -194,22 +254,29 @@ class DenseDLeftFilter::Impl {
   // Writers (under mu in the thread-safe mode) change blocks between
   // BeginWrite and EndWrite of their stripes (a stripe shared by both
   // blocks is bumped once).
+  // Writers are serialized (mu, or the owner's lock), so a stripe is bumped
+  // by a load and a store, not an atomic read-modify-write: on x86 a
+  // locked RMW drains the store buffer, and two of them per write cost more
+  // than the write itself.
   template <bool TS>
   void BeginWrite(uint64_t a, uint64_t b) {
     if constexpr (TS) {
       // No fence: every table store that follows is a release store, so a
       // reader whose acquire load sees any of them also sees these odd
       // values when it re-reads the stripes (and TSan models it).
-      Stripe(a).fetch_add(1, std::memory_order_relaxed);
-      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Stripe(b).fetch_add(1, std::memory_order_relaxed);
+      Bump(Stripe(a), std::memory_order_relaxed);
+      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Bump(Stripe(b), std::memory_order_relaxed);
     }
   }
   template <bool TS>
   void EndWrite(uint64_t a, uint64_t b) {
     if constexpr (TS) {
-      Stripe(a).fetch_add(1, std::memory_order_release);
-      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Stripe(b).fetch_add(1, std::memory_order_release);
+      Bump(Stripe(a), std::memory_order_release);
+      if ((a & (kStripes - 1)) != (b & (kStripes - 1))) Bump(Stripe(b), std::memory_order_release);
     }
+  }
+  static void Bump(std::atomic<uint32_t>& s, std::memory_order order) {
+    s.store(s.load(std::memory_order_relaxed) + 1, order);
   }
   // Applies fn(block bytes) to block b: in place, or (thread-safe) on a
   // copy stored back word by word with release stores.
@@ -224,9 +291,10 @@ class DenseDLeftFilter::Impl {
       uint64_t w[dense_detail::kBlockWords];
       std::memcpy(w, local, 64);
       uint64_t* dst = reinterpret_cast<uint64_t*>(Blk(b));
-      for (int i = 0; i < dense_detail::kBlockWords; ++i) {
-        if (dst[i] != w[i]) __atomic_store_n(&dst[i], w[i], __ATOMIC_RELEASE);
-      }
+      // Every word, unchanged ones too (the same value again): which words
+      // an insert or erase changes depends on the data, and a branch per
+      // word mispredicted often enough to cost more than the stores.
+      for (int i = 0; i < dense_detail::kBlockWords; ++i) __atomic_store_n(&dst[i], w[i], __ATOMIC_RELEASE);
     }
   }
 
@@ -239,11 +307,10 @@ class DenseDLeftFilter::Impl {
   }
   template <class C, bool TS>
   bool Probe(const Cand* c, uint32_t v) const {
-    if constexpr (!TS) {
-      if (d == 2) {
-        __builtin_prefetch(Blk(c[1].block), 0, 3);
-        return dense_detail::ProbeTwoBlocks<C>(Blk(c[0].block), c[0].bucket, Blk(c[1].block), c[1].bucket, v);
-      }
+    if (d == 2) {
+      __builtin_prefetch(Blk(c[1].block), 0, 3);
+      if constexpr (TS) return ProbeTwoBlocksLockFree<C>(c, v);
+      return dense_detail::ProbeTwoBlocks<C>(Blk(c[0].block), c[0].bucket, Blk(c[1].block), c[1].bucket, v);
     }
     return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
       return dense_detail::InBucket<C>(blk, c[i].bucket, v);

@@ -191,13 +191,17 @@ class Fast : public KernelPeer<dlcbf::FastDLeftFilter> {
 // caps its kernel instances (DLCBF_DENSE_SIMD while it is created; "" =
 // the CPU's widest). The name carries the path it runs. ContainsHash (hit,
 // miss) is the inline probe, compiled into this benchmark, on every path;
-// insert, delete and batch_miss run the chosen instances.
+// insert, delete and batch_miss run the chosen instances. With `ts` the
+// filter is thread-safe (name suffix "/ts"): the lock-free readers of the
+// memtable index and LiveKeyDB, out of line, and the writers' lock.
 class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
  public:
-  Dense(uint32_t r, double load, std::string path = "") : r_(r), load_(load), path_(std::move(path)) {}
+  Dense(uint32_t r, double load, std::string path = "", bool ts = false)
+      : r_(r), load_(load), path_(std::move(path)), ts_(ts) {}
   std::string Name() const override {
     char b[96];
-    std::snprintf(b, sizeof(b), "dense-r%u-d2@%.2f/%s", r_, load_, path_.empty() ? "auto" : path_.c_str());
+    std::snprintf(b, sizeof(b), "dense-r%u-d2@%.2f/%s%s", r_, load_, path_.empty() ? "auto" : path_.c_str(),
+                  ts_ ? "/ts" : "");
     return b;
   }
   double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
@@ -205,6 +209,7 @@ class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
  private:
   bool Make(size_t n) override {
     dlcbf::DenseDLeftOptions o;
+    o.thread_safe = ts_;
     if (!path_.empty()) setenv("DLCBF_DENSE_SIMD", path_.c_str(), 1);
     const bool ok = dlcbf::DenseDLeftOptions::ForLoad(n, load_, r_, &o).ok() && dlcbf::DenseDLeftFilter::Create(o, &f_).ok();
     if (!path_.empty()) unsetenv("DLCBF_DENSE_SIMD");
@@ -217,6 +222,7 @@ class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
   uint32_t r_;
   double load_;
   std::string path_;
+  bool ts_;
 };
 
 // ---- RocksDB built-in filters (bench/builtin_filter_adapter.h) -------------
@@ -468,6 +474,8 @@ int main(int argc, char** argv) {
       [] { return std::unique_ptr<Peer>(new Dense(16, 0.92, "sse2")); },
       [] { return std::unique_ptr<Peer>(new Dense(8, 0.93, "avx2")); },
       [] { return std::unique_ptr<Peer>(new Dense(16, 0.92, "avx2")); },
+      [] { return std::unique_ptr<Peer>(new Dense(8, 0.93, "", /*ts=*/true)); },
+      [] { return std::unique_ptr<Peer>(new Dense(16, 0.92, "", /*ts=*/true)); },
       [] {
         return std::unique_ptr<Peer>(new Builtin(
             "rocksdb-bloom:10", std::shared_ptr<const rocksdb::FilterPolicy>(rocksdb::NewBloomFilterPolicy(10))));

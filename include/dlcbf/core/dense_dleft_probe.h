@@ -143,43 +143,89 @@ inline bool SlotInBucket(typename C::Dir d, int t, int j) {
 // ---- matching -----------------------------------------------------------
 // Bit t * kMaskBitsPerSlot (and the next, for 16-bit slots) is set iff slot
 // t holds value v. Compares every slot at once; the caller keeps those of
-// its bucket.
+// its bucket. Each compare path has one definition, on values in registers
+// (the block's words, or its vectors); MatchMask reads them from memory,
+// MatchMaskWords (the thread-safe readers) takes the words they loaded.
+//
+// The block as words: w[i] holds bytes 8i..8i+7 (little-endian).
 template <class C>
-inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
+inline typename C::Dir DirOfWords(const uint64_t* w) {
+  if constexpr (C::kDirWords == 2) {
+    return static_cast<u128>(w[6]) | (static_cast<u128>(w[7]) << 64);
+  } else {
+    return w[7];
+  }
+}
+template <class C>
+inline uint64_t MatchMaskPortableWords(const uint64_t* w, uint32_t v) {
+  constexpr int kPerWord = 64 / C::kR;
   uint64_t m = 0;
   for (int t = 0; t < C::kSlots; ++t) {
-    typename C::Slot s;
-    std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
+    const uint32_t s = static_cast<uint32_t>(w[t / kPerWord] >> (C::kR * (t % kPerWord))) & ((1u << C::kR) - 1);
     if (s == v) m |= ((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot);
   }
   return m;
 }
+template <class C>
+inline uint64_t MatchMaskPortable(const uint8_t* blk, uint32_t v) {
+  uint64_t w[kBlockWords];
+  std::memcpy(w, blk, sizeof(w));
+  return MatchMaskPortableWords<C>(w, v);
+}
+#if defined(__SSE2__)
+// Two words as one 128-bit vector, built in registers (MOVQ, PUNPCKLQDQ).
+// _mm_set_epi64x of words in a local array lets the compiler load the
+// vector from that array, stalled behind the narrow stores that filled it.
+inline __m128i WordPair(uint64_t lo, uint64_t hi) {
+#if defined(__x86_64__)
+  return _mm_unpacklo_epi64(_mm_cvtsi64_si128(static_cast<long long>(lo)), _mm_cvtsi64_si128(static_cast<long long>(hi)));
+#else
+  return _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
+#endif
+}
+#endif
 #ifdef DLCBF_DENSE_AVX_PATHS
 // The same masks from one 256-bit compare (r = 8: plus one 128-bit) or two
 // (r = 16), and from one 512-bit compare: r = 8 compares bytes; r = 16
 // compares bytes too, and a slot matches where both of its bytes do, which
-// gives the 2 mask bits per slot of the other paths.
+// gives the 2 mask bits per slot of the other paths. lo / hi: bytes 0..31
+// and 32..63 (r = 8 uses the low half of hi).
 template <class C>
-__attribute__((target("avx2"))) inline uint64_t MatchMaskAvx2(const uint8_t* blk, uint32_t v) {
+__attribute__((target("avx2"))) inline uint64_t MatchMaskAvx2V(__m256i lo, __m256i hi, uint32_t v) {
   if constexpr (C::kR == 8) {
     const __m256i q = _mm256_set1_epi8(static_cast<char>(v));
-    const uint64_t lo = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk)), q)));
-    const uint64_t hi = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), _mm256_castsi256_si128(q))));
-    return lo | (hi << 32);
+    const uint64_t l = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, q)));
+    const uint64_t h = static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_cmpeq_epi8(_mm256_castsi256_si128(hi), _mm256_castsi256_si128(q))));
+    return l | (h << 32);
   } else {
     const __m256i q = _mm256_set1_epi16(static_cast<short>(v));
-    const uint64_t lo = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk)), q)));
-    const uint64_t hi = static_cast<uint32_t>(
-        _mm256_movemask_epi8(_mm256_cmpeq_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 32)), q)));
-    return (lo | (hi << 32)) & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
+    const uint64_t l = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi16(lo, q)));
+    const uint64_t h = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi16(hi, q)));
+    return (l | (h << 32)) & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
   }
 }
 template <class C>
-__attribute__((target("avx512f,avx512bw"))) inline uint64_t MatchMaskAvx512(const uint8_t* blk, uint32_t v) {
-  const __m512i x = _mm512_load_si512(reinterpret_cast<const void*>(blk));
+__attribute__((target("avx2"))) inline uint64_t MatchMaskAvx2(const uint8_t* blk, uint32_t v) {
+  const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk));
+  if constexpr (C::kR == 8) {  // bytes 32..47 only: the directory is not read
+    return MatchMaskAvx2V<C>(lo, _mm256_castsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32))), v);
+  } else {
+    return MatchMaskAvx2V<C>(lo, _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 32)), v);
+  }
+}
+template <class C>
+__attribute__((target("avx2"))) inline uint64_t MatchMaskAvx2Words(const uint64_t* w, uint32_t v) {
+  const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(WordPair(w[0], w[1])), WordPair(w[2], w[3]), 1);
+  if constexpr (C::kR == 8) {
+    return MatchMaskAvx2V<C>(lo, _mm256_castsi128_si256(WordPair(w[4], w[5])), v);
+  } else {
+    return MatchMaskAvx2V<C>(
+        lo, _mm256_inserti128_si256(_mm256_castsi128_si256(WordPair(w[4], w[5])), WordPair(w[6], w[7]), 1), v);
+  }
+}
+template <class C>
+__attribute__((target("avx512f,avx512bw"))) inline uint64_t MatchMaskAvx512V(__m512i x, uint32_t v) {
   if constexpr (C::kR == 8) {
     return _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(static_cast<char>(v))) & ((uint64_t{1} << C::kSlots) - 1);
   } else {
@@ -188,31 +234,53 @@ __attribute__((target("avx512f,avx512bw"))) inline uint64_t MatchMaskAvx512(cons
     return (both | (both << 1)) & ((uint64_t{1} << (2 * C::kSlots)) - 1);
   }
 }
+template <class C>
+__attribute__((target("avx512f,avx512bw"))) inline uint64_t MatchMaskAvx512(const uint8_t* blk, uint32_t v) {
+  return MatchMaskAvx512V<C>(_mm512_load_si512(reinterpret_cast<const void*>(blk)), v);
+}
 #endif
 
-template <class C>
-inline uint64_t MatchMaskSse2(const uint8_t* blk, uint32_t v) {
 #if defined(__SSE2__)
+// x[i]: bytes 16i..16i+15 (r = 8 uses x[0..2]).
+template <class C>
+inline uint64_t MatchMaskSse2V(const __m128i* x, uint32_t v) {
   if constexpr (C::kR == 8) {
     const __m128i q = _mm_set1_epi8(static_cast<char>(v));
-    const uint64_t m0 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk)), q)));
-    const uint64_t m1 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16)), q)));
-    const uint64_t m2 = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_cmpeq_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 32)), q)));
-    return m0 | (m1 << 16) | (m2 << 32);
+    uint64_t m = 0;
+    for (int i = 0; i < 3; ++i) {
+      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(x[i], q)))) << (16 * i);
+    }
+    return m;
   } else {
     const __m128i q = _mm_set1_epi16(static_cast<short>(v));
     uint64_t m = 0;
     for (int i = 0; i < 4; ++i) {
-      const __m128i x = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * i));
-      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(x, q)))) << (16 * i);
+      m |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(x[i], q)))) << (16 * i);
     }
     return m & ((uint64_t{1} << (2 * C::kSlots)) - 1);  // not the directory
   }
+}
+#endif
+template <class C>
+inline uint64_t MatchMaskSse2(const uint8_t* blk, uint32_t v) {
+#if defined(__SSE2__)
+  __m128i x[4];
+  for (int i = 0; i < (C::kR == 8 ? 3 : 4); ++i) x[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * i));
+  return MatchMaskSse2V<C>(x, v);
 #else
   return MatchMaskPortable<C>(blk, v);
+#endif
+}
+template <class C>
+inline uint64_t MatchMaskSse2Words(const uint64_t* w, uint32_t v) {
+#if defined(__SSE2__)
+  __m128i x[4];
+  for (int i = 0; i < (C::kR == 8 ? 3 : 4); ++i) {
+    x[i] = WordPair(w[2 * i], w[2 * i + 1]);
+  }
+  return MatchMaskSse2V<C>(x, v);
+#else
+  return MatchMaskPortableWords<C>(w, v);
 #endif
 }
 
@@ -233,18 +301,38 @@ inline uint64_t MatchMask(const uint8_t* blk, uint32_t v) {
 #endif
   return MatchMaskSse2<C>(blk, v);
 }
-
-// The first slot of bucket j among the matches m (a MatchMask), or -1.
+// The same from the block's words (w as in DirOfWords), in registers: a
+// reader that copied the block word by word and then loaded it as one
+// vector would wait for the eight narrow stores (no store forwarding).
+// The AVX-512BW instances use the AVX2 compares here: a 512-bit vector
+// from registers takes one more insert than the two 256-bit halves, whose
+// compares cost the same.
 template <class C>
-inline int FirstInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
-  if (m == 0) return -1;
-  const typename C::Dir d = LoadDir<C>(blk);
-  do {
+inline uint64_t MatchMaskWords(const uint64_t* w, uint32_t v) {
+#ifdef DLCBF_DENSE_AVX_PATHS
+  if constexpr (C::kSimd >= 1) return MatchMaskAvx2Words<C>(w, v);
+#if defined(__AVX2__)
+  return MatchMaskAvx2Words<C>(w, v);
+#endif
+#endif
+  return MatchMaskSse2Words<C>(w, v);
+}
+
+// The first slot of bucket j among the matches m (a MatchMask), or -1;
+// d is the block's directory.
+template <class C>
+inline int FirstInBucketDir(typename C::Dir d, uint32_t j, uint64_t m) {
+  while (m != 0) {
     const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
     if (SlotInBucket<C>(d, t, static_cast<int>(j))) return t;
     m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
-  } while (m != 0);
+  }
   return -1;
+}
+template <class C>
+inline int FirstInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
+  if (m == 0) return -1;
+  return FirstInBucketDir<C>(LoadDir<C>(blk), j, m);
 }
 template <class C>
 inline bool AnyInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
@@ -259,13 +347,17 @@ inline bool AnyInBucket(const uint8_t* blk, uint32_t j, uint64_t m) {
 // 1 - (1 - 1/Rn)^used: about 16 % of blocks at r = 8 and full load,
 // 0.04 % at r = 16) takes the loop over the rest.
 template <class C>
-inline int LowestMatchInBucket(const uint8_t* blk, uint32_t j, uint64_t m, uint64_t* rest) {
+inline int LowestMatchInBucketDir(typename C::Dir d, uint32_t j, uint64_t m, uint64_t* rest) {
   constexpr uint64_t kLane = (uint64_t{1} << C::kMaskBitsPerSlot) - 1;
   // A block without a match tests slot 0 (a valid position) and discards
   // the answer; & instead of && keeps the test branch-free.
   const int t = m != 0 ? __builtin_ctzll(m) / C::kMaskBitsPerSlot : 0;
   *rest = m & ~(kLane << (t * C::kMaskBitsPerSlot));
-  return (m != 0) & SlotInBucket<C>(LoadDir<C>(blk), t, static_cast<int>(j));
+  return (m != 0) & SlotInBucket<C>(d, t, static_cast<int>(j));
+}
+template <class C>
+inline int LowestMatchInBucket(const uint8_t* blk, uint32_t j, uint64_t m, uint64_t* rest) {
+  return LowestMatchInBucketDir<C>(LoadDir<C>(blk), j, m, rest);
 }
 template <class C>
 inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, uint32_t j1, uint32_t v) {
