@@ -16,7 +16,8 @@
 //   - every kernel: the fast one is the default; ctest runs the oracle,
 //     timestamp, concurrency, reclaim and rep tests again with
 //     DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 (memtable_index_general_kernel)
-//     and DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1 (memtable_index_dense_kernel),
+//     and DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1 / =8 (memtable_index_dense_kernel,
+//     memtable_index_dense8_kernel),
 //     which make Factory() below switch every index to that kernel (ids
 //     and byte accounting of each kernel are tested explicitly).
 #include "dlcbf/internal/rocksdb_compat.h"
@@ -96,7 +97,8 @@ void RegisterOnce() {
 }
 
 
-// DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 / DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1:
+// DLCBF_TEST_MEMTABLE_GENERAL_KERNEL=1 / DLCBF_TEST_MEMTABLE_DENSE_KERNEL=1
+// (or =8, its 8-bit class):
 // every factory of this file uses the general / the dense kernel (see the
 // file comment; the dense switch leaves factories that chose the general
 // kernel alone).
@@ -104,16 +106,19 @@ bool ForceGeneralKernel() {
   const char* v = std::getenv("DLCBF_TEST_MEMTABLE_GENERAL_KERNEL");
   return v != nullptr && v[0] == '1';
 }
-bool ForceDenseKernel() {
+bool ForceDenseKernel() {  // "1": the 16-bit class ("dense"); "8": the 8-bit one ("dense8")
   const char* v = std::getenv("DLCBF_TEST_MEMTABLE_DENSE_KERNEL");
-  return v != nullptr && v[0] == '1';
+  return v != nullptr && (v[0] == '1' || v[0] == '8');
 }
 
 std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& options,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
   MemTableIndexOptions o = options;
   if (ForceGeneralKernel()) o.fast_kernel = false;
-  if (ForceDenseKernel() && o.fast_kernel) o.dense_kernel = true;
+  if (ForceDenseKernel() && o.fast_kernel) {
+    o.dense_kernel = true;
+    if (std::getenv("DLCBF_TEST_MEMTABLE_DENSE_KERNEL")[0] == '8') o.dense_remainder_bits = 8;
+  }
   std::shared_ptr<MemTableRepFactory> f;
   Status s = NewDLeftIndexedMemTableRepFactory(std::move(base), o, &f);
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -151,6 +156,8 @@ TEST(MemTableIndexId, CanonicalRoundTrip) {
       {"dlcbf_index:fast:5000", "dlcbf_index:5000"},  // fast is the default
       {"dlcbf_index:5000:general:prefix", "dlcbf_index:5000:general:prefix"},
       {"dlcbf_index:dense:5000:prefix", "dlcbf_index:5000:dense:prefix"},
+      {"dlcbf_index:dense8:5000", "dlcbf_index:5000:dense8"},
+      {"dlcbf_index:bytes65536:dense8:prefix", "dlcbf_index:bytes65536:dense8:prefix"},
       {"dlcbf_index:general:r12:5000", "dlcbf_index:5000:r12"},
       {"dlcbf_index:5000:trust_comparator:ts8:cap0.5",
        "dlcbf_index:5000:trust_comparator:ts8:cap0.5"},
@@ -204,6 +211,10 @@ TEST(MemTableIndexId, BadParametersNameTheField) {
       {"dlcbf_index:5000:dense:general", "dense_kernel"},
       {"dlcbf_index:5000:fast:dense", "dense_kernel"},
       {"dlcbf_index:5000:r12:dense", "dense_kernel"},  // d/L/r are the general kernel's
+      {"dlcbf_index:5000:dense:dense8", "dense_kernel"},
+      {"dlcbf_index:5000:dense8:general", "dense_kernel"},
+      {"dlcbf_index:5000:fast:dense8", "dense_kernel"},
+      {"dlcbf_index:5000:r8:dense8", "dense_kernel"},
       {"dlcbf_index:growthnan", "abf_growth"},
       {"dlcbf_index:growth-2", "abf_growth"},
       {"dlcbf_index:cap0", "max_write_buffer_fraction"},
@@ -1014,6 +1025,54 @@ TEST(MemTableIndexAccounting, DenseKernelBytes) {
   for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
   st = StatsOf(opts.memtable_factory);
   EXPECT_GE(st.total.skipped_searches, 4990u);  // FPR 0.0018 % at sizing: ~0 of 5000
+}
+
+// The dense kernel's 8-bit class: DenseDLeftOptions::ForLoad(n, 0.85, 8)
+// (12.5 bits per entry) plus the dedupe cache; exact for present keys.
+TEST(MemTableIndexAccounting, Dense8KernelBytes) {
+  TempDir dir;
+  MemTableIndexOptions o;
+  o.expected_entries = 100000;
+  o.dense_kernel = true;
+  o.dense_remainder_bits = 8;
+  Options opts;
+  opts.create_if_missing = true;
+  opts.write_buffer_size = 64 << 20;
+  opts.memtable_factory = Factory(o);
+  EXPECT_EQ(opts.memtable_factory->GetId(), "dlcbf_index:100000:dense8");
+  DB* raw = nullptr;
+  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
+  ASSERT_EQ(st.live.size(), 1u);
+  EXPECT_TRUE(st.live[0].dense_kernel);
+  EXPECT_EQ(st.live[0].dense_remainder_bits, 8u);
+  DenseDLeftOptions want;
+  ASSERT_TRUE(DenseDLeftOptions::ForLoad(100000, 0.85, 8, &want).ok());
+  EXPECT_EQ(st.live[0].index_bytes - 8192, want.Bytes());
+  EXPECT_LE(8.0 * want.Bytes() / 100000, 12.6);
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key('f', i), "v").ok());
+  std::string v;
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key('f', i), &v).ok()) << i;
+  for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
+  st = StatsOf(opts.memtable_factory);
+  // FPR at 5,000 of 100,000 entries: 2 a 48 / (80 x 255) with a = 0.85 x
+  // 0.05, 0.02 %: about 1 of 5,000; 20 is beyond any plausible Poisson(1).
+  EXPECT_GE(st.total.skipped_searches, 4980u);
+}
+
+TEST(MemTableIndexOptionsTest, DenseRemainderBitsAreChecked) {
+  MemTableIndexOptions o;
+  o.dense_remainder_bits = 8;  // without dense_kernel
+  Status s = o.Validate();
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.ToString().find("dense_remainder_bits"), std::string::npos) << s.ToString();
+  o.dense_kernel = true;
+  EXPECT_TRUE(o.Validate().ok());
+  o.dense_remainder_bits = 12;
+  s = o.Validate();
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.ToString().find("dense_remainder_bits"), std::string::npos) << s.ToString();
 }
 
 TEST(MemTableIndexAccounting, SmallWriteBufferCapsTheIndex) {

@@ -32,6 +32,9 @@ inline constexpr uint32_t kDefaultRemainderBits = 14;
 inline constexpr double kDefaultGrowth = 4.0;
 inline constexpr double kDefaultCap = 0.25;
 inline constexpr double kSizingLoad = 0.75;
+// The dense kernel's 8-bit class ("dense8") is sized at 85 % of its slots:
+// 12.5 bits per entry (MemTableIndexOptions::dense_remainder_bits).
+inline constexpr double kDense8SizingLoad = 0.85;
 inline constexpr uint32_t kCounterBits = 1;
 inline constexpr uint64_t kMaxEntries = uint64_t{1} << 32;
 inline constexpr uint64_t kMaxBudget = uint64_t{1} << 34;

@@ -62,6 +62,12 @@ rocksdb::Status MemTableIndexOptions::Validate() const {
                    "the dense kernel was chosen together with the general kernel (fast_kernel = "
                    "false, or a subtables / cells_per_bucket / remainder_bits field): pick one");
   }
+  if (dense_remainder_bits != 8 && dense_remainder_bits != 16) {
+    return Invalid("dense_remainder_bits", "must be 8 or 16");
+  }
+  if (dense_remainder_bits != 16 && !dense_kernel) {
+    return Invalid("dense_remainder_bits", "applies to the dense kernel only: set dense_kernel = true");
+  }
   if (fast_kernel && general_geometry) {
     return Invalid("fast_kernel",
                    "subtables, cells_per_bucket and remainder_bits set the general kernel's "
@@ -107,7 +113,7 @@ std::string MemTableIndexId(const MemTableIndexOptions& o, const std::string& ba
       o.remainder_bits == kDefaultRemainderBits) {
     id += ":general";
   }
-  if (o.dense_kernel) id += ":dense";
+  if (o.dense_kernel) id += o.dense_remainder_bits == 8 ? ":dense8" : ":dense";
   if (FormatDecimal(o.abf_growth) != FormatDecimal(kDefaultGrowth)) {
     id += ":growth" + FormatDecimal(o.abf_growth);
   }
@@ -139,7 +145,7 @@ rocksdb::Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions
     return rocksdb::Status::InvalidArgument("dlcbf_index", "not a dlcbf_index id: \"" + id + "\"");
   }
   bool sized = false;
-  int kernel = 0;           // 0: not named, 1: "fast", 2: "general", 3: "dense"
+  int kernel = 0;           // 0: not named, 1: "fast", 2: "general", 3: "dense", 4: "dense8"
   bool geometry = false;    // a d, L or r field
   while (!rest.empty()) {
     std::string field, value;
@@ -184,11 +190,11 @@ rocksdb::Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions
         return Invalid("expected_prefixes", "\"" + value + "\" is not an integer in [0, 2^32]");
       }
       o.expected_prefixes = u;
-    } else if (field == "fast" || field == "general" || field == "dense") {
-      const int k = field == "fast" ? 1 : field == "general" ? 2 : 3;
+    } else if (field == "fast" || field == "general" || field == "dense" || field == "dense8") {
+      const int k = field == "fast" ? 1 : field == "general" ? 2 : field == "dense" ? 3 : 4;
       if (kernel != 0 && kernel != k) {
-        return Invalid(k == 3 || kernel == 3 ? "dense_kernel" : "fast_kernel",
-                       "more than one of \"fast\", \"general\" and \"dense\" in \"" + id + "\"");
+        return Invalid(k >= 3 || kernel >= 3 ? "dense_kernel" : "fast_kernel",
+                       "more than one of \"fast\", \"general\", \"dense\" and \"dense8\" in \"" + id + "\"");
       }
       kernel = k;
     } else if (field == "trust_comparator") {
@@ -235,8 +241,9 @@ rocksdb::Status ParseMemTableIndexId(const std::string& id, MemTableIndexOptions
     }
   }
   // The kernel: as named, else the general one when its geometry is given.
-  o.fast_kernel = kernel == 1 || kernel == 3 || (kernel == 0 && !geometry);
-  o.dense_kernel = kernel == 3;
+  o.fast_kernel = kernel == 1 || kernel >= 3 || (kernel == 0 && !geometry);
+  o.dense_kernel = kernel >= 3;
+  if (kernel == 4) o.dense_remainder_bits = 8;
   rocksdb::Status s = o.Validate();
   if (!s.ok()) return s;
   *options = o;
@@ -259,7 +266,7 @@ std::string MemTableIndexStats::ToString() const {
       " skipped=%" PRIu64 " delegated=%" PRIu64 " false_positives=%" PRIu64 " measured_fpr=%.4g",
       active ? 1 : 0, bypass_reason.empty() ? "" : " bypass=", bypass_reason.c_str(),
       column_family_id, timestamp_size, dlcbf::ToString(mode), migrations,
-      dlcbf::ToString(migration_cause), dense_kernel ? "dense" : fast_kernel ? "fast" : "general", abf_probes, entries,
+      dlcbf::ToString(migration_cause), dense_kernel ? (dense_remainder_bits == 8 ? "dense8" : "dense") : fast_kernel ? "fast" : "general", abf_probes, entries,
       index_inserts, sized_for, index_bytes, retained_bytes, capped ? " capped" : "", predicted_fpr, gets, skipped_searches, delegated,
       false_positives, MeasuredFpr());
   std::string out(buf, n > 0 ? std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1) : 0);

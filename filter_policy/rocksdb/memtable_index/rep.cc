@@ -29,6 +29,14 @@
 //   average. Its lock-free readers validate negatives against the stripes
 //   of both candidate blocks (tests/dense_dleft_filter_test.cc, with a
 //   negative control). It migrates in one go, on overflow (~1.3x sizing).
+//   Its 8-bit class (id field "dense8") is sized at 85 % of 48 slots:
+//   512 / (48 * 0.85) = 12.5 bits per expected key, FPR at sizing
+//   2 * 0.85 * 48 / (80 * 255) = 0.40 %, overflow at ~1.16x the sizing:
+//   half the fast kernel's memory, for a 5x higher FPR than the fast
+//   kernel's. On memtable_index_bench's missing-key reads both dense
+//   classes cost about the same (README.md has the figures): the smaller
+//   table stays in cache more, which pays for the false positives'
+//   skiplist searches.
 //
 //   General kernel (id field "general", or any d/L/r field): a dlCBF with
 //   d = 2 subtables, L = 3 cells per bucket, r = 14 remainder bits and c = 1
@@ -141,7 +149,7 @@ ElasticOptions IndexFilterOptions(const MemTableIndexOptions& o, uint64_t entrie
   ElasticOptions eo;
   if (o.dense_kernel) {
     eo.kernel = ElasticKernel::kDense;
-    eo.dense.remainder_bits = 16;
+    eo.dense.remainder_bits = o.dense_remainder_bits;
   } else if (o.fast_kernel) {
     eo.kernel = ElasticKernel::kFast;
     eo.fast.subtables = 2;
@@ -153,7 +161,7 @@ ElasticOptions IndexFilterOptions(const MemTableIndexOptions& o, uint64_t entrie
     eo.dleft.counter_bits = kCounterBits;
   }
   eo.expected_items = entries;
-  eo.sizing_load = kSizingLoad;
+  eo.sizing_load = o.dense_kernel && o.dense_remainder_bits == 8 ? kDense8SizingLoad : kSizingLoad;
   eo.migrate_at_load = 0;   // only when an insert overflows (or the fast kernel's steps)
   eo.abf_counter_bits = 1;  // insert-only: a plain (lossless) Bloom filter
   eo.abf_growth = o.abf_growth;
@@ -423,6 +431,7 @@ class IndexedRep final : public MemTableRep {
       s.retained_bytes = es.retained_bytes;
       s.fast_kernel = options_.fast_kernel && !options_.dense_kernel;
       s.dense_kernel = options_.dense_kernel;
+      s.dense_remainder_bits = options_.dense_kernel ? options_.dense_remainder_bits : 0;
       if (es.mode == ElasticMode::kAutoscaling) s.abf_probes = es.abf.counting.num_probes;
       s.migrated_items = es.migrated_items;
     }
@@ -604,8 +613,11 @@ class IndexedRep final : public MemTableRep {
     // estimate (8 x arena block size while that is < 1 MiB).
     // Fast kernel: 512 bits per block of 32 cells, plus one spare line per
     // 8 blocks, at the sizing load.
-    // Dense kernel: 512 bits per block of 28 slots at the sizing load.
-    const double bits_per_entry = options_.dense_kernel  ? 512.0 / (28.0 * kSizingLoad)
+    // Dense kernel: 512 bits per block of 28 slots at the sizing load, or
+    // of 48 slots at kDense8SizingLoad (8-bit class).
+    const double dense_bits_per_entry = options_.dense_remainder_bits == 8 ? 512.0 / (48.0 * kDense8SizingLoad)
+                                                                           : 512.0 / (28.0 * kSizingLoad);
+    const double bits_per_entry = options_.dense_kernel  ? dense_bits_per_entry
                                   : options_.fast_kernel ? 512.0 * (1.0 + 1.0 / 8.0) / (32.0 * kSizingLoad)
                                                          : (options_.remainder_bits + kCounterBits) / kSizingLoad;
     uint64_t key_entries = options_.expected_entries;

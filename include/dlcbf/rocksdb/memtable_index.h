@@ -157,6 +157,13 @@ struct MemTableIndexOptions {
   // the sizing. Requires fast_kernel = true (the default) and the default
   // general-kernel geometry (Validate names the conflict).
   bool dense_kernel = false;
+  // Dense kernel only: its remainder class, 16 (id field "dense", above)
+  // or 8 (id field "dense8"): 8-bit remainders sized at 85 % of the slots,
+  // 512 / (48 * 0.85) = 12.5 bits per entry (half the fast kernel's), FPR
+  // at sizing 2 * 0.85 * 48 / (80 * 255) = 0.40 %; it overflows (and
+  // migrates) at about 0.99 of its slots, ~1.16x the sizing. Any other
+  // value, or 8 without dense_kernel, is InvalidArgument.
+  uint32_t dense_remainder_bits = 16;
 
   // General kernel only: d subtables of buckets with L cells of r remainder
   // bits plus one counter bit (r + 1 bits per cell, sized at 75 % load, so
@@ -230,6 +237,7 @@ struct MemTableIndexStats {
   double predicted_fpr = 0;      // model, whole-key index
   bool fast_kernel = false;      // the dlCBF is FastDLeftFilter (else general)
   bool dense_kernel = false;     // the dlCBF is DenseDLeftFilter
+  uint32_t dense_remainder_bits = 0;  // its class (8 or 16); 0 for the other kernels
   uint32_t abf_probes = 0;       // k of the ABF after migration (0 before)
   uint64_t migrated_items = 0;   // items in the dlCBF when it migrated
 
@@ -284,6 +292,8 @@ rocksdb::Status GetMemTableIndexStats(const rocksdb::MemTableRepFactory* factory
 //     fast              the fast kernel (the default; accepted for ids
 //                       written before it was)
 //     dense             the dense kernel (dense_kernel = true)
+//     dense8            the dense kernel, 8-bit class (dense_kernel = true,
+//                       dense_remainder_bits = 8)
 //     d<2..8>           subtables                   dlcbf_index:1000000:d4:L8
 //     L<1..64>          cells per bucket            (d, L, r: the general
 //     r<4..30>          remainder bits               kernel; they select it)
