@@ -995,19 +995,21 @@ TEST(MemTableIndexAccounting, FastKernelBytes) {
   }
 }
 
-// The dense kernel: the bytes are DenseDLeftOptions::ForLoad(n, 0.75, 16)
-// (24.4 bits per entry) plus the 8 KiB dedupe cache; lookups are exact for
-// present keys and skip the memtable for absent ones.
-TEST(MemTableIndexAccounting, DenseKernelBytes) {
+// The dense kernel, class r: the bytes are DenseDLeftOptions::ForLoad(n,
+// load, r) plus the 8 KiB dedupe cache, at most `max_bits` per entry;
+// lookups are exact for present keys and skip the memtable for absent ones
+// (at least `min_skipped` of 5,000).
+void CheckDenseKernelBytes(uint32_t r, double load, const std::string& id, double max_bits, uint64_t min_skipped) {
   TempDir dir;
   MemTableIndexOptions o;
   o.expected_entries = 100000;
   o.dense_kernel = true;
+  o.dense_remainder_bits = r;
   Options opts;
   opts.create_if_missing = true;
   opts.write_buffer_size = 64 << 20;
   opts.memtable_factory = Factory(o);
-  EXPECT_EQ(opts.memtable_factory->GetId(), "dlcbf_index:100000:dense");
+  EXPECT_EQ(opts.memtable_factory->GetId(), id);
   DB* raw = nullptr;
   ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
   std::unique_ptr<DB> db(raw);
@@ -1015,50 +1017,28 @@ TEST(MemTableIndexAccounting, DenseKernelBytes) {
   ASSERT_EQ(st.live.size(), 1u);
   EXPECT_TRUE(st.live[0].dense_kernel);
   EXPECT_FALSE(st.live[0].fast_kernel);
+  EXPECT_EQ(st.live[0].dense_remainder_bits, r);
   DenseDLeftOptions want;
-  want.remainder_bits = 16;
-  ASSERT_TRUE(DenseDLeftOptions::ForLoad(100000, 0.75, 16, &want).ok());
+  ASSERT_TRUE(DenseDLeftOptions::ForLoad(100000, load, r, &want).ok());
   EXPECT_EQ(st.live[0].index_bytes - 8192, want.Bytes());
+  EXPECT_LE(8.0 * static_cast<double>(want.Bytes()) / 100000, max_bits);
   for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key('f', i), "v").ok());
   std::string v;
   for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key('f', i), &v).ok()) << i;
   for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
   st = StatsOf(opts.memtable_factory);
-  EXPECT_GE(st.total.skipped_searches, 4990u);  // FPR 0.0018 % at sizing: ~0 of 5000
+  EXPECT_GE(st.total.skipped_searches, min_skipped);
 }
-
-// The dense kernel's 8-bit class: DenseDLeftOptions::ForLoad(n, 0.85, 8)
-// (12.5 bits per entry) plus the dedupe cache; exact for present keys.
+// 16-bit class at 0.75: 24.4 bits per entry; FPR 0.0018 % at sizing, ~0
+// of 5,000 at 5 % of it.
+TEST(MemTableIndexAccounting, DenseKernelBytes) {
+  CheckDenseKernelBytes(16, 0.75, "dlcbf_index:100000:dense", 24.5, 4990);
+}
+// 8-bit class ("dense8") at 0.85: 12.5 bits per entry. FPR at 5,000 of
+// 100,000 entries: 2 a 48 / (80 x 255) with a = 0.85 x 0.05, 0.02 %: about
+// 1 of 5,000; 20 is beyond any plausible Poisson(1).
 TEST(MemTableIndexAccounting, Dense8KernelBytes) {
-  TempDir dir;
-  MemTableIndexOptions o;
-  o.expected_entries = 100000;
-  o.dense_kernel = true;
-  o.dense_remainder_bits = 8;
-  Options opts;
-  opts.create_if_missing = true;
-  opts.write_buffer_size = 64 << 20;
-  opts.memtable_factory = Factory(o);
-  EXPECT_EQ(opts.memtable_factory->GetId(), "dlcbf_index:100000:dense8");
-  DB* raw = nullptr;
-  ASSERT_TRUE(dlcbf::compat::OpenDB(opts, dir.path(), &raw).ok());
-  std::unique_ptr<DB> db(raw);
-  MemTableIndexFactoryStats st = StatsOf(opts.memtable_factory);
-  ASSERT_EQ(st.live.size(), 1u);
-  EXPECT_TRUE(st.live[0].dense_kernel);
-  EXPECT_EQ(st.live[0].dense_remainder_bits, 8u);
-  DenseDLeftOptions want;
-  ASSERT_TRUE(DenseDLeftOptions::ForLoad(100000, 0.85, 8, &want).ok());
-  EXPECT_EQ(st.live[0].index_bytes - 8192, want.Bytes());
-  EXPECT_LE(8.0 * want.Bytes() / 100000, 12.6);
-  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key('f', i), "v").ok());
-  std::string v;
-  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Get(ReadOptions(), Key('f', i), &v).ok()) << i;
-  for (int i = 0; i < 5000; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key('g', i), &v).IsNotFound());
-  st = StatsOf(opts.memtable_factory);
-  // FPR at 5,000 of 100,000 entries: 2 a 48 / (80 x 255) with a = 0.85 x
-  // 0.05, 0.02 %: about 1 of 5,000; 20 is beyond any plausible Poisson(1).
-  EXPECT_GE(st.total.skipped_searches, 4980u);
+  CheckDenseKernelBytes(8, 0.85, "dlcbf_index:100000:dense8", 12.6, 4980);
 }
 
 TEST(MemTableIndexOptionsTest, DenseRemainderBitsAreChecked) {
