@@ -750,6 +750,39 @@ TEST(DenseDLeftConcurrency, OwnerSerializedWritersKeepReadersExact) {
   }
 }
 
+// The race on every kernel instance set this CPU runs (each reads blocks
+// with its own compare path's loads; dense_dleft_block.h, "the
+// thread-safe readers' block read"). The sets it lacks are skipped loudly.
+TEST(DenseDLeftConcurrency, EveryInstanceSetsReadersNeverMissAStableKey) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the forced-path switch)";
+#else
+  DenseSimdPath best;
+  {
+    auto f = Make(Geometry(8, 2, 1));
+    best = f->simd_path();
+  }
+  for (int path = 0; path <= static_cast<int>(DenseSimdPath::kAvx512); ++path) {
+    if (path > static_cast<int>(best)) {
+      std::printf("  [ SKIPPED ] the %s instances: this CPU runs at most %s\n",
+                  DenseSimdPathName(static_cast<DenseSimdPath>(path)), DenseSimdPathName(best));
+      continue;
+    }
+    for (uint32_t r : {8u, 16u}) {
+      if (path == 0) {
+        dense_testing::SetForcePortable(true);
+      } else {
+        dense_testing::SetForcedPath(path);
+      }
+      EXPECT_EQ(RaceMisses(r, 64, Scaled(100000, 10000)), 0u)
+          << "r=" << r << " path=" << DenseSimdPathName(static_cast<DenseSimdPath>(path));
+      dense_testing::SetForcePortable(false);
+      dense_testing::SetForcedPath(-1);
+    }
+  }
+#endif
+}
+
 TEST(DenseDLeftConcurrency, NegativeControlWithoutRecheckMisses) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the fault hook is compiled only there)";

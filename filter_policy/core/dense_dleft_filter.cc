@@ -118,14 +118,18 @@
 // Thread-safe mode: one writer mutex; a per-stripe sequence number
 // (stripe = block mod 1024) is odd while a writer changes a block of the
 // stripe. Readers load the sequence numbers of all d candidate stripes,
-// the blocks (acquire loads), and accept a negative only if every sequence
+// the blocks, and accept a negative only if every sequence
 // number is unchanged and even; otherwise they retry. A move bumps both
-// blocks' stripes before either block changes. With d = 2 a reader tests
-// each block's words as loaded, in registers (MatchMaskWords), with the
-// d = 2 probe's branch-free lowest-match test: copying the words to a
-// buffer and comparing it as one vector stalled on store forwarding (a
-// query then cost 3x the unsynchronized one; peer_bench's "/ts" rows
-// compare the two modes, README.md has the figures).
+// blocks' stripes before either block changes. With d = 2 a reader applies
+// the d = 2 probe's branch-free lowest-match test to each block as read by
+// ReadBlockLockFree (dense_dleft_block.h: the compare path's own vector
+// loads on x86, acquire-loaded words under TSan and elsewhere). The first
+// form copied the block word by word and compared the copy as one vector,
+// which stalled on store forwarding (a query then cost 3x the
+// unsynchronized one; peer_bench's "/ts" rows compare the two modes,
+// README.md has the figures). Writers are serialized, so they bump a
+// stripe with a load and a store, and store every word of a block they
+// changed (a branch per word mispredicted more than the stores cost).
 // ===========================================================================
 #include "dlcbf/core/dense_dleft_filter.h"
 

@@ -151,31 +151,17 @@ class DenseDLeftFilter::Impl {
     for (int i = 0; i < dense_detail::kBlockWords; ++i) w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
     std::memcpy(out, w, sizeof(w));
   }
-  // A block's words, each an atomic (acquire) load. Written out, not a
-  // loop: GCC keeps a looped copy in a stack array, and the vectors built
-  // from it then wait for those stores; unrolled, each word loads straight
-  // into the register the vector is built in.
-  static void LoadWords(const uint64_t* p, uint64_t* w) {
-    static_assert(dense_detail::kBlockWords == 8, "one load per word below");
-    w[0] = __atomic_load_n(&p[0], __ATOMIC_ACQUIRE);
-    w[1] = __atomic_load_n(&p[1], __ATOMIC_ACQUIRE);
-    w[2] = __atomic_load_n(&p[2], __ATOMIC_ACQUIRE);
-    w[3] = __atomic_load_n(&p[3], __ATOMIC_ACQUIRE);
-    w[4] = __atomic_load_n(&p[4], __ATOMIC_ACQUIRE);
-    w[5] = __atomic_load_n(&p[5], __ATOMIC_ACQUIRE);
-    w[6] = __atomic_load_n(&p[6], __ATOMIC_ACQUIRE);
-    w[7] = __atomic_load_n(&p[7], __ATOMIC_ACQUIRE);
-  }
   // The d = 2 query of the thread-safe mode: ForCandidates' protocol
   // (stripes even, blocks, stripes unchanged for a negative), with
-  // ProbeTwoBlocks' tests on each block's words as loaded, in registers
-  // (dense_detail::MatchMaskWords). A torn block can only add a false
-  // positive; a negative is answered only after the stripes of both
-  // blocks read unchanged.
+  // ProbeTwoBlocks' tests on each block as read by
+  // dense_detail::ReadBlockLockFree (the block codec says how, and why two
+  // forms). A torn block can only add a false positive; a negative is
+  // answered only after the stripes of both blocks read unchanged. The
+  // compiler barriers keep the block reads between the stripe reads.
   template <class C>
   bool ProbeTwoBlocksLockFree(const Cand* c, uint32_t v) const {
-    const uint64_t* w0p = reinterpret_cast<const uint64_t*>(Blk(c[0].block));
-    const uint64_t* w1p = reinterpret_cast<const uint64_t*>(Blk(c[1].block));
+    const uint8_t* b0 = Blk(c[0].block);
+    const uint8_t* b1 = Blk(c[1].block);
     for (;;) {
       const uint32_t s0 = Stripe(c[0].block).load(std::memory_order_acquire);
       const uint32_t s1 = Stripe(c[1].block).load(std::memory_order_acquire);
@@ -183,25 +169,21 @@ class DenseDLeftFilter::Impl {
         CpuRelax();
         continue;
       }
-      uint64_t w0[dense_detail::kBlockWords], w1[dense_detail::kBlockWords];
-      LoadWords(w0p, w0);
-      uint64_t r0, r1;
-      const typename C::Dir d0 = dense_detail::DirOfWords<C>(w0);
-      if (dense_detail::LowestMatchInBucketDir<C>(d0, c[0].bucket, dense_detail::MatchMaskWords<C>(w0, v), &r0)) {
-        return true;
-      }
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      typename C::Dir d0, d1;
+      uint64_t m0, m1, r0, r1;
+      dense_detail::ReadBlockLockFree<C>(b0, v, &d0, &m0);
+      if (dense_detail::LowestMatchInBucketDir<C>(d0, c[0].bucket, m0, &r0)) return true;
 #ifdef DLCBF_TESTING
       dense_testing::ReaderPause();
 #endif
-      LoadWords(w1p, w1);
-      const typename C::Dir d1 = dense_detail::DirOfWords<C>(w1);
-      if (dense_detail::LowestMatchInBucketDir<C>(d1, c[1].bucket, dense_detail::MatchMaskWords<C>(w1, v), &r1)) {
-        return true;
-      }
+      dense_detail::ReadBlockLockFree<C>(b1, v, &d1, &m1);
+      if (dense_detail::LowestMatchInBucketDir<C>(d1, c[1].bucket, m1, &r1)) return true;
       if ((r0 | r1) != 0 && (dense_detail::FirstInBucketDir<C>(d0, c[0].bucket, r0) >= 0 ||
                              dense_detail::FirstInBucketDir<C>(d1, c[1].bucket, r1) >= 0)) {
         return true;
       }
+      std::atomic_signal_fence(std::memory_order_seq_cst);
       if (Stripe(c[0].block).load(std::memory_order_acquire) == s0 &&
           Stripe(c[1].block).load(std::memory_order_acquire) == s1) {
         return false;
