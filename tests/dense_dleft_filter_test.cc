@@ -205,7 +205,7 @@ void CheckBlockOracle() {
     ASSERT_EQ(dense_detail::Used<C>(blk), used);
     ASSERT_EQ(dense_detail::CheckBlock<C>(blk), nullptr);
     for (uint32_t b = 0; b < static_cast<uint32_t>(C::kBuckets); b += 7) {
-      ASSERT_EQ(dense_detail::CountInBucket<C>(blk, b, v),
+      ASSERT_EQ(dense_detail::CountInBucketDir<C>(dense_detail::LoadDir<C>(blk), b, dense_detail::MatchMask<C>(blk, v)),
                 static_cast<uint32_t>(std::count(model[b].begin(), model[b].end(), v)));
     }
   }

@@ -106,18 +106,21 @@ bool ForceGeneralKernel() {
   const char* v = std::getenv("DLCBF_TEST_MEMTABLE_GENERAL_KERNEL");
   return v != nullptr && v[0] == '1';
 }
-bool ForceDenseKernel() {  // "1": the 16-bit class ("dense"); "8": the 8-bit one ("dense8")
+// The dense class every factory is switched to: "1", the 16-bit one
+// ("dense"); "8", the 8-bit one ("dense8"); 0 when not switched.
+uint32_t ForcedDenseBits() {
   const char* v = std::getenv("DLCBF_TEST_MEMTABLE_DENSE_KERNEL");
-  return v != nullptr && (v[0] == '1' || v[0] == '8');
+  if (v == nullptr) return 0;
+  return v[0] == '1' ? 16 : v[0] == '8' ? 8 : 0;
 }
 
 std::shared_ptr<MemTableRepFactory> Factory(const MemTableIndexOptions& options,
                                             std::shared_ptr<MemTableRepFactory> base = nullptr) {
   MemTableIndexOptions o = options;
   if (ForceGeneralKernel()) o.fast_kernel = false;
-  if (ForceDenseKernel() && o.fast_kernel) {
+  if (ForcedDenseBits() != 0 && o.fast_kernel) {
     o.dense_kernel = true;
-    if (std::getenv("DLCBF_TEST_MEMTABLE_DENSE_KERNEL")[0] == '8') o.dense_remainder_bits = 8;
+    if (ForcedDenseBits() == 8) o.dense_remainder_bits = 8;  // "1" keeps a factory's own class
   }
   std::shared_ptr<MemTableRepFactory> f;
   Status s = NewDLeftIndexedMemTableRepFactory(std::move(base), o, &f);

@@ -133,18 +133,16 @@ inline int BucketOfSlot(typename C::Dir d, int t) {
   }
 }
 
-// Copies of value v in bucket j of the block (0 if none).
+// Copies of a value in bucket j of a block: d its directory, m its
+// MatchMask for the value (0 if none).
 template <class C>
-inline uint32_t CountInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
-  uint64_t m = MatchMask<C>(blk, v);
-  if (m == 0) return 0;
-  const typename C::Dir d = LoadDir<C>(blk);
+inline uint32_t CountInBucketDir(typename C::Dir d, uint32_t j, uint64_t m) {
   uint32_t n = 0;
-  do {
+  while (m != 0) {
     const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
     n += SlotInBucket<C>(d, t, static_cast<int>(j));
     m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
-  } while (m != 0);
+  }
   return n;
 }
 // The first slot of bucket j holding v, or -1.
@@ -166,8 +164,8 @@ inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
 //     between compiler barriers that keep them after the first stripe
 //     loads and before the second; the CPU keeps loads in order (x86-TSO),
 //     and a torn vector is caught by the stripe check like torn words.
-//     It costs one or two loads a block where the words cost eight loads
-//     and six inserts; README.md ("The thread-safe mode") has the two
+//     It costs one to four vector loads a block where the words cost
+//     eight loads and six inserts; README.md ("The thread-safe mode") has the two
 //     forms' costs.
 // Both give the block's directory and its match mask for v.
 #if defined(__has_feature)

@@ -120,10 +120,10 @@
 // stripe. Readers load the sequence numbers of all d candidate stripes,
 // the blocks, and accept a negative only if every sequence
 // number is unchanged and even; otherwise they retry. A move bumps both
-// blocks' stripes before either block changes. With d = 2 a reader applies
-// the d = 2 probe's branch-free lowest-match test to each block as read by
-// ReadBlockLockFree (dense_dleft_block.h: the compare path's own vector
-// loads on x86, acquire-loaded words under TSan and elsewhere). The first
+// blocks' stripes before either block changes. Readers read each block
+// with ReadBlockLockFree (dense_dleft_block.h: the compare path's own
+// vector loads on x86, acquire-loaded words under TSan and elsewhere); with
+// d = 2 they apply the d = 2 probe's branch-free lowest-match test. The first
 // form copied the block word by word and compared the copy as one vector,
 // which stalled on store forwarding (a query then cost 3x the
 // unsynchronized one; peer_bench's "/ts" rows compare the two modes,

@@ -145,12 +145,6 @@ class DenseDLeftFilter::Impl {
     std::this_thread::yield();
 #endif
   }
-  void LoadBlock(uint64_t b, uint8_t* out) const {
-    const uint64_t* src = reinterpret_cast<const uint64_t*>(Blk(b));
-    uint64_t w[dense_detail::kBlockWords];
-    for (int i = 0; i < dense_detail::kBlockWords; ++i) w[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
-    std::memcpy(out, w, sizeof(w));
-  }
   // The d = 2 query of the thread-safe mode: ForCandidates' protocol
   // (stripes even, blocks, stripes unchanged for a negative), with
   // ProbeTwoBlocks' tests on each block as read by
@@ -193,14 +187,17 @@ class DenseDLeftFilter::Impl {
 #endif
     }
   }
-  // Runs probe(block bytes, i) over the d candidates until it returns
-  // true. In the thread-safe mode a negative counts only if the candidate
-  // stripes did not change meanwhile.
-  template <bool TS, class Probe>
-  bool ForCandidates(const Cand* c, Probe&& probe) const {
+  // Runs probe(dir, mask, i) over the d candidates until it returns true:
+  // candidate i's directory and its MatchMask for v (in the thread-safe
+  // mode as read by dense_detail::ReadBlockLockFree, like the d = 2
+  // query). In the thread-safe mode a negative counts only if the
+  // candidate stripes did not change meanwhile.
+  template <class C, bool TS, class Probe>
+  bool ForCandidates(const Cand* c, uint32_t v, Probe&& probe) const {
     if constexpr (!TS) {
       for (uint32_t i = 0; i < d; ++i) {
-        if (probe(Blk(c[i].block), i)) return true;
+        const uint8_t* blk = Blk(c[i].block);
+        if (probe(dense_detail::LoadDir<C>(blk), dense_detail::MatchMask<C>(blk, v), i)) return true;
       }
       return false;
     } else {
@@ -215,14 +212,17 @@ class DenseDLeftFilter::Impl {
           CpuRelax();
           continue;
         }
-        alignas(64) uint8_t local[64];
+        std::atomic_signal_fence(std::memory_order_seq_cst);
         for (uint32_t i = 0; i < d; ++i) {
 #ifdef DLCBF_TESTING
           if (i > 0) dense_testing::ReaderPause();
 #endif
-          LoadBlock(c[i].block, local);
-          if (probe(local, i)) return true;
+          typename C::Dir dir;
+          uint64_t mask;
+          dense_detail::ReadBlockLockFree<C>(Blk(c[i].block), v, &dir, &mask);
+          if (probe(dir, mask, i)) return true;
         }
+        std::atomic_signal_fence(std::memory_order_seq_cst);
         bool same = true;
         for (uint32_t i = 0; i < d; ++i) same &= Stripe(c[i].block).load(std::memory_order_acquire) == s[i];
         if (same) return false;
@@ -294,8 +294,8 @@ class DenseDLeftFilter::Impl {
       if constexpr (TS) return ProbeTwoBlocksLockFree<C>(c, v);
       return dense_detail::ProbeTwoBlocks<C>(Blk(c[0].block), c[0].bucket, Blk(c[1].block), c[1].bucket, v);
     }
-    return ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
-      return dense_detail::InBucket<C>(blk, c[i].bucket, v);
+    return ForCandidates<C, TS>(c, v, [&](typename C::Dir dir, uint64_t mask, uint32_t i) {
+      return dense_detail::FirstInBucketDir<C>(dir, c[i].bucket, mask) >= 0;
     });
   }
   // out[i] = Contains(h[i]) for n <= kBatch keys: every candidate line is
@@ -316,9 +316,9 @@ class DenseDLeftFilter::Impl {
     Cand c[kMaxD];
     const uint32_t v = Candidates<C>(h, c);
     uint32_t n = 0;
-    ForCandidates<TS>(c, [&](const uint8_t* blk, uint32_t i) {
+    ForCandidates<C, TS>(c, v, [&](typename C::Dir dir, uint64_t mask, uint32_t i) {
       if (i == 0) n = 0;  // a retry starts over
-      n += dense_detail::CountInBucket<C>(blk, c[i].bucket, v);
+      n += dense_detail::CountInBucketDir<C>(dir, c[i].bucket, mask);
       return false;
     });
     return n;
