@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/core/dense_dleft_block.h"
 #ifdef DLCBF_TESTING
@@ -620,6 +621,76 @@ INSTANTIATE_TEST_SUITE_P(Paths, DenseInstanceSetTest,
                          [](const ::testing::TestParamInfo<DenseSimdPath>& i) {
                            return std::string(DenseSimdPathName(i.param));
                          });
+
+// The d = 2 candidate derivation (DenseD2CandidatesOf: subtable 0's block
+// by one multiply, the r = 8 split-offset table with its carry and wrap)
+// gives the positions of the two-phase hashing it shortcuts (phase 1, P_1,
+// then / K and mod K), for block counts from 1 up to the largest the
+// options accept, at hashes on block edges, at both ends of the range and
+// at random. The inline probe and the kernel share the derivation, so
+// InlineProbeEqualsKernel cannot see a mistake in it; this test can.
+template <class C>
+void CheckD2Candidates(uint64_t nb, uint64_t seed) {
+  internal::Geometry g;
+  g.subtables = 2;
+  g.buckets = nb * C::kBuckets;
+  g.cells = 1;
+  g.remainder_bits = C::kR;
+  const internal::PermutationKeys keys = internal::PermutationKeys::FromSeed(seed);
+  const internal::Hashing hs(g, seed, keys);
+  std::vector<uint64_t> table(g.remainder_values());
+  for (uint64_t q = 0; q < table.size(); ++q) {
+    table[q] = internal::SplitOffset<C>(hs.Permute(1, internal::Fingerprint{0, q}).bucket);
+  }
+  internal::DenseDLeftView v;
+  v.blocks_per_subtable = nb;
+  v.buckets = g.buckets;
+  v.remainders = g.remainder_values();
+  v.key1 = keys.k[1][0];
+  v.offsets = C::kR == 8 ? table.data() : nullptr;
+  v.r8 = C::kR == 8;
+  std::vector<uint64_t> hashes = {0, 1, ~uint64_t{0}, ~uint64_t{0} - 1, uint64_t{1} << 63};
+  std::mt19937_64 rng(seed ^ nb);
+  for (int i = 0; i < 20000; ++i) hashes.push_back(rng());
+  // The first and last hash of random buckets and blocks: the smallest h
+  // with floor(h B Rn / 2^64) = packed, and the one before it.
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t b = rng() % g.buckets;
+    const uint64_t packed = ((i & 1) != 0 ? b - b % C::kBuckets : b) * g.remainder_values() + rng() % g.remainder_values();
+    const uint64_t h = hs.HashOfPacked(packed);
+    hashes.push_back(h);
+    hashes.push_back(h - 1);
+  }
+  uint64_t carries = 0, wraps = 0;
+  for (uint64_t h : hashes) {
+    const internal::Fingerprint f = hs.FingerprintOf(h);
+    const internal::Location l = hs.Permute(1, f);
+    const internal::DenseD2Candidates c = internal::DenseD2CandidatesOf<C>(v, h);
+    ASSERT_EQ(c.blk0, f.bucket / C::kBuckets) << "r=" << C::kR << " nb=" << nb << " h=" << h;
+    ASSERT_EQ(c.j0, f.bucket % C::kBuckets) << "r=" << C::kR << " nb=" << nb << " h=" << h;
+    ASSERT_EQ(c.blk1, nb + l.bucket / C::kBuckets) << "r=" << C::kR << " nb=" << nb << " h=" << h;
+    ASSERT_EQ(c.j1, l.bucket % C::kBuckets) << "r=" << C::kR << " nb=" << nb << " h=" << h;
+    ASSERT_EQ(c.v, f.remainder + 1) << "r=" << C::kR << " nb=" << nb << " h=" << h;
+    carries += l.bucket % C::kBuckets < f.bucket % C::kBuckets;
+    wraps += l.bucket < f.bucket;
+  }
+  // Both corrections of the split-offset path ran (with one block, every
+  // carry is also a wrap).
+  EXPECT_GT(carries, 0u) << "r=" << C::kR << " nb=" << nb;
+  if (nb > 1) {
+    EXPECT_GT(wraps, 0u) << "r=" << C::kR << " nb=" << nb;
+  }
+}
+TEST(DenseDLeftFilter, D2CandidatesEqualTheTwoPhaseHashing) {
+  const uint64_t kMaxBlocks = (uint64_t{1} << 34) - 1;  // DenseDLeftOptions::Validate's bound
+  for (uint64_t nb : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{7}, uint64_t{1000}, (uint64_t{1} << 20) + 3,
+                      (uint64_t{1} << 32) + 1, kMaxBlocks}) {
+    for (uint64_t seed : {uint64_t{7}, uint64_t{42}}) {
+      CheckD2Candidates<dense_detail::Class8>(nb, seed);
+      CheckD2Candidates<dense_detail::Class16>(nb, seed);
+    }
+  }
+}
 
 // The inline probe (dense_dleft_probe.h, d = 2 without thread safety) and
 // the kernel's own instances answer every query alike, present and absent

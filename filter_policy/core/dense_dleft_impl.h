@@ -65,6 +65,10 @@ class DenseDLeftFilter::Impl {
   const DenseOps* ops = nullptr;
   DenseSimdPath simd = DenseSimdPath::kPortable;
   internal::Hashing hashing;
+  // The d = 2 candidate derivation's inputs (DenseD2CandidatesOf, shared
+  // with the inline probe, which gets a copy): set by Init and Allocate.
+  internal::DenseDLeftView view;
+  uint64_t offsets8[255] = {};  // r = 8: view.offsets
   std::unique_ptr<uint8_t[], FreeDeleter> mem;
   uint64_t items = 0, relocations = 0, overflows = 0;
   // Insert's first-choice threshold (slots): C::kFirstChoiceSlots, or 0
@@ -91,6 +95,20 @@ class DenseDLeftFilter::Impl {
     g.cells = 1;
     g.remainder_bits = opt.remainder_bits;
     hashing = internal::Hashing(g, opt.seed, keys);
+    view.blocks_per_subtable = nb;
+    view.buckets = g.buckets;
+    view.remainders = g.remainder_values();
+    view.key1 = keys.k[1][0];
+    view.r8 = r8;
+    view.offsets = nullptr;
+    if (r8 && d >= 2) {
+      static_assert(sizeof(offsets8) / sizeof(offsets8[0]) == (1u << dense_detail::Class8::kR) - 1, "one per q");
+      for (uint64_t q = 0; q < 255; ++q) {
+        // F_1(q): subtable 1's position of the fingerprint (0, q).
+        offsets8[q] = internal::SplitOffset<dense_detail::Class8>(hashing.Permute(1, internal::Fingerprint{0, q}).bucket);
+      }
+      view.offsets = offsets8;
+    }
     ops = SelectDenseOps(r8, opt.thread_safe, &simd);
     lock_writers = opt.thread_safe;
     first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
@@ -104,6 +122,7 @@ class DenseDLeftFilter::Impl {
     void* p = internal::AllocateZeroedTable(64 * nblocks);
     if (p == nullptr) return false;
     mem = std::unique_ptr<uint8_t[], FreeDeleter>(static_cast<uint8_t*>(p), FreeDeleter{64 * nblocks});
+    view.blocks = mem.get();
     if (opt.thread_safe) {
       seq.reset(new (std::nothrow) std::atomic<uint32_t>[kStripes]);
       if (!seq) return false;
@@ -117,13 +136,14 @@ class DenseDLeftFilter::Impl {
   uint32_t Candidates(uint64_t h, Cand* c) const {
     // Subtable 0's block first (P_0 is the identity: one multiply from h),
     // so its load can issue before the permutation rounds.
+    if (d == 2) {  // the common geometry: the inline probe's derivation
+      const internal::DenseD2Candidates k = internal::DenseD2CandidatesOf<C>(view, h);
+      c[0] = Cand{k.blk0, k.j0};
+      c[1] = Cand{k.blk1, k.j1};
+      return k.v;
+    }
     const internal::Fingerprint f = hashing.FingerprintOf(h);
     c[0] = Cand{f.bucket / C::kBuckets, static_cast<uint32_t>(f.bucket % C::kBuckets)};
-    if (d == 2) {  // the common geometry, unrolled
-      const internal::Location l = hashing.Permute(1, f);
-      c[1] = Cand{nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};
-      return static_cast<uint32_t>(f.remainder) + 1;
-    }
     for (uint32_t i = 1; i < d; ++i) {
       const internal::Location l = hashing.Permute(i, f);
       c[i] = Cand{i * nb + l.bucket / C::kBuckets, static_cast<uint32_t>(l.bucket % C::kBuckets)};

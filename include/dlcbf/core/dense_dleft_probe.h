@@ -371,30 +371,82 @@ inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, ui
 }  // namespace dense_layout
 
 // What the inline probe needs: the 64-byte-aligned blocks, the blocks per
-// subtable, the buckets per subtable B, the remainder count Rn and
-// subtable 1's permutation key. Valid for the filter's lifetime.
+// subtable nb, the buckets per subtable B = nb K, the remainder count
+// Rn = 2^r - 1, subtable 1's permutation key and, for the 8-bit class, its
+// offset table. Valid for the filter's lifetime.
 struct DenseDLeftView {
   const uint8_t* blocks = nullptr;
-  uint64_t blocks_per_subtable = 0;
+  uint64_t blocks_per_subtable = 0;  // nb
   uint64_t buckets = 0;      // B
   uint64_t remainders = 0;   // Rn = 2^r - 1
   uint64_t key1 = 0;         // k_10
+  // r = 8: SplitOffset(F_1(q)) for every q in [0, Rn) (255 entries, 2 KB,
+  // computed at creation); nullptr for r = 16 (65,535 entries would not
+  // stay in L1), which computes F_1 per query.
+  const uint64_t* offsets = nullptr;
   bool r8 = true;
 };
 
-// ContainsHash of a d = 2 filter without thread safety: phase 1, subtable
-// 0's block (one multiply from h, so its load issues first), then P_1.
+// Subtable 1's bucket offset F_1(q) < B split at the block size, as
+// (F_1 / K) << 8 | F_1 % K (K = kBuckets < 256).
+template <class C>
+inline uint64_t SplitOffset(uint64_t off) {
+  static_assert(C::kBuckets < 256, "the bucket part of a split offset is one byte");
+  return (off / C::kBuckets) << 8 | (off % C::kBuckets);
+}
+
+// The two candidates of a d = 2 filter: subtable 0's block blk0 and bucket
+// j0, subtable 1's block blk1 (counted from the table's start, so in
+// [nb, 2 nb)) and bucket j1, and the stored value v = q + 1. The same
+// positions as the two-phase hashing of include/dlcbf/internal/
+// dleft_layout.h (b, q) = H(h), b_1 = b + F_1(q) mod B, without a division:
+//   blk0 = floor(h nb / 2^64) = floor(b / K)   (B = nb K: floor(floor(x) / K) = floor(x / K)),
+//   j0   = b - K blk0,
+//   r = 8: b + F_1 = (blk0 + F_1 / K) K + j0 + F_1 % K with F_1 split in
+//   the table and j0 + F_1 % K < 2K: one carry into the block, and mod B
+//   is one subtraction of nb from it;
+//   r = 16: b_1 = b + F_1 mod B, then b_1 / K and b_1 mod K (a split F_1
+//   would put a second division by K on the path: 8 % slower inserts).
+// So subtable 0's block is one multiply from h (its load issues first) and,
+// at r = 8, subtable 1's is one L1 load and three adds from q.
+struct DenseD2Candidates {
+  uint64_t blk0, blk1;
+  uint32_t j0, j1, v;
+};
+template <class C>
+inline DenseD2Candidates DenseD2CandidatesOf(const DenseDLeftView& v, uint64_t h) {
+  DenseD2Candidates c;
+  const uint64_t nb = v.blocks_per_subtable;
+  c.blk0 = Mul64Hi(h, nb);
+  c.j0 = static_cast<uint32_t>(FingerprintBucket(h, v.buckets) - c.blk0 * C::kBuckets);
+  const uint64_t q = FingerprintRemainder(h, v.buckets, v.remainders);
+  if constexpr (C::kR == 8) {
+    const uint64_t s = v.offsets[q];
+    uint32_t j1 = c.j0 + static_cast<uint32_t>(s & 0xFF);
+    const uint32_t carry = j1 >= static_cast<uint32_t>(C::kBuckets) ? 1u : 0u;
+    j1 -= carry * C::kBuckets;
+    uint64_t blk1 = c.blk0 + (s >> 8) + carry;
+    if (blk1 >= nb) blk1 -= nb;
+    c.blk1 = nb + blk1;
+    c.j1 = j1;
+  } else {
+    uint64_t b1 = FingerprintBucket(h, v.buckets) + PermutationOffset(q, v.key1, v.buckets);
+    if (b1 >= v.buckets) b1 -= v.buckets;
+    c.blk1 = nb + b1 / C::kBuckets;
+    c.j1 = static_cast<uint32_t>(b1 % C::kBuckets);
+  }
+  c.v = static_cast<uint32_t>(q) + 1;
+  return c;
+}
+
+// ContainsHash of a d = 2 filter without thread safety: subtable 0's block
+// first (one multiply from h, so its load issues first), then subtable 1's.
 template <class C>
 inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
-  const uint64_t b = FingerprintBucket(h, v.buckets);
-  const uint8_t* b0 = v.blocks + 64 * (b / C::kBuckets);
-  const uint64_t q = FingerprintRemainder(h, v.buckets, v.remainders);
-  uint64_t b1 = b + PermutationOffset(q, v.key1, v.buckets);
-  if (b1 >= v.buckets) b1 -= v.buckets;
-  const uint8_t* b1p = v.blocks + 64 * (v.blocks_per_subtable + b1 / C::kBuckets);
+  const DenseD2Candidates c = DenseD2CandidatesOf<C>(v, h);
+  const uint8_t* b1p = v.blocks + 64 * c.blk1;
   __builtin_prefetch(b1p, 0, 3);
-  return dense_layout::ProbeTwoBlocks<C>(b0, static_cast<uint32_t>(b % C::kBuckets), b1p,
-                                         static_cast<uint32_t>(b1 % C::kBuckets), static_cast<uint32_t>(q) + 1);
+  return dense_layout::ProbeTwoBlocks<C>(v.blocks + 64 * c.blk0, c.j0, b1p, c.j1, c.v);
 }
 inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
   return v.r8 ? DenseDLeftProbeD2<dense_layout::Class8>(v, h) : DenseDLeftProbeD2<dense_layout::Class16>(v, h);
