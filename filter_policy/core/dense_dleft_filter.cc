@@ -61,8 +61,21 @@
 // Lines per query: d for a negative (both lines requested before either
 // is compared, so their misses overlap), 1 to d for a positive: about
 // half the keys sit in subtable 0 at full load (1.50 lines per hit at
-// MaxLoad under either insert rule below), and a hit there answers
-// without waiting for the second line.
+// MaxLoad under either insert rule below; peer_bench's lines/hit), and a
+// hit there answers without waiting for the second line.
+// That half is the price of invertibility, not of an insert rule: every
+// P_i maps the same space [B] x [Rn] one-to-one, so the subtables are
+// equally large, and at load a subtable 0 holds at most 1/(d a) of the
+// keys (53.8 % at d = 2, a = 0.93) whatever the rule. So a positive's
+// branch on the first block's answer is a coin flip. The VQF's two
+// choices are symmetric (both blocks anywhere in one table), so its
+// primary block keeps most keys: a simulation of its rule (threshold
+// 3/4, 20,000 blocks of 48 slots filled to 0.93) left 87.9 % of the keys
+// in their primary block, against 50.4 % for the same rule on two equal
+// halves. Its positives mostly answer from one line with a predictable
+// branch; it pays for that with positions that name no true fingerprint
+// (no keyless migration). This is why in-cache hits stay behind the
+// VQF's while misses match or beat it (the project README's figures).
 //
 // Insert: the first candidate (subtable 0) takes the remainder while it
 // holds fewer than kFirstChoiceSlots = 3/4 of its slots (36 of 48, 21 of

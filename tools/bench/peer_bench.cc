@@ -28,8 +28,13 @@
 // One output line per configuration:
 //   PEER n=<keys> name=<config> bits/key=<> fpr=<measured %> pred=<ours %>
 //     insert=<ns> hit=<ns> miss=<ns> delete=<ns> batch_miss=<ns> lines/neg=<>
-// lines/neg: cache lines a negative query reads (FastDLeftFilter: measured
-// per query with LinesForHash; the general dlCBF: d, by construction).
+//     lines/hit=<>
+// lines/neg, lines/hit: cache lines a query of an absent / a present key
+// reads up to its first match (the fast and dense kernels: measured per
+// query with LinesForHash; the general dlCBF: d for a negative, by
+// construction). A dense kernel's lines/hit - 1 is the share of hits its
+// first block cannot answer, where the probe waits for the second line
+// and its branch on the first block's answer is a coin flip.
 //
 // Usage: peer_bench [--n=100000,10000000] [--rounds=3] [--queries=2000000]
 //                   [--only=dense,cuckoo,vqf]  (configurations whose names
@@ -93,7 +98,9 @@ class Peer {
   virtual double Erase(const uint64_t*, size_t) { return -1; }
   virtual size_t Bytes() const = 0;
   virtual double PredictedFpr() const { return -1; }
-  virtual double LinesPerNegative(const uint64_t*, size_t) const { return -1; }
+  // Mean cache lines a query of keys[0..n) reads (present: they were
+  // inserted); negative if not known.
+  virtual double Lines(const uint64_t*, size_t, bool /*present*/) const { return -1; }
 };
 
 // ---- ours ----------------------------------------------------------------------
@@ -150,7 +157,9 @@ class KernelPeer : public Peer {
 class OldDLeft : public KernelPeer<dlcbf::DLeftCountingBloomFilter> {
  public:
   std::string Name() const override { return "dlcbf-paper(d4L8r14c2@.75)"; }
-  double LinesPerNegative(const uint64_t*, size_t) const override { return f_->options().subtables; }
+  double Lines(const uint64_t*, size_t, bool present) const override {
+    return present ? -1.0 : static_cast<double>(f_->options().subtables);
+  }
 
  private:
   bool Make(size_t n) override {
@@ -159,7 +168,7 @@ class OldDLeft : public KernelPeer<dlcbf::DLeftCountingBloomFilter> {
   }
 };
 
-// Lines a negative query reads, measured per query (LinesForHash).
+// Lines a query reads, measured per query (LinesForHash).
 template <class Filter>
 double MeasuredLines(const Filter& f, const uint64_t* k, size_t n) {
   uint64_t lines = 0;
@@ -175,7 +184,7 @@ class Fast : public KernelPeer<dlcbf::FastDLeftFilter> {
     std::snprintf(b, sizeof(b), "fast-d%u@%.2f", d_, load_);
     return b;
   }
-  double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
+  double Lines(const uint64_t* k, size_t n, bool) const override { return MeasuredLines(*f_, k, n); }
 
  private:
   bool Make(size_t n) override {
@@ -204,7 +213,7 @@ class Dense : public KernelPeer<dlcbf::DenseDLeftFilter> {
                   ts_ ? "/ts" : "");
     return b;
   }
-  double LinesPerNegative(const uint64_t* k, size_t n) const override { return MeasuredLines(*f_, k, n); }
+  double Lines(const uint64_t* k, size_t n, bool) const override { return MeasuredLines(*f_, k, n); }
 
  private:
   bool Make(size_t n) override {
@@ -384,7 +393,7 @@ class Vqf : public Peer {
 // ---- driver -------------------------------------------------------------------
 struct Figures {
   std::vector<double> insert, hit, miss, batch, erase;
-  double bpk = 0, fpr = 0, pred = -1, lines = -1;
+  double bpk = 0, fpr = 0, pred = -1, lines = -1, lines_hit = -1;
   bool failed = false;
 };
 
@@ -543,7 +552,8 @@ int main(int argc, char** argv) {
         if (r == 0) {
           f.bpk = 8.0 * static_cast<double>(p.Bytes()) / static_cast<double>(n);
           f.pred = p.PredictedFpr();
-          f.lines = p.LinesPerNegative(absent.data(), std::min<size_t>(q, 1000000));
+          f.lines = p.Lines(absent.data(), std::min<size_t>(q, 1000000), false);
+          f.lines_hit = p.Lines(hits.data(), std::min<size_t>(hits.size(), 1000000), true);
         }
         const double e = p.Erase(present.data(), n);
         if (e >= 0) f.erase.push_back(e);
@@ -561,9 +571,9 @@ int main(int argc, char** argv) {
                    bat = Median(f.batch);
       std::printf(
           "PEER n=%-9zu name=%-28s bits/key=%6.2f fpr=%.4f%% pred=%-8s insert=%6.1f hit=%6.1f miss=%6.1f "
-          "delete=%-6s batch_miss=%-6s lines/neg=%s\n",
+          "delete=%-6s batch_miss=%-6s lines/neg=%-5s lines/hit=%s\n",
           n, peers[c]->Name().c_str(), f.bpk, 100 * f.fpr, (f.pred >= 0 ? Fmt(100 * f.pred, "%.4f") + "%" : "-").c_str(),
-          ins, hit, miss, Fmt(del, "%.1f").c_str(), Fmt(bat, "%.1f").c_str(), Fmt(f.lines, "%.3f").c_str());
+          ins, hit, miss, Fmt(del, "%.1f").c_str(), Fmt(bat, "%.1f").c_str(), Fmt(f.lines, "%.3f").c_str(), Fmt(f.lines_hit, "%.3f").c_str());
       char row[256];
       std::snprintf(row, sizeof(row), "%zu %s %.4f %.6f %.2f %.2f %.2f %.2f %.2f\n", n, peers[c]->Name().c_str(),
                     f.bpk, f.fpr, ins, hit, miss, del, bat);

@@ -116,6 +116,9 @@ struct DenseDLeftOptions {
   // Predicted FPR with `items` fingerprints stored: 1 - (1 - 1/(B Rn))^items.
   double PredictedFpr(uint64_t items) const;
   uint64_t Blocks() const { return blocks_per_subtable * subtables; }
+  // The table's bytes (what bits/key counts). Beside it each filter holds a
+  // fixed few KB: 2 KB of subtable-1 offsets (read at r = 8) and, thread-safe,
+  // 4 KB of stripe counters.
   uint64_t Bytes() const { return 64 * Blocks(); }
   uint32_t SlotsPerBlock() const;
   uint32_t BucketsPerBlock() const;
