@@ -323,8 +323,28 @@ class DenseDLeftFilter::Impl {
   static constexpr size_t kBatch = 16;
   template <class C, bool TS>
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
-    Cand c[kBatch][kMaxD];
     uint32_t v[kBatch];
+    if (d == 2) {  // the common geometry, unrolled
+      Cand c2[kBatch][2];
+      for (size_t k = 0; k < n; ++k) {
+        const internal::DenseD2Candidates x = internal::DenseD2CandidatesOf<C>(view, h[k]);
+        c2[k][0] = Cand{x.blk0, x.j0};
+        c2[k][1] = Cand{x.blk1, x.j1};
+        v[k] = x.v;
+        __builtin_prefetch(Blk(x.blk0), 0, 3);
+        __builtin_prefetch(Blk(x.blk1), 0, 3);
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if constexpr (TS) {
+          out[k] = ProbeTwoBlocksLockFree<C>(c2[k], v[k]);
+        } else {
+          out[k] = dense_detail::ProbeTwoBlocks<C>(Blk(c2[k][0].block), c2[k][0].bucket, Blk(c2[k][1].block),
+                                                   c2[k][1].bucket, v[k]);
+        }
+      }
+      return;
+    }
+    Cand c[kBatch][kMaxD];
     for (size_t k = 0; k < n; ++k) {
       v[k] = Candidates<C>(h[k], c[k]);
       for (uint32_t i = 0; i < d; ++i) __builtin_prefetch(Blk(c[k][i].block), 0, 3);
@@ -361,17 +381,26 @@ class DenseDLeftFilter::Impl {
   }
   template <class C, bool TS>
   OpResult InsertAt(const Cand* c, uint32_t v) {
+    // d = 2 (the common geometry) with the candidate count known at
+    // compile time: no loops over candidates, no candidate array on the way.
+    if (d == 2) return InsertAtN<C, TS, 2>(c, v);
+    return InsertAtN<C, TS, 0>(c, v);
+  }
+  // kN: the number of candidates, or 0 for d.
+  template <class C, bool TS, uint32_t kN>
+  OpResult InsertAtN(const Cand* c, uint32_t v) {
+    const uint32_t nd = kN != 0 ? kN : d;
     // The first candidate takes the remainder while it holds fewer than
     // kFirstChoiceSlots (design note: "Insert"); only above that are the
     // other candidates' loads read (their lines are already in flight), and
     // the least loaded wins, ties to the left. The choice is branch-free:
     // it depends on loaded data, and a mispredicted branch there would hold
     // back the next operation's loads.
-    for (uint32_t i = 1; i < d; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
+    for (uint32_t i = 1; i < nd; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
     uint32_t best = 0;
     int best_used = dense_detail::Used<C>(Blk(c[0].block));
     if (best_used >= first_choice_slots) {
-      for (uint32_t i = 1; i < d; ++i) {
+      for (uint32_t i = 1; i < nd; ++i) {
         const int u = dense_detail::Used<C>(Blk(c[i].block));
         const bool less = u < best_used;
         best = less ? i : best;
@@ -387,14 +416,14 @@ class DenseDLeftFilter::Impl {
     }
     // Every candidate is full: move one resident to another of its own
     // candidates, then take its slot.
-    for (uint32_t i = 0; i < d; ++i) {
+    for (uint32_t i = 0; i < nd; ++i) {
       const uint64_t b = c[i].block;
       const typename C::Dir dir = dense_detail::LoadDir<C>(Blk(b));
       for (int t = 0; t < C::kSlots; ++t) {
         const uint32_t j = static_cast<uint32_t>(dense_detail::BucketOfSlot<C>(dir, t));
         const uint32_t rv = dense_detail::GetSlot<C>(Blk(b), t);
         const internal::Fingerprint f = FingerprintAt<C>(b, j, rv);
-        for (uint32_t i2 = 0; i2 < d; ++i2) {
+        for (uint32_t i2 = 0; i2 < nd; ++i2) {
           if (i2 == i) continue;
           const internal::Location l = hashing.Permute(i2, f);
           const uint64_t b2 = i2 * nb + l.bucket / C::kBuckets;
