@@ -463,14 +463,20 @@ class DenseDLeftFilter::Impl {
       return OpResult::kOk;
     };
     if (d == 2) {
-      // Both blocks are searched and the first that holds a copy is chosen
-      // without a branch: which block holds a key is a coin flip at full
-      // load, and a mispredicted branch would hold back the next call.
+      // Subtable 0 first: an erase that finds its copy there (about half
+      // of them at full load: the design note's "Lines per query") neither
+      // waits for the second line nor searches it. Against searching both
+      // blocks and choosing one without a branch, in interleaved rounds on
+      // Zen 5: 0.86x the time in cache, 0.69x (r = 8) and 0.86x (r = 16) at
+      // 10M keys; the branch on which block holds the key mispredicts about
+      // half the time and still costs less. The second line stays
+      // requested up front (a single erase's latency: not two misses in a
+      // row); without that request the loops ran as fast.
       const int t0 = dense_detail::FindInBucket<C>(Blk(c[0].block), c[0].bucket, v);
+      if (t0 >= 0) return remove(0, t0);
       const int t1 = dense_detail::FindInBucket<C>(Blk(c[1].block), c[1].bucket, v);
-      const int t = t0 >= 0 ? t0 : t1;
-      if (t < 0) return OpResult::kNotFound;
-      return remove(t0 >= 0 ? 0 : 1, t);
+      if (t1 >= 0) return remove(1, t1);
+      return OpResult::kNotFound;
     }
     for (uint32_t i = 0; i < d; ++i) {
       const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
