@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "dlcbf/internal/cpu.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/core/dense_dleft_block.h"
@@ -579,6 +580,12 @@ TEST_P(DenseInstanceSetTest, EqualsPortable) {
   // BMI2: said below when skipped).
   const bool bmi2 = __builtin_cpu_supports("bmi2");
   if (!bmi2) std::printf("  [ note ] this CPU has no BMI2: the PDEP variants are not run\n");
+  // The kernel instances on every call: without the inline path, which
+  // InlineProbeEqualsKernel compares with them.
+  struct NoInline {
+    NoInline() { dense_testing::SetNoInlineProbe(true); }
+    ~NoInline() { dense_testing::SetNoInlineProbe(false); }
+  } no_inline;
   for (int pdep = 0; pdep <= (bmi2 ? 1 : 0); ++pdep)
   for (uint32_t r : {8u, 16u}) {
     for (bool ts : {false, true}) {
@@ -692,13 +699,23 @@ TEST(DenseDLeftFilter, D2CandidatesEqualTheTwoPhaseHashing) {
   }
 }
 
-// The inline probe (dense_dleft_probe.h, d = 2 without thread safety) and
-// the kernel's own instances answer every query alike, present and absent
-// keys, in a full table with copies and erases behind it.
+// The inline path (dense_dleft_probe.h, d = 2 without thread safety: the
+// probe, the insert and the erase) and the kernel's own instances answer
+// every call alike and write the same bytes, through a full table (inserts
+// that move residents or overflow, which the inline insert leaves to the
+// kernel), copies and erases; then every query, present and absent keys.
 TEST(DenseDLeftFilter, InlineProbeEqualsKernel) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (the no-inline-probe switch)";
 #else
+#if DLCBF_DENSE_INLINE_INSERT
+  if (!internal::PdepIsFast()) {
+    std::printf("  [ note ] PDEP is slow on this CPU: InsertHash runs the kernel here, not the inline insert\n");
+  }
+#else
+  std::printf("  [ note ] compiled without POPCNT/BMI2: InsertHash runs the kernel here; "
+              "dense_dleft_filter_bmi2_test runs the inline insert\n");
+#endif
   for (uint32_t r : {8u, 16u}) {
     auto inl = Make(Geometry(r, 2, 64));
     dense_testing::SetNoInlineProbe(true);
@@ -716,6 +733,19 @@ TEST(DenseDLeftFilter, InlineProbeEqualsKernel) {
     }
     ASSERT_EQ(Bytes(*inl), Bytes(*kernel));
     EXPECT_GT(inl->Stats().load, 0.75);  // cap inserts, a fifth of them erased
+    // Past capacity: inserts that find both candidates full (the kernel
+    // moves a resident) until one overflows.
+    for (uint64_t i = 0; i < cap; ++i) {
+      const uint64_t h = internal::Mix64(cap + i);
+      const OpResult a = inl->InsertHash(h);
+      ASSERT_EQ(a, kernel->InsertHash(h)) << "r=" << r << " i=" << i;
+      if (a == OpResult::kOverflow) break;
+    }
+    ASSERT_EQ(Bytes(*inl), Bytes(*kernel));
+    EXPECT_GT(inl->Stats().relocations, 0u) << "r=" << r;
+    EXPECT_GT(inl->Stats().overflows, 0u) << "r=" << r;
+    EXPECT_EQ(inl->Stats().items, kernel->Stats().items);
+    EXPECT_EQ(inl->Stats().relocations, kernel->Stats().relocations);
     uint64_t positives = 0;
     for (uint64_t i = 0; i < 200000; ++i) {
       const uint64_t h = internal::Mix64(i);

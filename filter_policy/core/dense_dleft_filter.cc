@@ -395,9 +395,9 @@ const DenseOps* SelectDenseOps(bool r8, bool thread_safe, DenseSimdPath* path) {
 DenseDLeftFilter::DenseDLeftFilter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   const Impl& m = *impl_;
   view_ = m.view;  // its offsets point into *impl_, which lives as long
-  inline_probe_ = m.d == 2 && !m.opt.thread_safe;
+  inline_ = m.d == 2 && !m.opt.thread_safe;
 #ifdef DLCBF_TESTING
-  if (dense_testing::NoInlineProbe()) inline_probe_ = false;
+  if (dense_testing::NoInlineProbe()) inline_ = false;
 #endif
 }
 DenseDLeftFilter::~DenseDLeftFilter() = default;
@@ -425,14 +425,14 @@ uint64_t DenseDLeftFilter::Hash(std::string_view key) const {
   return internal::HashKey(key.data(), key.size(), impl_->opt.seed);
 }
 
-OpResult DenseDLeftFilter::InsertHash(uint64_t hash) {
+OpResult DenseDLeftFilter::InsertHashOutOfLine(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
   if (m.lock_writers) g.lock();
   return m.ops->insert(m, hash);
 }
 
-OpResult DenseDLeftFilter::EraseHash(uint64_t hash) {
+OpResult DenseDLeftFilter::EraseHashOutOfLine(uint64_t hash) {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu, std::defer_lock);
   if (m.lock_writers) g.lock();

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "dlcbf/core/dense_dleft_filter.h"
+#include "dlcbf/internal/cpu.h"
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/memory.h"
@@ -115,6 +116,9 @@ class DenseDLeftFilter::Impl {
 #ifdef DLCBF_TESTING
     if (dense_testing::LeastLoadedOnly()) first_choice_slots = 0;
 #endif
+    view.items = &items;
+    view.first_choice_slots = first_choice_slots;
+    view.pdep_fast = internal::PdepIsFast();
   }
 
   // Zero-filled (huge pages when large); the stripes in the thread-safe mode.

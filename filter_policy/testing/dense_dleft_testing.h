@@ -48,8 +48,9 @@ inline int ForcedPath() { return g_forced_path.load(std::memory_order_relaxed); 
 // where the CPU has BMI2); -1: internal::PdepIsFast decides.
 inline void SetForcedPdep(int on) { g_forced_pdep.store(on); }
 inline int ForcedPdep() { return g_forced_pdep.load(std::memory_order_relaxed); }
-// Filters created while this is on answer ContainsHash through the kernel
-// instances even where the inline probe applies: the tests compare both.
+// Filters created while this is on run ContainsHash, InsertHash and
+// EraseHash through the kernel instances even where the inline path
+// applies: the tests compare both.
 inline void SetNoInlineProbe(bool on) { g_no_inline_probe.store(on); }
 inline bool NoInlineProbe() { return g_no_inline_probe.load(std::memory_order_relaxed); }
 // Readers pause about `spins` relax instructions between candidate blocks

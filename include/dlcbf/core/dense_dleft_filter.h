@@ -171,13 +171,24 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   //   CountHash: copies of the key's fingerprint (0 if absent).
   //   The hash batches prefetch the candidate blocks of a group of keys
   //     before any is probed.
+  //   ContainsHash, InsertHash, EraseHash: d = 2 without thread safety
+  //     runs inline (dense_dleft_probe.h; an insert whose candidate block
+  //     is full, which moves a resident, calls into the kernel, and so do
+  //     inserts compiled without POPCNT and BMI2 or run where PDEP is
+  //     slow); other modes call into the kernel.
   uint64_t Hash(std::string_view key) const;
-  OpResult InsertHash(uint64_t hash);
-  OpResult EraseHash(uint64_t hash);
-  //   ContainsHash: d = 2 without thread safety probes inline
-  //     (dense_dleft_probe.h); other modes call into the kernel.
+  OpResult InsertHash(uint64_t hash) {
+#if DLCBF_DENSE_INLINE_INSERT
+    if (inline_ && view_.pdep_fast && internal::DenseDLeftInsertD2(view_, hash)) return OpResult::kOk;
+#endif
+    return InsertHashOutOfLine(hash);
+  }
+  OpResult EraseHash(uint64_t hash) {
+    if (inline_) return internal::DenseDLeftEraseD2(view_, hash) ? OpResult::kOk : OpResult::kNotFound;
+    return EraseHashOutOfLine(hash);
+  }
   bool ContainsHash(uint64_t hash) const {
-    if (inline_probe_) return internal::DenseDLeftProbeD2(view_, hash);
+    if (inline_) return internal::DenseDLeftProbeD2(view_, hash);
     return ContainsHashOutOfLine(hash);
   }
   uint32_t CountHash(uint64_t hash) const;
@@ -239,9 +250,11 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
  private:
   explicit DenseDLeftFilter(std::unique_ptr<Impl> impl);
   bool ContainsHashOutOfLine(uint64_t hash) const;
+  OpResult InsertHashOutOfLine(uint64_t hash);
+  OpResult EraseHashOutOfLine(uint64_t hash);
   std::unique_ptr<Impl> impl_;
-  internal::DenseDLeftView view_;  // the table, for the inline probe
-  bool inline_probe_ = false;      // d == 2 and not thread-safe
+  internal::DenseDLeftView view_;  // the table, for the inline path
+  bool inline_ = false;            // d == 2 and not thread-safe
 };
 
 }  // namespace dlcbf

@@ -1,16 +1,18 @@
-// The dense dlCBF kernel's block layout and its read side (matching, the
-// bucket rank test, the d = 2 probe), and the inline probe of
-// DenseDLeftFilter::ContainsHash.
+// The dense dlCBF kernel's block layout, its read side (matching, the
+// bucket rank test, the d = 2 probe) and its write side (select, the
+// in-block insert and remove), and the inline hot path of
+// DenseDLeftFilter: ContainsHash, and the common InsertHash and EraseHash.
 //
 // The inline part of include/dlcbf/core/dense_dleft_filter.h (installed
-// with it; include that header, not this one), so that a query of a filter
+// with it; include that header, not this one), so that a call on a filter
 // with d = 2 and no thread safety inlines into the caller's loop
-// (consecutive queries then overlap their cache misses, and no call or
+// (consecutive calls then overlap their cache misses, and no call or
 // table lookup stands before the first load). The layout and the formulas
 // are in the design note of filter_policy/core/dense_dleft_filter.cc. The
-// kernel's block codec (filter_policy/core/dense_dleft_block.h: the
-// mutations) is written with the functions below, so the probe and the
-// kernel cannot disagree; the tests also compare both paths on every query.
+// kernel (filter_policy/core/dense_dleft_impl.h and dense_dleft_block.h)
+// is written with the functions below, so the inline path and the kernel
+// cannot disagree; the tests also compare both paths on every call and
+// the tables they write, byte for byte.
 #pragma once
 
 #include <cstdint>
@@ -368,6 +370,237 @@ inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, ui
   return AnyInBucket<C>(b0, j0, r0) || AnyInBucket<C>(b1, j1, r1);
 }
 
+// ==== the write side: select, the in-block insert and remove ==============
+// ---- bit helpers ----------------------------------------------------------
+// Position of the j-th (0-based) set bit of x; precondition j < Pop64(x).
+// Portable: byte population counts and their inclusive prefix sums (one
+// multiply), the byte that holds the j-th one (branch-free), then a table
+// of the k-th set bit of every byte value (2 KiB, built at compile time).
+// No loop and no data-dependent branch, so it costs the same on every CPU
+// (PDEP, below, is one instruction where the compiler may assume BMI2, but
+// microcoded and slow on AMD before Zen 3, so it is never chosen at run time).
+struct SelectInByteTable {
+  uint8_t pos[256][8];
+};
+constexpr SelectInByteTable MakeSelectInByteTable() {
+  SelectInByteTable t{};
+  for (int b = 0; b < 256; ++b) {
+    int k = 0;
+    for (int i = 0; i < 8; ++i) {
+      if ((b >> i) & 1) t.pos[b][k++] = static_cast<uint8_t>(i);
+    }
+  }
+  return t;
+}
+inline constexpr SelectInByteTable kSelectInByte = MakeSelectInByteTable();
+static_assert(kSelectInByte.pos[0xFF][7] == 7 && kSelectInByte.pos[0x90][1] == 7 && kSelectInByte.pos[0x01][0] == 0,
+              "select-in-byte table");
+inline int Select64Portable(uint64_t x, int j) {
+  uint64_t s = x - ((x >> 1) & 0x5555555555555555ULL);
+  s = (s & 0x3333333333333333ULL) + ((s >> 2) & 0x3333333333333333ULL);
+  s = (s + (s >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  const uint64_t prefix = s * 0x0101010101010101ULL;  // byte i: ones in bytes 0..i (<= 64)
+  const uint64_t ge = ((prefix | 0x8080808080808080ULL) - static_cast<uint64_t>(j + 1) * 0x0101010101010101ULL) &
+                      0x8080808080808080ULL;  // bit 7 of byte i: prefix_i > j
+  const int byte = static_cast<int>((((~ge & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56);
+  const int before = static_cast<int>(((prefix << 8) >> (8 * byte)) & 0xFF);  // ones in bytes below `byte`
+  return 8 * byte + kSelectInByte.pos[(x >> (8 * byte)) & 0xFF][j - before];
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// PDEP + TZCNT, for the kernel instances compiled for BMI2 (chosen at run
+// time where internal::PdepIsFast says so).
+__attribute__((target("bmi2"))) inline int Select64Pdep(uint64_t x, int j) {
+  return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
+}
+#endif
+inline int Select64(uint64_t x, int j) {
+#if defined(__BMI2__)
+  return __builtin_ctzll(__builtin_ia32_pdep_di(uint64_t{1} << j, x));
+#else
+  return Select64Portable(x, j);
+#endif
+}
+// Select for class C: PDEP in the instances chosen for it (C::kPdep), else
+// as compiled (PDEP where the whole build assumes BMI2, else portable).
+template <class C>
+inline int SelectFor(uint64_t x, int j) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (C::kPdep) return Select64Pdep(x, j);
+#endif
+  return Select64(x, j);
+}
+
+
+template <class C>
+inline void StoreDir(uint8_t* blk, typename C::Dir d) {
+  if constexpr (C::kDirWords == 2) {
+    const uint64_t lo = static_cast<uint64_t>(d), hi = static_cast<uint64_t>(d >> 64);
+    std::memcpy(blk + 48, &lo, 8);
+    std::memcpy(blk + 56, &hi, 8);
+  } else {
+    std::memcpy(blk + 56, &d, 8);
+  }
+}
+// Position of the j-th zero (bucket j's terminator).
+template <class C>
+inline int SelectZero(typename C::Dir d, int j) {
+  if constexpr (C::kDirWords == 2) {
+    const uint64_t lo = ~static_cast<uint64_t>(d);
+    const int zl = Pop64<C::kHwPopcnt>(lo);
+    if (j < zl) return SelectFor<C>(lo, j);
+    return 64 + SelectFor<C>(~static_cast<uint64_t>(d >> 64), j - zl);
+  } else {
+    return SelectFor<C>(~d, j);
+  }
+}
+
+// The first slot of bucket j holding v, or -1.
+template <class C>
+inline int FindInBucket(const uint8_t* blk, uint32_t j, uint32_t v) {
+  return FirstInBucket<C>(blk, j, MatchMask<C>(blk, v));
+}
+
+template <class C>
+inline int Used(const uint8_t* blk) {
+  return PopDir<C>(LoadDir<C>(blk));
+}
+
+// ---- mutation (on a block the caller owns) -------------------------------
+template <class C>
+inline typename C::Slot GetSlot(const uint8_t* blk, int t) {
+  typename C::Slot s;
+  std::memcpy(&s, blk + t * sizeof(s), sizeof(s));
+  return s;
+}
+// The slot area as words: slot t is bits [t kR, (t + 1) kR) of it.
+template <class C>
+constexpr int kSlotWords = C::kSlots * C::kR / 64;
+template <class C>
+inline void ShiftSlotsUpPortable(uint8_t* blk, int t, uint32_t v) {  // opens slot t, writes v
+  constexpr int kW = kSlotWords<C>;
+  static_assert(C::kSlots * C::kR == 64 * kW, "the slot area is whole words");
+  uint64_t w[kW];
+  std::memcpy(w, blk, sizeof(w));
+  const int wi = (t * C::kR) >> 6, off = (t * C::kR) & 63;
+  for (int i = kW - 1; i > wi; --i) w[i] = (w[i] << C::kR) | (w[i - 1] >> (64 - C::kR));
+  const uint64_t low = (uint64_t{1} << off) - 1;
+  w[wi] = (w[wi] & low) | ((w[wi] & ~low) << C::kR) | (static_cast<uint64_t>(v) << off);
+  std::memcpy(blk, w, sizeof(w));
+}
+template <class C>
+inline void ShiftSlotsDownPortable(uint8_t* blk, int t) {  // closes slot t; the last slot becomes 0
+  constexpr int kW = kSlotWords<C>;
+  uint64_t w[kW];
+  std::memcpy(w, blk, sizeof(w));
+  const int wi = (t * C::kR) >> 6, off = (t * C::kR) & 63;
+  const uint64_t low = (uint64_t{1} << off) - 1;
+  w[wi] = (w[wi] & low) | ((w[wi] >> C::kR) & ~low) | (wi + 1 < kW ? w[wi + 1] << (64 - C::kR) : 0);
+  for (int i = wi + 1; i < kW; ++i) w[i] = (w[i] >> C::kR) | (i + 1 < kW ? w[i + 1] << (64 - C::kR) : 0);
+  std::memcpy(blk, w, sizeof(w));
+}
+
+#if defined(__SSE2__)
+// The SSE2 shifts: each 16-byte chunk of the slot area is rebuilt from
+// itself, itself shifted by one slot (bytes carried across chunks with
+// byte shifts) and a per-lane choice made by comparing the lane's slot
+// index with t. Branch-free and without the stack round trip of the word
+// loop (whose wide store and narrow reload defeat store forwarding).
+template <class C>
+struct SseLanes {
+  static constexpr int kPerChunk = 16 / sizeof(typename C::Slot);
+  static constexpr int kChunks = (C::kSlots + kPerChunk - 1) / kPerChunk;  // 3 (r = 8), 4 (r = 16)
+  static __m128i Set1(int x) {
+    if constexpr (C::kR == 8) return _mm_set1_epi8(static_cast<char>(x));
+    else return _mm_set1_epi16(static_cast<short>(x));
+  }
+  // Slot index of each lane of chunk k.
+  static __m128i Index(int k) {
+    if constexpr (C::kR == 8) {
+      return _mm_add_epi8(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), Set1(16 * k));
+    } else {
+      return _mm_add_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7), Set1(8 * k));
+    }
+  }
+  static __m128i Gt(__m128i a, __m128i b) {
+    if constexpr (C::kR == 8) return _mm_cmpgt_epi8(a, b);
+    else return _mm_cmpgt_epi16(a, b);
+  }
+  static __m128i Eq(__m128i a, __m128i b) {
+    if constexpr (C::kR == 8) return _mm_cmpeq_epi8(a, b);
+    else return _mm_cmpeq_epi16(a, b);
+  }
+};
+static_assert(SseLanes<Class8>::kChunks == 3 && SseLanes<Class16>::kChunks == 4, "chunks of the slot area");
+
+template <class C>
+inline void ShiftSlotsUp(uint8_t* blk, int t, uint32_t v) {  // opens slot t, writes v
+  using L = SseLanes<C>;
+  constexpr int kB = static_cast<int>(sizeof(typename C::Slot));
+  const __m128i tv = L::Set1(t), vv = L::Set1(static_cast<int>(v)), last = L::Set1(C::kSlots);
+  __m128i prev = _mm_setzero_si128();
+  for (int k = 0; k < L::kChunks; ++k) {
+    const __m128i o = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * k));
+    const __m128i sh = _mm_or_si128(_mm_slli_si128(o, kB), _mm_srli_si128(prev, 16 - kB));
+    const __m128i idx = L::Index(k);
+    const __m128i gt = _mm_and_si128(L::Gt(idx, tv), L::Gt(last, idx));  // t < slot < kSlots
+    const __m128i eq = L::Eq(idx, tv);
+    const __m128i keep = _mm_andnot_si128(_mm_or_si128(gt, eq), o);
+    _mm_store_si128(reinterpret_cast<__m128i*>(blk + 16 * k),
+                    _mm_or_si128(keep, _mm_or_si128(_mm_and_si128(gt, sh), _mm_and_si128(eq, vv))));
+    prev = o;
+  }
+}
+template <class C>
+inline void ShiftSlotsDown(uint8_t* blk, int t) {  // closes slot t; the last slot becomes 0
+  using L = SseLanes<C>;
+  constexpr int kB = static_cast<int>(sizeof(typename C::Slot));
+  const __m128i tm1 = L::Set1(t - 1), top = L::Set1(C::kSlots - 1), none = L::Set1(C::kSlots);
+  __m128i o = _mm_load_si128(reinterpret_cast<const __m128i*>(blk));
+  for (int k = 0; k < L::kChunks; ++k) {
+    const __m128i next = k + 1 < L::kChunks ? _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * (k + 1)))
+                                            : _mm_setzero_si128();
+    const __m128i idx = L::Index(k);
+    // Slot i < kSlots - 1 takes slot i + 1; the last slot takes 0.
+    const __m128i sh = _mm_and_si128(_mm_or_si128(_mm_srli_si128(o, kB), _mm_slli_si128(next, 16 - kB)),
+                                     L::Gt(top, idx));
+    const __m128i ge = _mm_and_si128(L::Gt(idx, tm1), L::Gt(none, idx));  // t <= slot < kSlots
+    _mm_store_si128(reinterpret_cast<__m128i*>(blk + 16 * k),
+                    _mm_or_si128(_mm_andnot_si128(ge, o), _mm_and_si128(ge, sh)));
+    o = next;
+  }
+}
+#else
+template <class C>
+inline void ShiftSlotsUp(uint8_t* blk, int t, uint32_t v) {
+  ShiftSlotsUpPortable<C>(blk, t, v);
+}
+template <class C>
+inline void ShiftSlotsDown(uint8_t* blk, int t) {
+  ShiftSlotsDownPortable<C>(blk, t);
+}
+#endif
+
+// Adds value v to bucket j. Precondition: Used < kSlots.
+template <class C>
+inline void InsertInBlock(uint8_t* blk, uint32_t j, uint32_t v) {
+  using Dir = typename C::Dir;
+  const Dir d = LoadDir<C>(blk);
+  const int p = SelectZero<C>(d, static_cast<int>(j));  // bucket j's terminator
+  const Dir low = LowMask<Dir>(p);
+  StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
+  ShiftSlotsUp<C>(blk, p - static_cast<int>(j), v);  // new slot: p - j ones below
+}
+// Removes slot t, which is in bucket j.
+template <class C>
+inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
+  using Dir = typename C::Dir;
+  const Dir d = LoadDir<C>(blk);
+  const int p = t + static_cast<int>(j);
+  const Dir low = LowMask<Dir>(p);
+  StoreDir<C>(blk, static_cast<Dir>(((d >> 1) & ~low) | (d & low)));
+  ShiftSlotsDown<C>(blk, t);
+}
+
 }  // namespace dense_layout
 
 // What the inline probe needs: the 64-byte-aligned blocks, the blocks per
@@ -375,7 +608,7 @@ inline bool ProbeTwoBlocks(const uint8_t* b0, uint32_t j0, const uint8_t* b1, ui
 // Rn = 2^r - 1, subtable 1's permutation key and, for the 8-bit class, its
 // offset table. Valid for the filter's lifetime.
 struct DenseDLeftView {
-  const uint8_t* blocks = nullptr;
+  uint8_t* blocks = nullptr;
   uint64_t blocks_per_subtable = 0;  // nb
   uint64_t buckets = 0;      // B
   uint64_t remainders = 0;   // Rn = 2^r - 1
@@ -384,6 +617,11 @@ struct DenseDLeftView {
   // computed at creation); nullptr for r = 16 (65,535 entries would not
   // stay in L1), which computes F_1 per query.
   const uint64_t* offsets = nullptr;
+  // The inline writes: the filter's item count, and the first candidate's
+  // insert threshold (slots; 0: always the least loaded, a test switch).
+  uint64_t* items = nullptr;
+  int first_choice_slots = 0;
+  bool pdep_fast = false;  // internal::PdepIsFast(): the inline insert's select may use PDEP
   bool r8 = true;
 };
 
@@ -450,6 +688,75 @@ inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
 }
 inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
   return v.r8 ? DenseDLeftProbeD2<dense_layout::Class8>(v, h) : DenseDLeftProbeD2<dense_layout::Class16>(v, h);
+}
+
+// The inline insert needs select and popcounts: it is compiled where the
+// caller's translation unit has POPCNT and BMI2 (PDEP) and runs where the
+// CPU's PDEP is fast (DenseDLeftView::pdep_fast); elsewhere InsertHash
+// calls the kernel, whose run-time instances have them (with the portable
+// select and popcounts inline, portable builds' inserts took 1.25-1.35x
+// as long as the kernel's).
+#if defined(__x86_64__) && defined(__POPCNT__) && defined(__BMI2__)
+#define DLCBF_DENSE_INLINE_INSERT 1
+#else
+#define DLCBF_DENSE_INLINE_INSERT 0
+#endif
+
+// InsertHash of a d = 2 filter without thread safety, where neither
+// candidate block is full: the first candidate takes the remainder while
+// it holds fewer than first_choice_slots, else the less loaded one, ties
+// to the first (the kernel's rule: the design note's "Insert"). False,
+// with nothing changed, when the chosen block is full: the kernel then
+// moves a resident (InsertHash's out-of-line path).
+template <class C>
+inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
+  using namespace dense_layout;  // NOLINT(build/namespaces)
+  const DenseD2Candidates c = DenseD2CandidatesOf<C>(v, h);
+  uint8_t* b0 = v.blocks + 64 * c.blk0;
+  uint8_t* b1 = v.blocks + 64 * c.blk1;
+  __builtin_prefetch(b1, 1, 3);
+  const int u0 = Used<C>(b0);
+  uint8_t* best = b0;
+  uint32_t j = c.j0;
+  int used = u0;
+  if (u0 >= v.first_choice_slots) {
+    const int u1 = Used<C>(b1);
+    const bool less = u1 < u0;  // chosen without a branch: it depends on loaded data
+    best = less ? b1 : b0;
+    j = less ? c.j1 : c.j0;
+    used = less ? u1 : u0;
+  }
+  if (used >= C::kSlots) return false;
+  InsertInBlock<C>(best, j, c.v);
+  ++*v.items;
+  return true;
+}
+inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
+  return v.r8 ? DenseDLeftInsertD2<dense_layout::Class8>(v, h) : DenseDLeftInsertD2<dense_layout::Class16>(v, h);
+}
+// EraseHash of a d = 2 filter without thread safety: true if a copy was
+// removed, false if there was none (nothing changed).
+template <class C>
+inline bool DenseDLeftEraseD2(const DenseDLeftView& v, uint64_t h) {
+  using namespace dense_layout;  // NOLINT(build/namespaces)
+  const DenseD2Candidates c = DenseD2CandidatesOf<C>(v, h);
+  uint8_t* b0 = v.blocks + 64 * c.blk0;
+  uint8_t* b1 = v.blocks + 64 * c.blk1;
+  __builtin_prefetch(b1, 1, 3);
+  // Subtable 0 first (the kernel's Erase says why).
+  const int t0 = FindInBucket<C>(b0, c.j0, c.v);
+  if (t0 >= 0) {
+    RemoveFromBlock<C>(b0, t0, c.j0);
+  } else {
+    const int t1 = FindInBucket<C>(b1, c.j1, c.v);
+    if (t1 < 0) return false;
+    RemoveFromBlock<C>(b1, t1, c.j1);
+  }
+  --*v.items;
+  return true;
+}
+inline bool DenseDLeftEraseD2(const DenseDLeftView& v, uint64_t h) {
+  return v.r8 ? DenseDLeftEraseD2<dense_layout::Class8>(v, h) : DenseDLeftEraseD2<dense_layout::Class16>(v, h);
 }
 
 }  // namespace internal
