@@ -67,14 +67,14 @@ class DenseDLeftFilter::Impl {
   DenseSimdPath simd = DenseSimdPath::kPortable;
   internal::Hashing hashing;
   // The d = 2 candidate derivation's inputs (DenseD2CandidatesOf, shared
-  // with the inline probe, which gets a copy): set by Init and Allocate.
+  // with the inline path, which gets a copy) and the insert's first-choice
+  // threshold (view.first_choice_slots: C::kFirstChoiceSlots, or 0, always
+  // the least loaded, where a test compares the two rules): set by Init
+  // and Allocate.
   internal::DenseDLeftView view;
   uint64_t offsets8[255] = {};  // r = 8: view.offsets
   std::unique_ptr<uint8_t[], FreeDeleter> mem;
   uint64_t items = 0, relocations = 0, overflows = 0;
-  // Insert's first-choice threshold (slots): C::kFirstChoiceSlots, or 0
-  // (always the least loaded) where a test compares the two rules.
-  int first_choice_slots = 0;
   std::mutex mu;  // thread-safe mode: the writers' lock
   // Writers (and Stats, Clear, ForEachFingerprint, Serialize) take mu:
   // thread_safe, unless SetWritersSerializedByCaller turned it off.
@@ -112,12 +112,11 @@ class DenseDLeftFilter::Impl {
     }
     ops = SelectDenseOps(r8, opt.thread_safe, &simd);
     lock_writers = opt.thread_safe;
-    first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
+    view.first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
 #ifdef DLCBF_TESTING
-    if (dense_testing::LeastLoadedOnly()) first_choice_slots = 0;
+    if (dense_testing::LeastLoadedOnly()) view.first_choice_slots = 0;
 #endif
     view.items = &items;
-    view.first_choice_slots = first_choice_slots;
     view.pdep_fast = internal::PdepIsFast();
   }
 
@@ -329,14 +328,11 @@ class DenseDLeftFilter::Impl {
   void ContainsBatch(const uint64_t* h, size_t n, bool* out) const {
     uint32_t v[kBatch];
     if (d == 2) {  // the common geometry, unrolled
-      Cand c2[kBatch][2];
+      Cand c2[kBatch][2];  // Candidates writes two for d = 2
       for (size_t k = 0; k < n; ++k) {
-        const internal::DenseD2Candidates x = internal::DenseD2CandidatesOf<C>(view, h[k]);
-        c2[k][0] = Cand{x.blk0, x.j0};
-        c2[k][1] = Cand{x.blk1, x.j1};
-        v[k] = x.v;
-        __builtin_prefetch(Blk(x.blk0), 0, 3);
-        __builtin_prefetch(Blk(x.blk1), 0, 3);
+        v[k] = Candidates<C>(h[k], c2[k]);
+        __builtin_prefetch(Blk(c2[k][0].block), 0, 3);
+        __builtin_prefetch(Blk(c2[k][1].block), 0, 3);
       }
       for (size_t k = 0; k < n; ++k) {
         if constexpr (TS) {
@@ -403,7 +399,7 @@ class DenseDLeftFilter::Impl {
     for (uint32_t i = 1; i < nd; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
     uint32_t best = 0;
     int best_used = dense_detail::Used<C>(Blk(c[0].block));
-    if (best_used >= first_choice_slots) {
+    if (best_used >= view.first_choice_slots) {
       for (uint32_t i = 1; i < nd; ++i) {
         const int u = dense_detail::Used<C>(Blk(c[i].block));
         const bool less = u < best_used;
@@ -466,22 +462,16 @@ class DenseDLeftFilter::Impl {
       --items;
       return OpResult::kOk;
     };
-    if (d == 2) {
-      // Subtable 0 first: an erase that finds its copy there (about half
-      // of them at full load: the design note's "Lines per query") neither
-      // waits for the second line nor searches it. Against searching both
-      // blocks and choosing one without a branch, in interleaved rounds on
-      // Zen 5: 0.86x the time in cache, 0.69x (r = 8) and 0.86x (r = 16) at
-      // 10M keys; the branch on which block holds the key mispredicts about
-      // half the time and still costs less. The second line stays
-      // requested up front (a single erase's latency: not two misses in a
-      // row); without that request the loops ran as fast.
-      const int t0 = dense_detail::FindInBucket<C>(Blk(c[0].block), c[0].bucket, v);
-      if (t0 >= 0) return remove(0, t0);
-      const int t1 = dense_detail::FindInBucket<C>(Blk(c[1].block), c[1].bucket, v);
-      if (t1 >= 0) return remove(1, t1);
-      return OpResult::kNotFound;
-    }
+    // Candidates in order, stopping at the first that holds a copy: an
+    // erase that finds it in subtable 0 (about half of them at full load:
+    // the design note's "Lines per query") neither waits for the second
+    // line nor searches it. Against searching both blocks of d = 2 and
+    // choosing one without a branch, in interleaved rounds on Zen 5: 0.86x
+    // the time in cache, 0.69x (r = 8) and 0.86x (r = 16) at 10M keys; the
+    // branch on which block holds the key mispredicts about half the time
+    // and still costs less. The later lines stay requested up front (a
+    // single erase's latency: not two misses in a row); without that
+    // request the loops ran as fast.
     for (uint32_t i = 0; i < d; ++i) {
       const int t = dense_detail::FindInBucket<C>(Blk(c[i].block), c[i].bucket, v);
       if (t >= 0) return remove(i, t);

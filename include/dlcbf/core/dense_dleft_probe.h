@@ -603,7 +603,7 @@ inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
 
 }  // namespace dense_layout
 
-// What the inline probe needs: the 64-byte-aligned blocks, the blocks per
+// What the inline path needs: the 64-byte-aligned blocks, the blocks per
 // subtable nb, the buckets per subtable B = nb K, the remainder count
 // Rn = 2^r - 1, subtable 1's permutation key and, for the 8-bit class, its
 // offset table. Valid for the filter's lifetime.
@@ -702,6 +702,23 @@ inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
 #define DLCBF_DENSE_INLINE_INSERT 0
 #endif
 
+// The candidates of h and their blocks, the second block's line requested
+// for writing (the inline insert and erase).
+struct DenseD2Targets {
+  DenseD2Candidates c;
+  uint8_t* b0;
+  uint8_t* b1;
+};
+template <class C>
+inline DenseD2Targets DenseD2TargetsOf(const DenseDLeftView& v, uint64_t h) {
+  DenseD2Targets t;
+  t.c = DenseD2CandidatesOf<C>(v, h);
+  t.b0 = v.blocks + 64 * t.c.blk0;
+  t.b1 = v.blocks + 64 * t.c.blk1;
+  __builtin_prefetch(t.b1, 1, 3);
+  return t;
+}
+
 // InsertHash of a d = 2 filter without thread safety, where neither
 // candidate block is full: the first candidate takes the remainder while
 // it holds fewer than first_choice_slots, else the less loaded one, ties
@@ -711,10 +728,7 @@ inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
 template <class C>
 inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
   using namespace dense_layout;  // NOLINT(build/namespaces)
-  const DenseD2Candidates c = DenseD2CandidatesOf<C>(v, h);
-  uint8_t* b0 = v.blocks + 64 * c.blk0;
-  uint8_t* b1 = v.blocks + 64 * c.blk1;
-  __builtin_prefetch(b1, 1, 3);
+  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h);
   const int u0 = Used<C>(b0);
   uint8_t* best = b0;
   uint32_t j = c.j0;
@@ -739,10 +753,7 @@ inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
 template <class C>
 inline bool DenseDLeftEraseD2(const DenseDLeftView& v, uint64_t h) {
   using namespace dense_layout;  // NOLINT(build/namespaces)
-  const DenseD2Candidates c = DenseD2CandidatesOf<C>(v, h);
-  uint8_t* b0 = v.blocks + 64 * c.blk0;
-  uint8_t* b1 = v.blocks + 64 * c.blk1;
-  __builtin_prefetch(b1, 1, 3);
+  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h);
   // Subtable 0 first (the kernel's Erase says why).
   const int t0 = FindInBucket<C>(b0, c.j0, c.v);
   if (t0 >= 0) {
