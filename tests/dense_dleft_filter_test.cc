@@ -29,6 +29,7 @@
 #include "dlcbf/internal/dleft_layout.h"
 #include "dlcbf/internal/hash.h"
 #include "filter_policy/core/dense_dleft_block.h"
+#include "filter_policy/core/dense_dleft_impl.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/dense_dleft_testing.h"
 #endif
@@ -520,6 +521,47 @@ TEST(DenseDLeftFilter, FprMatchesFormula) {
     EXPECT_NEAR(static_cast<double>(fp), q * p, 5 * sd + 1) << "r=" << r << " predicted " << p;
     const double want_bpk = 512.0 / (o.SlotsPerBlock() * DenseDLeftOptions::MaxLoad(r));
     EXPECT_NEAR(f->Stats().bits_per_item, want_bpk, 0.02 * want_bpk);
+  }
+}
+
+// The insert's second-line gate (dense_dleft_impl.h, SecondLineItems):
+// the Poisson tail it rests on, and the model against a real fill. At the
+// gate, a subtable-0 block has reached first_choice_slots (so the next
+// insert there reads the second line) with probability at most
+// kSecondLineTail under the model.
+TEST(DenseDLeftFilter, SecondLineGateMatchesTheModel) {
+  using dense_detail::PoissonTailAtLeast;
+  using dense_detail::SecondLineItems;
+  EXPECT_DOUBLE_EQ(PoissonTailAtLeast(3.0, 0), 1.0);
+  EXPECT_NEAR(PoissonTailAtLeast(1.0, 1), 1 - std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(PoissonTailAtLeast(2.0, 3), 1 - std::exp(-2.0) * (1 + 2 + 2), 1e-12);
+  EXPECT_EQ(SecondLineItems(0, 1000), 0u);  // every insert compares both blocks
+  for (uint32_t r : {8u, 16u}) {
+    const int t = r == 8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
+    const uint64_t nb = 20000;
+    const uint64_t gate = SecondLineItems(t, nb);
+    const double lambda = static_cast<double>(gate) / nb;
+    // lambda is the largest multiple of 1/16 within the tail target.
+    EXPECT_LE(PoissonTailAtLeast(lambda, t), dense_detail::kSecondLineTail) << "r=" << r;
+    EXPECT_GT(PoissonTailAtLeast(lambda + 1.0 / 16, t), dense_detail::kSecondLineTail) << "r=" << r;
+    EXPECT_NEAR(lambda, r == 8 ? 24.75 : 12.6875, 1e-9);  // the values the design note quotes
+
+    auto f = Make(Geometry(r, 2, nb));
+    std::mt19937_64 rng(r);
+    for (uint64_t i = 0; i < gate; ++i) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
+    // Subtable 0's blocks that reached the threshold: a block stops there
+    // (the rest of its keys go to subtable 1, nearly empty), so their share
+    // is P(Poisson(lambda) >= t). Binomial over nb blocks: 6 sd.
+    const std::string bytes = Bytes(*f);
+    uint64_t reached = 0;
+    for (uint64_t b = 0; b < nb; ++b) {
+      alignas(64) uint8_t blk[64];
+      std::memcpy(blk, bytes.data() + 64 + 64 * b, 64);  // the header is 64 bytes (FORMATS.md)
+      const int used = r == 8 ? dense_detail::Used<dense_detail::Class8>(blk) : dense_detail::Used<dense_detail::Class16>(blk);
+      reached += used >= t;
+    }
+    const double p = PoissonTailAtLeast(lambda, t);
+    EXPECT_NEAR(static_cast<double>(reached), nb * p, 6 * std::sqrt(nb * p * (1 - p))) << "r=" << r;
   }
 }
 

@@ -96,6 +96,23 @@
 // below every first move), at a cost of up to 0.9 points of load before the
 // first move at r = 16. Placement is not part of the format: readers probe
 // every candidate, so tables written under either rule read the same.
+// One DRAM round trip where the rule allows it: an insert requests the
+// second candidate's line before reading the first only once the filter
+// holds SecondLineItems items (dense_dleft_impl.h). Below that gate, with
+// nearly every key in subtable 0, a first-candidate block's load is
+// Poisson with mean items / Nb, and it has reached the threshold (so the
+// insert must read the second block, now one round trip later) with
+// probability at most 2 %: the first 28 % of a fill to MaxLoad at r = 8,
+// 25 % at r = 16, and every insert of a filter sized for growth that is
+// still below a quarter of its keys. Above the gate both lines are
+// requested together, as before (requesting the second only when needed
+// puts a second round trip in series: mixed results in peer_bench). The
+// gate is a hint only: bytes and answers are the same with or without it.
+// dense_gate_bench (one process, rounds alternating the two variants,
+// medians of 11), Zen 5, 10M keys, gated / always: a fill to 25 % 0.92x
+// (r = 8) and 0.85x (r = 16) native, 0.84x and 0.87x portable; a fill to
+// MaxLoad 0.96x and 0.93x native, 0.94x and 1.01x portable; in cache
+// 0.96-1.02x.
 // When all d candidates are full, one resident r' of a candidate block is
 // moved to another of its own candidates (its f' recovered through
 // P_i^-1, as §3.3's moves), scanning the candidate blocks' residents in

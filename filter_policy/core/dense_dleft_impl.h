@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,9 +38,40 @@ struct DenseOps {
   OpResult (*insert)(DenseDLeftFilter::Impl&, uint64_t);
   OpResult (*erase)(DenseDLeftFilter::Impl&, uint64_t);
 };
-// Defined in dense_dleft_filter.cc.
 // Defined in dense_dleft_filter.cc; *path: the instance set chosen.
 const DenseOps* SelectDenseOps(bool r8, bool thread_safe, DenseSimdPath* path);
+
+namespace dense_detail {
+// The insert's second-line gate (design note: "Insert"). An insert reads
+// the second candidate's block only when the first holds at least
+// first_choice_slots; below the gate that is rare enough that requesting
+// the second line up front (a second DRAM round trip's bandwidth on every
+// insert) costs more than waiting for it when needed.
+//
+// While nearly every insert lands in subtable 0, a first-candidate block's
+// load is Poisson with mean lambda = items / Nb (balls into Nb bins). The
+// gate is floor(lambda* Nb) items, lambda* the largest multiple of 1/16 with
+// P(Poisson(lambda) >= first_choice_slots) <= kSecondLineTail: 24.75 of 36
+// slots at r = 8 (the first 28 % of a fill to MaxLoad 0.93), 12.69 of 21
+// at r = 16 (25 % of a fill to 0.92).
+// 0 when first_choice_slots is 0 (every insert compares both blocks).
+inline constexpr double kSecondLineTail = 0.02;
+// P(X >= k) for X ~ Poisson(lambda), k >= 0.
+inline double PoissonTailAtLeast(double lambda, int k) {
+  double term = std::exp(-lambda), below = 0;
+  for (int i = 0; i < k; ++i) {
+    below += term;
+    term *= lambda / (i + 1);
+  }
+  return below >= 1 ? 0 : 1 - below;
+}
+inline uint64_t SecondLineItems(int first_choice_slots, uint64_t nb) {
+  if (first_choice_slots <= 0) return 0;
+  double lambda = 0;
+  while (PoissonTailAtLeast(lambda + 1.0 / 16, first_choice_slots) <= kSecondLineTail) lambda += 1.0 / 16;
+  return static_cast<uint64_t>(lambda * static_cast<double>(nb));
+}
+}  // namespace dense_detail
 
 class DenseDLeftFilter::Impl {
  public:
@@ -115,6 +147,10 @@ class DenseDLeftFilter::Impl {
     view.first_choice_slots = r8 ? dense_detail::Class8::kFirstChoiceSlots : dense_detail::Class16::kFirstChoiceSlots;
 #ifdef DLCBF_TESTING
     if (dense_testing::LeastLoadedOnly()) view.first_choice_slots = 0;
+#endif
+    view.second_line_items = dense_detail::SecondLineItems(view.first_choice_slots, nb);
+#ifdef DLCBF_TESTING
+    if (dense_testing::SecondLineAlways()) view.second_line_items = 0;
 #endif
     view.items = &items;
     view.pdep_fast = internal::PdepIsFast();
@@ -392,11 +428,14 @@ class DenseDLeftFilter::Impl {
     const uint32_t nd = kN != 0 ? kN : d;
     // The first candidate takes the remainder while it holds fewer than
     // kFirstChoiceSlots (design note: "Insert"); only above that are the
-    // other candidates' loads read (their lines are already in flight), and
-    // the least loaded wins, ties to the left. The choice is branch-free:
-    // it depends on loaded data, and a mispredicted branch there would hold
-    // back the next operation's loads.
-    for (uint32_t i = 1; i < nd; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
+    // other candidates' loads read, and the least loaded wins, ties to the
+    // left. The choice is branch-free: it depends on loaded data, and a
+    // mispredicted branch there would hold back the next operation's loads.
+    // Their lines are requested up front only past the second-line gate
+    // (SecondLineItems).
+    if (items >= view.second_line_items) {
+      for (uint32_t i = 1; i < nd; ++i) __builtin_prefetch(Blk(c[i].block), 1, 3);
+    }
     uint32_t best = 0;
     int best_used = dense_detail::Used<C>(Blk(c[0].block));
     if (best_used >= view.first_choice_slots) {

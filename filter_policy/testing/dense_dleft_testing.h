@@ -23,6 +23,7 @@ inline std::atomic<bool> g_skip_negative_recheck{false};
 inline std::atomic<uint32_t> g_reader_pause{0};
 inline std::atomic<bool> g_force_portable{false};
 inline std::atomic<bool> g_least_loaded_only{false};
+inline std::atomic<bool> g_second_line_always{false};
 inline std::atomic<bool> g_no_inline_probe{false};
 inline std::atomic<int> g_forced_path{-1};
 inline std::atomic<int> g_forced_pdep{-1};
@@ -39,6 +40,10 @@ inline bool ForcePortable() { return g_force_portable.load(std::memory_order_rel
 // candidate below kFirstChoiceSlots: the tests compare both rules' loads.
 inline void SetLeastLoadedOnly(bool on) { g_least_loaded_only.store(on); }
 inline bool LeastLoadedOnly() { return g_least_loaded_only.load(std::memory_order_relaxed); }
+// Filters created while this is on request the second candidate's line on
+// every insert (no second-line gate): benchmarks compare both.
+inline void SetSecondLineAlways(bool on) { g_second_line_always.store(on); }
+inline bool SecondLineAlways() { return g_second_line_always.load(std::memory_order_relaxed); }
 // Filters created while this is >= 0 run the kernel instance set of that
 // DenseSimdPath value (the caller checks that the CPU has it); -1: the
 // CPU's choice.

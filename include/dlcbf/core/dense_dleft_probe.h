@@ -621,6 +621,11 @@ struct DenseDLeftView {
   // insert threshold (slots; 0: always the least loaded, a test switch).
   uint64_t* items = nullptr;
   int first_choice_slots = 0;
+  // The insert requests the second candidate's line before reading the
+  // first only once the filter holds this many items (below it the first
+  // candidate almost surely has room: SecondLineItems in
+  // filter_policy/core/dense_dleft_block.h; 0: always).
+  uint64_t second_line_items = 0;
   bool pdep_fast = false;  // internal::PdepIsFast(): the inline insert's select may use PDEP
   bool r8 = true;
 };
@@ -702,20 +707,20 @@ inline bool DenseDLeftProbeD2(const DenseDLeftView& v, uint64_t h) {
 #define DLCBF_DENSE_INLINE_INSERT 0
 #endif
 
-// The candidates of h and their blocks, the second block's line requested
-// for writing (the inline insert and erase).
+// The candidates of h and their blocks (the inline insert and erase); with
+// second_line, the second block's line is requested for writing.
 struct DenseD2Targets {
   DenseD2Candidates c;
   uint8_t* b0;
   uint8_t* b1;
 };
 template <class C>
-inline DenseD2Targets DenseD2TargetsOf(const DenseDLeftView& v, uint64_t h) {
+inline DenseD2Targets DenseD2TargetsOf(const DenseDLeftView& v, uint64_t h, bool second_line) {
   DenseD2Targets t;
   t.c = DenseD2CandidatesOf<C>(v, h);
   t.b0 = v.blocks + 64 * t.c.blk0;
   t.b1 = v.blocks + 64 * t.c.blk1;
-  __builtin_prefetch(t.b1, 1, 3);
+  if (second_line) __builtin_prefetch(t.b1, 1, 3);
   return t;
 }
 
@@ -728,7 +733,7 @@ inline DenseD2Targets DenseD2TargetsOf(const DenseDLeftView& v, uint64_t h) {
 template <class C>
 inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
   using namespace dense_layout;  // NOLINT(build/namespaces)
-  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h);
+  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h, *v.items >= v.second_line_items);
   const int u0 = Used<C>(b0);
   uint8_t* best = b0;
   uint32_t j = c.j0;
@@ -753,7 +758,7 @@ inline bool DenseDLeftInsertD2(const DenseDLeftView& v, uint64_t h) {
 template <class C>
 inline bool DenseDLeftEraseD2(const DenseDLeftView& v, uint64_t h) {
   using namespace dense_layout;  // NOLINT(build/namespaces)
-  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h);
+  const auto [c, b0, b1] = DenseD2TargetsOf<C>(v, h, /*second_line=*/true);
   // Subtable 0 first (the kernel's Erase says why).
   const int t0 = FindInBucket<C>(b0, c.j0, c.v);
   if (t0 >= 0) {
