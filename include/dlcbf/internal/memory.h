@@ -3,10 +3,12 @@
 //
 // INTERNAL: not part of the public API.
 //
-// Every table is zero-filled when it is created, so each of its pages is
-// touched at once. A table larger than the machine's physical memory can
-// therefore never work: with Linux overcommit the allocation may succeed
-// and the zero-fill would then get the process OOM-killed. Create()
+// Every table is zero-filled when it is created: small ones by memset,
+// large ones as zero pages the kernel maps at their first touch, which a
+// hashed table's inserts reach almost at once. A table larger than the
+// machine's physical memory can therefore never work: with Linux
+// overcommit the allocation may succeed and filling it would then get the
+// process OOM-killed. Create()
 // refuses such sizes up front with Status::MemoryLimit, before calling the
 // allocator (under ASan, whose allocator aborts on huge requests unless
 // allocator_may_return_null=1, too). Options::max_bytes remains the
