@@ -146,10 +146,13 @@
 // insert's bucket terminator, a move's resident) is PDEP where
 // internal::PdepIsFast measured it not slower than the portable byte-table
 // select at start-up (PDEP is microcoded on AMD before Zen 3), else the
-// table; no CPU list. The compare is a small part of an operation:
-// on Zen 5 (peer_bench, 100k and 10M keys) the three x86 sets ran within
-// the run-to-run noise of each other, so the widest available is chosen;
-// none lost. The inline path (d = 2 without thread safety: the probe, the
+// table; no CPU list. (AVX-512 VBMI2 slot shifts, one expand or compress
+// in place of the SSE2 chunks, were measured and not kept: in instance
+// sets chosen at run time 0.98-1.02x the SSE2 shifts' time, inline in a
+// -march=native caller 0.96-0.98x.) The compare is a small part of an
+// operation: on Zen 5 (peer_bench, 100k and 10M keys) the three x86 sets
+// ran within the run-to-run noise of each other, so the widest available
+// is chosen; none lost. The inline path (d = 2 without thread safety: the probe, the
 // common insert and the erase, in dense_dleft_probe.h) is compiled into
 // the caller: SSE2 compares, or the widest its own flags allow. The insert
 // needs select and popcounts, so it is inline only where the caller is

@@ -587,8 +587,15 @@ inline void InsertInBlock(uint8_t* blk, uint32_t j, uint32_t v) {
   const Dir d = LoadDir<C>(blk);
   const int p = SelectZero<C>(d, static_cast<int>(j));  // bucket j's terminator
   const Dir low = LowMask<Dir>(p);
-  StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
+  // The slots first, then the directory: at r = 16 the shift's last 16-byte
+  // chunk spans the directory word, and loading it right after storing
+  // that word would stall on store forwarding. In this order (Zen 5, 100k
+  // keys, insert-all-then-erase-all loops, medians of 21 rounds, three
+  // alternating runs of the builds before and after) r = 16 inserts took
+  // 0.87x the time and erases 0.93x natively, 0.91x and 0.88x portably;
+  // r = 8 0.97-1.00x.
   ShiftSlotsUp<C>(blk, p - static_cast<int>(j), v);  // new slot: p - j ones below
+  StoreDir<C>(blk, static_cast<Dir>(((d & ~low) << 1) | (d & low) | (Dir{1} << p)));
 }
 // Removes slot t, which is in bucket j.
 template <class C>
@@ -597,8 +604,8 @@ inline void RemoveFromBlock(uint8_t* blk, int t, uint32_t j) {
   const Dir d = LoadDir<C>(blk);
   const int p = t + static_cast<int>(j);
   const Dir low = LowMask<Dir>(p);
+  ShiftSlotsDown<C>(blk, t);  // before the directory, as in InsertInBlock
   StoreDir<C>(blk, static_cast<Dir>(((d >> 1) & ~low) | (d & low)));
-  ShiftSlotsDown<C>(blk, t);
 }
 
 }  // namespace dense_layout
