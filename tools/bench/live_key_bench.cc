@@ -85,6 +85,7 @@
 #include "rocksdb/metadata.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/object_registry.h"
+#include "tools/bench/bench_banner.h"
 
 DEFINE_string(db_dir, "/tmp/live_key_bench", "parent directory of the benchmark DBs (wiped)");
 DEFINE_uint64(num_keys, 1000000, "keys in the deep LSM");
@@ -245,11 +246,8 @@ uint64_t NowNs() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("LiveKeyDB vs bloomfilter:10 / dlcbf:10 on a deep LSM");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  dlcbf::bench::PrintBuildBanner();  // warns loudly for an assert-enabled or unoptimized build
 #ifndef NDEBUG
-  std::fprintf(stderr,
-               "WARNING: live_key_bench was built with assertions enabled (NDEBUG not "
-               "defined); timings are not representative. Build with "
-               "-DCMAKE_BUILD_TYPE=Release.\n");
   const char* build = "debug (assertions on)";
 #else
   const char* build = "release (NDEBUG)";

@@ -53,6 +53,7 @@
 #include "rocksdb/perf_context.h"
 #include "rocksdb/perf_level.h"
 #include "rocksdb/table.h"
+#include "tools/bench/bench_banner.h"
 
 DEFINE_uint64(num, 1000000, "keys written into the memtable");
 DEFINE_uint64(reads, 1000000, "Gets per timed pass (readrandom and readmissing)");
@@ -434,6 +435,7 @@ void MigrationProbe(uint64_t n) {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("memtable index benchmark: skip_list vs memtable Bloom vs dlcbf_index");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  dlcbf::bench::PrintBuildBanner();
   std::mt19937_64 rng(42);
   std::vector<uint64_t> order(FLAGS_num);
   for (uint64_t i = 0; i < FLAGS_num; ++i) order[i] = i;

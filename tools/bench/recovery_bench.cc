@@ -46,6 +46,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/table.h"
+#include "tools/bench/bench_banner.h"
 
 DEFINE_string(db_dir, "/tmp/recovery_bench", "working directory (wiped)");
 DEFINE_uint64(num_keys, 5000000, "keys loaded before the crash runs");
@@ -146,9 +147,7 @@ double Med(std::vector<double> v) {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("LiveKeyDB crash recovery vs plain RocksDB");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-#ifndef NDEBUG
-  std::fprintf(stderr, "WARNING: built with assertions (not Release): timings are not representative\n");
-#endif
+  dlcbf::bench::PrintBuildBanner();  // warns loudly for an assert-enabled or unoptimized build
   fs::remove_all(FLAGS_db_dir);
   fs::create_directories(FLAGS_db_dir);
   const std::string loaded = FLAGS_db_dir + "/loaded";
