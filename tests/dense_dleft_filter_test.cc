@@ -544,7 +544,7 @@ TEST(DenseDLeftFilter, SecondLineGateMatchesTheModel) {
     // lambda is the largest multiple of 1/16 within the tail target.
     EXPECT_LE(PoissonTailAtLeast(lambda, t), dense_detail::kSecondLineTail) << "r=" << r;
     EXPECT_GT(PoissonTailAtLeast(lambda + 1.0 / 16, t), dense_detail::kSecondLineTail) << "r=" << r;
-    EXPECT_NEAR(lambda, r == 8 ? 24.75 : 12.6875, 1e-9);  // the values the design note quotes
+    EXPECT_NEAR(lambda, r == 8 ? 24.75 : 12.6875, 1e-9);  // the values SecondLineItems' comment quotes
 
     auto f = Make(Geometry(r, 2, nb));
     std::mt19937_64 rng(r);

@@ -152,13 +152,13 @@
 // -march=native caller 0.96-0.98x.) The compare is a small part of an
 // operation: on Zen 5 (peer_bench, 100k and 10M keys) the three x86 sets
 // ran within the run-to-run noise of each other, so the widest available
-// is chosen; none lost. The inline path (d = 2 without thread safety: the probe, the
-// common insert and the erase, in dense_dleft_probe.h) is compiled into
-// the caller: SSE2 compares, or the widest its own flags allow. The insert
-// needs select and popcounts, so it is inline only where the caller is
-// built with POPCNT and BMI2 and the CPU's PDEP is fast; elsewhere it calls
-// the instances above (inline with the portable select and SWAR popcounts
-// it took 1.25-1.35x as long). Inline against the instances (peer_bench,
+// is chosen; none lost. The inline path (d = 2 without thread safety: the
+// probe, the common insert and the erase, in dense_dleft_probe.h) is
+// compiled into the caller: SSE2 compares, or the widest its own flags
+// allow. The insert needs select and popcounts, so it is inline only where
+// the caller is built with POPCNT and BMI2 and the CPU's PDEP is fast;
+// elsewhere it calls the instances above (inline with the portable select
+// and SWAR popcounts it took 1.25-1.35x as long). Inline against the instances (peer_bench,
 // 100k keys, Zen 5, native): inserts 0.85x, erases 0.87-0.89x the time.
 //
 // Thread-safe mode: one writer mutex; a per-stripe sequence number

@@ -52,9 +52,9 @@ namespace dense_detail {
 // load is Poisson with mean lambda = items / Nb (balls into Nb bins). The
 // gate is floor(lambda* Nb) items, lambda* the largest multiple of 1/16 with
 // P(Poisson(lambda) >= first_choice_slots) <= kSecondLineTail: 24.75 of 36
-// slots at r = 8 (the first 28 % of a fill to MaxLoad 0.93), 12.69 of 21
-// at r = 16 (25 % of a fill to 0.92).
-// 0 when first_choice_slots is 0 (every insert compares both blocks).
+// slots at r = 8, 12.69 of 21 at r = 16 (the share of a fill this covers:
+// the design note). 0 when first_choice_slots is 0 (every insert compares
+// both blocks).
 inline constexpr double kSecondLineTail = 0.02;
 // P(X >= k) for X ~ Poisson(lambda), k >= 0.
 inline double PoissonTailAtLeast(double lambda, int k) {

@@ -54,8 +54,8 @@ inline std::string LoadAvg() {
   return a + " " + b + " " + c;
 }
 
-// "# machine: ...", "# cpu: ..." and "# ours: ..." lines, then the warning when timings
-// are not representative.
+// "# machine: ...", "# cpu: ..." and "# ours: ..." lines, then the warning
+// when timings are not representative.
 inline void PrintBuildBanner() {
   std::printf("# machine: %s, %ld hardware threads; load average at start: %s\n", CpuModel().c_str(),
               sysconf(_SC_NPROCESSORS_ONLN), LoadAvg().c_str());

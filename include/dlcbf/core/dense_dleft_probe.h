@@ -631,7 +631,7 @@ struct DenseDLeftView {
   // The insert requests the second candidate's line before reading the
   // first only once the filter holds this many items (below it the first
   // candidate almost surely has room: SecondLineItems in
-  // filter_policy/core/dense_dleft_block.h; 0: always).
+  // filter_policy/core/dense_dleft_impl.h; 0: always).
   uint64_t second_line_items = 0;
   bool pdep_fast = false;  // internal::PdepIsFast(): the inline insert's select may use PDEP
   bool r8 = true;

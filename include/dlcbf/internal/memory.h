@@ -8,11 +8,10 @@
 // hashed table's inserts reach almost at once. A table larger than the
 // machine's physical memory can therefore never work: with Linux
 // overcommit the allocation may succeed and filling it would then get the
-// process OOM-killed. Create()
-// refuses such sizes up front with Status::MemoryLimit, before calling the
-// allocator (under ASan, whose allocator aborts on huge requests unless
-// allocator_may_return_null=1, too). Options::max_bytes remains the
-// caller's own, tighter limit.
+// process OOM-killed. Create() refuses such sizes up front with
+// Status::MemoryLimit, before calling the allocator (under ASan, whose
+// allocator aborts on huge requests unless allocator_may_return_null=1,
+// too). Options::max_bytes remains the caller's own, tighter limit.
 #pragma once
 
 #include <sys/mman.h>
