@@ -63,19 +63,43 @@
 // half the keys sit in subtable 0 at full load (1.50 lines per hit at
 // MaxLoad under either insert rule below; peer_bench's lines/hit), and a
 // hit there answers without waiting for the second line.
-// That half is the price of invertibility, not of an insert rule: every
-// P_i maps the same space [B] x [Rn] one-to-one, so the subtables are
-// equally large, and at load a subtable 0 holds at most 1/(d a) of the
-// keys (53.8 % at d = 2, a = 0.93) whatever the rule. So a positive's
-// branch on the first block's answer is a coin flip. The VQF's two
-// choices are symmetric (both blocks anywhere in one table), so its
-// primary block keeps most keys: a simulation of its rule (threshold
+// That half is the price of invertibility when every key tries subtable 0
+// first: every P_i maps the same space [B] x [Rn] one-to-one, so the
+// subtables are equally large, and at load a subtable 0 holds at most
+// 1/(d a) of the keys (53.8 % at d = 2, a = 0.93) whatever the rule. So
+// a positive's branch on the first block's answer is a coin flip. The
+// VQF's two choices are symmetric (both blocks anywhere in one table), so
+// its primary block keeps most keys: a simulation of its rule (threshold
 // 3/4, 20,000 blocks of 48 slots filled to 0.93) left 87.9 % of the keys
 // in their primary block, against 50.4 % for the same rule on two equal
 // halves. Its positives mostly answer from one line with a predictable
 // branch; it pays for that with positions that name no true fingerprint
 // (no keyless migration). This is why in-cache hits stay behind the
 // VQF's while misses match or beat it (the project README's figures).
+// A per-key order gets the VQF's share without changing the format, and
+// was built and measured, not kept: a key whose subtable-0 bucket b is
+// odd tries subtable 1 first (for insert, probe and erase; b's parity is
+// a function of the true fingerprint, so migration keeps it). Half the
+// keys then prefer either subtable, and their first blocks kept 87.9 %
+// (r = 8) and 86.8 % (r = 16) of them at MaxLoad (block-level
+// simulation, 1M slots, 3 seeds; peer_bench's lines/hit fell from
+// 1.49 to 1.12 and 1.13). But the first block's address then waits for
+// subtable 1's position (q, then F_1(q)) on every operation, a miss
+// included, and the insert's threshold branch (first block at 3/4?) is a
+// coin flip over twice as many inserts (the first blocks reach the
+// threshold at twice the fill). peer_bench, Zen 5, native, two builds in
+// alternating runs, preferred order / subtable order: in cache (100k)
+// r = 8 hits 0.83-0.89x the time, misses 1.26-1.33x, inserts 1.14-1.19x,
+// deletes 1.07-1.16x; r = 16 hits 0.91-0.92x, misses 1.23-1.24x, inserts
+// 1.23-1.26x, deletes 1.17-1.20x. At 10M keys (three pairs, loud
+// machine) r = 16 hits 0.70-0.89x, misses 0.88-1.01x, inserts 1.04-1.10x,
+// deletes 0.92-0.96x; r = 8 deletes 0.68-0.80x, inserts 1.14-1.25x, hits
+// and misses 0.57-1.37x (noise). It also moved the first move below
+// MaxLoad at r = 16 (first move at load 0.911-0.920 in the simulation,
+// against 0.921-0.923 in subtable order). Faster hits at the cost of
+// slower misses and inserts is the wrong trade for an index that mostly
+// answers absent keys (LiveKeyDB, the memtable index), so every key keeps
+// subtable 0 first.
 //
 // Insert: the first candidate (subtable 0) takes the remainder while it
 // holds fewer than kFirstChoiceSlots = 3/4 of its slots (36 of 48, 21 of
