@@ -33,7 +33,7 @@ struct Layout {
   static_assert(C::kSlots + C::kBuckets == kDirBits, "the directory has one bit per slot and per bucket");
   static_assert(C::kSlots * kSlotBytes == kDirOffset, "slots fill the block up to the directory");
   static_assert(sizeof(typename C::Slot) == kSlotBytes, "slot type");
-  static_assert(C::kSlots * C::kMaskBitsPerSlot <= 64, "the match mask fits one word");
+  static_assert(C::kSlots <= 64, "the match mask (a bit per slot) fits one word");
   static_assert(4 * C::kFirstChoiceSlots == 3 * C::kSlots, "the first candidate is preferred up to 3/4 full");
 };
 template struct Layout<Class8>;
@@ -59,9 +59,8 @@ template <class C>
 inline uint32_t CountInBucketDir(typename C::Dir d, uint32_t j, uint64_t m) {
   uint32_t n = 0;
   while (m != 0) {
-    const int t = __builtin_ctzll(m) / C::kMaskBitsPerSlot;
-    n += SlotInBucket<C>(d, t, static_cast<int>(j));
-    m &= ~(((uint64_t{1} << C::kMaskBitsPerSlot) - 1) << (t * C::kMaskBitsPerSlot));
+    n += SlotInBucket<C>(d, __builtin_ctzll(m), static_cast<int>(j));
+    m &= m - 1;
   }
   return n;
 }

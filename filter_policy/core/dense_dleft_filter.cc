@@ -41,8 +41,10 @@
 //   An all-zero block is empty (calloc'd tables need no initialization).
 //
 // Query (one block per subtable, d lines for a negative): compare q + 1
-// against all slots of the block at once (SSE2: 3 or 4 compares and
-// movemasks; a portable loop elsewhere), and only for the matching slots
+// against all slots of the block at once, a mask bit per slot (SSE2: 3
+// byte compares, or 4 word compares packed to bytes, and their movemasks;
+// AVX2 and AVX-512BW below; a portable loop elsewhere), and only for the
+// matching slots
 // (rare for a negative: 1 - (1 - 1/Rn)^(used) = 16% of negative blocks at
 // r = 8 and full load, 0.04% at r = 16) run the rank test for bucket j.
 // So the FPR counts only the query's own bucket: it compares on average
