@@ -1102,6 +1102,32 @@ TEST(FilterBlockTest, ForgedHeadersAreSafe) {
   }
 }
 
+// A Bloom-kind block claiming 2^64 - 1 bits over an empty payload,
+// checksum valid: the old check's (bits + 7) / 8 wrapped to 0, so the
+// block parsed and the probes read far out of bounds (the input
+// fuzz_filter_block_reader found; also in its corpus). Now the block is
+// refused and every key may match.
+TEST(FilterBlockTest, ForgedBloomBitCountIsRefused) {
+  const unsigned char forged[] = {
+      0x64, 0x4c, 0x53, 0x46, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00, 0x00, 0x10, 0x57, 0xf5, 0x4b, 0xd1,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0xec, 0x0c, 0x2c, 0x38, 0x2b, 0x25, 0x60, 0xc8};
+  std::string x(reinterpret_cast<const char*>(forged), sizeof(forged));
+  // Re-seal, as the fuzzer does, so the checksum is not what refuses it.
+  const size_t body = x.size() - 8;
+  std::string sum;
+  internal::PutFixed64(&sum, internal::HashKey(x.data(), body, 0));
+  x.replace(body, 8, sum);
+  dlcbf::sst_filter::ParsedBlock p;
+  std::string why;
+  EXPECT_FALSE(dlcbf::sst_filter::ParseBlock(x, &p, &why));
+  EXPECT_EQ(why, "inconsistent Bloom block");
+  auto policy = Policy("dlcbf:10");
+  std::unique_ptr<FilterBitsReader> r(policy->GetFilterBitsReader(Slice(x)));
+  for (const auto& k : Keys(100)) EXPECT_TRUE(r->MayMatch(k));
+}
+
 // ---------------------------------------------------------------------------
 // Real databases
 // ---------------------------------------------------------------------------

@@ -188,8 +188,12 @@ bool ParseBlock(const Slice& s, ParsedBlock* out, std::string* why) {
       break;
     }
     case kKindBloom:
+      // ceil(bits / 8) without overflow: (size_field + 7) / 8 wrapped for
+      // size_field near 2^64, so a forged bit count passed with a tiny
+      // payload and the probes read far out of bounds (found by
+      // fuzz_filter_block_reader).
       if (k < 1 || k > kMaxBloomProbes || size_field == 0 || d || L || r ||
-          (size_field + 7) / 8 != payload) {
+          size_field / 8 + (size_field % 8 != 0 ? 1 : 0) != payload) {
         *why = "inconsistent Bloom block";
         return false;
       }
