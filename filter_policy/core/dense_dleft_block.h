@@ -59,8 +59,9 @@ template <class C>
 inline uint32_t CountInBucketDir(typename C::Dir d, uint32_t j, uint64_t m) {
   uint32_t n = 0;
   while (m != 0) {
-    n += SlotInBucket<C>(d, __builtin_ctzll(m), static_cast<int>(j));
-    m &= m - 1;
+    const int t = __builtin_ctzll(m);
+    n += SlotInBucket<C>(d, t, static_cast<int>(j));
+    m &= ~(uint64_t{1} << t);  // as FirstInBucketDir (dense_dleft_probe.h)
   }
   return n;
 }

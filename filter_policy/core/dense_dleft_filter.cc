@@ -44,9 +44,9 @@
 // against all slots of the block at once, a mask bit per slot (SSE2: 3
 // byte compares, or 4 word compares packed to bytes, and their movemasks;
 // AVX2 and AVX-512BW below; a portable loop elsewhere), and only for the
-// matching slots
-// (rare for a negative: 1 - (1 - 1/Rn)^(used) = 16% of negative blocks at
-// r = 8 and full load, 0.04% at r = 16) run the rank test for bucket j.
+// matching slots (rare for a negative: 1 - (1 - 1/Rn)^(used) = 16% of
+// negative blocks at r = 8 and full load, 0.04% at r = 16) run the rank
+// test for bucket j.
 // So the FPR counts only the query's own bucket: it compares on average
 // load * S / K remainders per block.
 //
@@ -184,8 +184,9 @@
 // allow. The insert needs select and popcounts, so it is inline only where
 // the caller is built with POPCNT and BMI2 and the CPU's PDEP is fast;
 // elsewhere it calls the instances above (inline with the portable select
-// and SWAR popcounts it took 1.25-1.35x as long). Inline against the instances (peer_bench,
-// 100k keys, Zen 5, native): inserts 0.85x, erases 0.87-0.89x the time.
+// and SWAR popcounts it took 1.25-1.35x as long). Inline against the
+// instances (peer_bench, 100k keys, Zen 5, native): inserts 0.85x, erases
+// 0.87-0.89x the time.
 //
 // Thread-safe mode: one writer mutex; a per-stripe sequence number
 // (stripe = block mod 1024) is odd while a writer changes a block of the
