@@ -52,6 +52,17 @@ enum class LiveKeyFault : int {
   // A checkpoint is brought forward without reading the keys written since
   // (Rep::ReplaySince reads nothing): those keys answer NotFound.
   kSkipCheckpointReplay = 7,
+  // A rebuild keeps what pending checks know of the family's keys
+  // (KnownKey) past its scan point (the behaviour before the fix): a key
+  // recorded kLive whose copy the scan did not count is then never
+  // inserted again. (Also turns off Upsert's check that a kLive record's
+  // copy is in the index, the second line of that defence.)
+  kKeepKnownStateAcrossRebuild = 8,
+  // A checkpoint (and Close) claims the DB's latest sequence number
+  // without first making the writes up to it durable (the behaviour before
+  // the fix): a crash that loses a disableWAL tail then leaves a file
+  // whose index counted writes the DB no longer holds.
+  kCheckpointWithoutDurability = 9,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

@@ -10,6 +10,17 @@
 //     each key live at S has its copy. The file format, its guards (DB
 //     identity, checksum, SST set, kernel, version) and the load are the
 //     index file's (persistence.cc, FORMATS.md).
+//   - Invariant: a file claims sequence number S only once every write up
+//     to S is durable (MakeDurable, before the file is written): the WAL
+//     synced, and every memtable that may hold a disableWAL write flushed.
+//     So any crash recovers at least to S with every write up to S, and a
+//     lost tail (disableWAL, an unsynced WAL at power loss,
+//     manual_wal_flush) lies above S: its sequence numbers, reused by later
+//     writes, are all above S, where ReplaySince reads. Before, a file
+//     could count deletes the crash took back (loaded as exact: the keys
+//     were live again and answered NotFound) or sit "ahead" of the DB until
+//     reused sequence numbers passed it (tests
+//     LiveKeyExactness.CheckpointNeverCountsALostTail, .RejectedFileIsRemoved).
 //   - Open loads a file older than the DB as a checkpoint; ReplaySince then
 //     counts every key visible in a memtable or in an SST file past S (or
 //     zeroed and new to the checkpoint) once more. No key live now is
@@ -66,11 +77,46 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   }
   if (!s.ok()) return s;
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
+  s = MakeDurable(fams);
+  if (!s.ok()) return s;  // the last good one stays
   s = WriteIndexFile(seq, identity, ssts, saved);
   if (s.ok()) {
     checkpoints.fetch_add(1);
     last_checkpoint_seq.store(seq);
   }
+  return s;
+}
+
+// Called after the sequence number S a file will claim was taken. The WAL
+// holds every WAL write up to S (RocksDB appends to it before it publishes
+// a sequence number): FlushWAL(sync) makes them durable (and writes out a
+// manual_wal_flush buffer). A disableWAL write is durable only in an SST
+// file: when one was begun since the last flush made here (NoteWrite counts
+// them before they write, so one with a sequence number <= S was counted
+// before S was taken), the indexed families are flushed, which writes out
+// every memtable entry up to S. Cost: one WAL sync per checkpoint, and a
+// flush only after disableWAL writes.
+rocksdb::Status LiveKeyDB::Rep::MakeDurable(const std::vector<CfState*>& fams) {
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointWithoutDurability) {
+    return rocksdb::Status::OK();
+  }
+#endif
+  const uint64_t begun = nowal_writes.load(std::memory_order_acquire);
+  if (begun != nowal_durable) {
+    std::vector<ColumnFamilyHandle*> hs;
+    for (CfState* cf : fams) {
+      if (!cf->dropped && cf->handle != nullptr) hs.push_back(cf->handle);
+    }
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    rocksdb::Status s = hs.empty() ? rocksdb::Status::OK() : base->Flush(fo, hs);
+    if (!s.ok()) return s;
+    nowal_durable = begun;
+  }
+  rocksdb::Status s = base->FlushWAL(/*sync=*/true);
+  if (s.IsNotSupported()) s = base->FlushWAL(/*sync=*/false);  // (an Env without sync: process crashes only)
   return s;
 }
 

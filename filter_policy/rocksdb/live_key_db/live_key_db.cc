@@ -49,8 +49,11 @@
 //     at once (rare: the steps take blocks / 16 inserts from 0.80; overflow
 //     comes above ~0.85).
 //   Either way the index counts are still exact (a multiset over both
-//   parts), the index is not persisted in that state, and a rebuild is
-//   queued at once.
+//   parts under one fingerprint identity: the stash takes a function of
+//   the kernel's true fingerprint, never the raw key hash; the argument is
+//   at LiveKeyIndex::Erase), the index is not persisted in that state, and
+//   a rebuild is queued at once. A rebuild sizes its index below its own
+//   trigger (Rep::CreateBelowTrigger), so it never queues the next at once.
 //
 //   Exactness. Invariant: live(k) => count(k) >= 1 in the index, where
 //   count(k) = inserts - erases done on behalf of k. Put/Merge of a key
@@ -102,7 +105,11 @@
 //     copy per overwrite until the checker caught up; the dense kernel's
 //     two candidate blocks hold 96). kLive is set only when the copy is
 //     certain; a failed write leaves kUnknown or a state that over-counts;
-//     range deletions and ingestions reset their family's states.
+//     range deletions, ingestions, clips and untrusted SingleDeletes reset
+//     the states they may void, and a rebuild forgets its family's states
+//     when it fixes its scan point (rebuild.cc: a record never outlives the
+//     index its claim was about); a kLive record whose copy the index does
+//     not hold is void (Upsert).
 //   Why this option over the others weighed in issue #23: batched MultiGet
 //   liveness reads still put a read on the write path; proving "not live"
 //   from the memtable and SST filters helps only absent keys, which the
@@ -701,6 +708,7 @@ rocksdb::Status TimestampOnIndexed(const ColumnFamilyHandle* h) {
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& value) {
+  rep_->NoteWrite(options);
   if (column_family == nullptr) return db_->Put(options, column_family, key, value);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->Put(options, column_family, key, value); });
@@ -708,12 +716,14 @@ rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* 
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& ts, const Slice& value) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Put(options, column_family, key, ts, value);
 }
 
 rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, const rocksdb::WideColumns& columns) {
+  rep_->NoteWrite(options);
   if (column_family == nullptr) return db_->PutEntity(options, column_family, key, columns);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->PutEntity(options, column_family, key, columns); });
@@ -721,6 +731,7 @@ rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHa
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& value) {
+  rep_->NoteWrite(options);
   if (column_family == nullptr) return db_->Merge(options, column_family, key, value);
   return rep_->Upsert(column_family, key,
                       [&] { return db_->Merge(options, column_family, key, value); });
@@ -728,12 +739,14 @@ rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& ts, const Slice& value) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Merge(options, column_family, key, ts, value);
 }
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key) {
+  rep_->NoteWrite(options);
   if (column_family == nullptr) return db_->Delete(options, column_family, key);
   return rep_->Remove(column_family, key, /*may_erase=*/true,
                       [&] { return db_->Delete(options, column_family, key); });
@@ -741,12 +754,14 @@ rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandl
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key, const Slice& ts) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->Delete(options, column_family, key, ts);
 }
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key) {
+  rep_->NoteWrite(options);
   if (column_family == nullptr) return db_->SingleDelete(options, column_family, key);
   return rep_->Remove(column_family, key, rep_->opt.trust_single_delete,
                       [&] { return db_->SingleDelete(options, column_family, key); });
@@ -754,12 +769,14 @@ rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamil
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key, const Slice& ts) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->SingleDelete(options, column_family, key, ts);
 }
 
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) == nullptr) {
     return db_->DeleteRange(options, column_family, begin_key, end_key);
   }
@@ -771,11 +788,13 @@ rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamily
 
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key, const Slice& ts) {
+  rep_->NoteWrite(options);
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return db_->DeleteRange(options, column_family, begin_key, end_key, ts);
 }
 
 rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* updates) {
+  rep_->NoteWrite(options);
   if (updates == nullptr) return db_->Write(options, updates);
   return rep_->WriteBatchImpl(options, updates);
 }
@@ -783,6 +802,7 @@ rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* update
 #if DLCBF_ROCKSDB_AT_LEAST(8, 9)
 rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, const Slice& key,
                                      const rocksdb::AttributeGroups& attribute_groups) {
+  rep_->NoteWrite(options);
   bool any_indexed = false;
   for (const rocksdb::AttributeGroup& ag : attribute_groups) {
     if (rep_->Lookup(ag.column_family()) != nullptr) any_indexed = true;
@@ -833,8 +853,16 @@ rocksdb::Status LiveKeyDB::ClipColumnFamily(ColumnFamilyHandle* column_family, c
   rocksdb::Status s = db_->ClipColumnFamily(column_family, begin_key, end_key);
   // Even a failed clip may have deleted keys: their entries are stale
   // (false positives only); a rebuild drops them.
+  // What pending checks knew of the family's keys no longer holds for the
+  // keys it removed: forgotten (every stripe held), as after a range delete.
   CfState* cf = rep_->Lookup(column_family);
-  if (cf != nullptr) rep_->ScheduleRebuild(cf);
+  if (cf != nullptr) {
+    {
+      Rep::AllStripesGuard all(rep_.get());
+      rep_->stripes.ForgetFamily(cf->id);
+    }
+    rep_->ScheduleRebuild(cf);
+  }
   return s;
 }
 #endif

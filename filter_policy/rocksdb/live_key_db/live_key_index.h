@@ -40,6 +40,7 @@
 #include "dlcbf/core/elastic_filter.h"
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
+#include "dlcbf/core/hash_mix.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "filter_policy/rocksdb/common/status_conversion.h"
@@ -113,7 +114,7 @@ class LiveKeyIndex {
   bool Contains(uint64_t h) const {
     if (elastic_->ContainsHash(h)) return true;  // one line per block probed
     const ElasticFilter* st = stash_.load(std::memory_order_acquire);
-    return st != nullptr && st->ContainsHash(h);
+    return st != nullptr && st->ContainsHash(StashHash(h));
   }
   // Starts loading what Contains/Insert of h read: this object's writer
   // lock and the filter's lines for h (ElasticFilter::PrefetchHash). Like
@@ -127,7 +128,7 @@ class LiveKeyIndex {
     const ElasticFilter* st = stash_.load(std::memory_order_acquire);
     if (st == nullptr) return;
     for (size_t i = 0; i < n; ++i) {
-      if (!out[i]) out[i] = st->ContainsHash(h[i]);
+      if (!out[i]) out[i] = st->ContainsHash(StashHash(h[i]));
     }
   }
 
@@ -192,15 +193,44 @@ class LiveKeyIndex {
   }
 
   // Only for keys counted on behalf of the caller (see the invariant).
-  // With a stash, a fingerprint may be in either part: the index counts
-  // their union (a multiset), so one copy from either is the copy to take.
+  //
+  // Exactness with a stash: one multiset over ONE fingerprint identity.
+  // The kernel matches keys by their true fingerprint f(h) (bucket,
+  // remainder: the permutations are invertible, so two keys collide in a
+  // subtable iff their true fingerprints are equal). The stash is fed
+  // StashHash(h), a bijective function of f(h) alone, so every key of one
+  // true fingerprint gives the stash the same input. Write n_f for the
+  // copies counted on behalf of keys of fingerprint f, kernel(f) for the
+  // kernel's count of f and stash_f for the stash inputs StashHash of f
+  // inserted and not erased; invariant: kernel(f) + stash_f = n_f. Erase
+  // of a key of fingerprint f (n_f >= 1, the caller's copy): kernel(f) > 0
+  // -> take one there; else stash_f = n_f >= 1 -> take one from the stash,
+  // whose input was inserted (a counting filter never loses another
+  // input's evidence when only inserted inputs are erased). Either way the
+  // invariant holds, and a key of fingerprint f with n_f >= 1 is found:
+  // kernel(f) > 0, or the stash holds its input. (Before: the stash took
+  // the raw key hash under its own seed, so an erase of a stashed key A
+  // found B's copy in the kernel whenever f(A) = f(B), took it, and B's
+  // lookup then missed the kernel and A's stash input alike:
+  // LiveKeyIndexStashTest.EraseOfStashedKeyKeepsCollidingKernelKey.)
   void Erase(uint64_t h) {
     if (elastic_->EraseHash(h) == OpResult::kOk) {
       entries_.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
     ElasticFilter* st = stash_.load(std::memory_order_acquire);
-    if (st != nullptr && st->EraseHash(h) == OpResult::kOk) entries_.fetch_sub(1, std::memory_order_relaxed);
+    if (st != nullptr && st->EraseHash(StashHash(h)) == OpResult::kOk) {
+      entries_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
+  // The stash's input for key hash h: a bijection of the dense kernel's
+  // true fingerprint of h (see Erase), mixed so the stash's own hashing
+  // sees uniform inputs. Identity for the fast kernel (it has no stash).
+  uint64_t StashHash(uint64_t h) const {
+    if (dense_ == nullptr) return h;
+    const uint64_t canonical = dense_->HashOfFingerprint(dense_->FingerprintOfHash(h));
+    return internal::Mix64(canonical ^ stash_seed_);
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
@@ -293,7 +323,7 @@ class LiveKeyIndex {
   }
   OpResult InsertStash(uint64_t h) {
     ElasticFilter* st = Stash();
-    return st == nullptr ? OpResult::kOverflow : st->InsertHash(h);
+    return st == nullptr ? OpResult::kOverflow : st->InsertHash(StashHash(h));
   }
 
   template <class Kernel>
@@ -301,6 +331,7 @@ class LiveKeyIndex {
                      EpochDomain* epochs, std::unique_ptr<Kernel> kernel,
                      std::unique_ptr<LiveKeyIndex>* out) {
     const uint64_t capacity = KernelCapacity(*kernel);
+    const Kernel* kernel_ptr = kernel.get();
     ElasticOptions eo;
     eo.kernel = std::is_same<Kernel, DenseDLeftFilter>::value ? ElasticKernel::kDense : ElasticKernel::kFast;
     eo.abf_counter_bits = o.abf_counter_bits;
@@ -313,6 +344,10 @@ class LiveKeyIndex {
     idx->capacity_ = capacity;
     idx->overflow_to_stash_ = dense;
     idx->stash_seed_ = o.seed ^ 0x57A5400000000001ULL;
+    // The dense kernel stays the ElasticFilter's for the index's life
+    // (migrate_on_overflow = false: it never migrates), so the pointer the
+    // stash's fingerprint identity reads through stays valid.
+    if constexpr (std::is_same<Kernel, DenseDLeftFilter>::value) idx->dense_ = kernel_ptr;
     idx->elastic_ = std::move(e);
     idx->entries_.store(entries);
     *out = std::move(idx);
@@ -339,6 +374,7 @@ class LiveKeyIndex {
   std::atomic<bool> migration_seen_{false};
   bool overflow_to_stash_ = false;
   uint64_t stash_seed_ = 0;
+  const DenseDLeftFilter* dense_ = nullptr;  // the dense kernel (StashHash), else null
   std::unique_ptr<ElasticFilter> stash_owner_;  // under release_mu_
   std::atomic<ElasticFilter*> stash_{nullptr};
   std::atomic<uint64_t> entries_{0};

@@ -21,8 +21,11 @@
 // file older than the DB (sequence number below the DB's), or one that a
 // file new to it with sequence number 0 follows, is then loaded as a
 // checkpoint and brought forward by reading the keys of the files written
-// since it and of those zeroed files. A file ahead of the DB is rejected. The file stays after
-// Open (a later crash brings it forward; Close and checkpoints replace it).
+// since it and of those zeroed files. Every file claims only a sequence
+// number up to which all writes were durable when it was written
+// (checkpoint.cc, MakeDurable). A file ahead of the DB is rejected and
+// removed, as is every file rejected whole. A loaded file stays after Open
+// (a later crash brings it forward; Close and checkpoints replace it).
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <algorithm>
@@ -160,11 +163,24 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   std::string identity;
   rocksdb::Status s = base->GetDbIdentity(identity);
   if (!s.ok()) return s;
+  // The file claims the latest sequence number: every write up to it made
+  // durable first (checkpoint.cc, MakeDurable), while background work
+  // still runs (a flush needs it).
+  const uint64_t seq = base->GetLatestSequenceNumber();
+  s = MakeDurable(fams);
+  if (!s.ok()) return s;  // the last checkpoint, if any, stays valid
   // No compaction may change the SST set after it is recorded (a
   // compaction at the bottom level zeroes sequence numbers, so its output
-  // would be rejected at the next Open: a needless rebuild).
+  // would be brought forward at the next Open: needless work). Resumed
+  // before returning, whatever happens: RocksDB's own Close may still
+  // have to flush (disableWAL data), and would wait for paused background
+  // work forever (test LiveKeyExactness.CloseNeverHangs).
   s = base->PauseBackgroundWork();
   if (!s.ok()) return s;
+  struct Resume {
+    DB* db;
+    ~Resume() { db->ContinueBackgroundWork().PermitUncheckedError(); }
+  } resume{base};
   std::vector<uint64_t> ssts;
   s = LiveSsts(&ssts, nullptr);
   if (!s.ok()) return s;
@@ -188,11 +204,19 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     return rocksdb::Status::OK();
   }
   if (skipped > 0) rocksdb::Info(log, "LiveKeyDB: %u index(es) past capacity not persisted", skipped);
-  return WriteIndexFile(base->GetLatestSequenceNumber(), identity, ssts, saved);
+  return WriteIndexFile(seq, identity, ssts, saved);
 }
 
 void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   const std::string path = IndexPath();
+  // A file rejected whole is removed, so no later Open can load it (one
+  // rejected as ahead of the DB would otherwise be loaded once the DB's
+  // sequence number passed it, by writes it never counted).
+  auto Reject = [&](const std::string& why) {
+    this->Reject(why);
+    rocksdb::Status ds = env->DeleteFile(path);
+    if (!ds.ok()) rocksdb::Warn(log, "LiveKeyDB: could not remove the rejected index file: %s", ds.ToString().c_str());
+  };
   if (!env->FileExists(path).ok()) {
     rocksdb::Info(log, "LiveKeyDB: no index file (first open, or the last session did not close "
                   "cleanly); indexes will be rebuilt");
@@ -281,14 +305,14 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     d.Skip(static_cast<size_t>(len));
     CfState* cf = FindState(id);
     if (cf == nullptr || cf->dropped || cf->name != name) {
-      Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
+      this->Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
       continue;
     }
     if (!cf->indexed || cf->owned) continue;
     std::unique_ptr<LiveKeyIndex> idx;
     s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries, &epochs, &idx);
     if (!s.ok()) {
-      Reject("index of '" + name + "': " + s.ToString());
+      this->Reject("index of '" + name + "': " + s.ToString());
       continue;
     }
     if (checkpoint) {
@@ -315,7 +339,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
       rocksdb::Info(log, "LiveKeyDB: the checkpoint's SST set:%s", list.c_str());
     }
   }
-  if (d.remaining() != 0) Reject("trailing bytes (entries loaded before were checksummed)");
+  if (d.remaining() != 0) this->Reject("trailing bytes (entries loaded before were checksummed)");
 }
 
 

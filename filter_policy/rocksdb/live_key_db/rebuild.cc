@@ -130,6 +130,34 @@ std::vector<std::string> LiveKeyDB::Rep::ScanSplits(CfState* cf, uint32_t ways) 
   return splits;
 }
 
+// A new index for a rebuild, sized for at least `sized_for` keys and never
+// past its own automatic trigger at `basis` entries. Invariant: with
+// automatic rebuilds on, basis x kRebuildRoom <= rebuild_at_capacity x
+// capacity(), so the index a rebuild swaps in holds what it was built for
+// with room to grow before the next one. Without it, rebuild_headroom = 1
+// and a tiny expected_keys sized the index for exactly its entries, which
+// is already past rebuild_at_capacity of the kernel's capacity: every
+// rebuild queued the next at once (64,832 rebuilds in 40,000 writes; test
+// LiveKeyExactness.NoRebuildStorm). The sizing grows by at least
+// kRebuildRoom per step (the kernels' capacity is not linear in sized_for:
+// blocks round up), at most 64 steps; the drift trigger needs no care
+// (sized_for >= basis and auto_rebuild_drift > 1).
+rocksdb::Status LiveKeyDB::Rep::CreateBelowTrigger(uint64_t basis, uint64_t sized_for,
+                                                   std::unique_ptr<LiveKeyIndex>* out) {
+  constexpr double kRebuildRoom = 1.25;
+  rocksdb::Status s = LiveKeyIndex::Create(opt, sized_for, &epochs, out);
+  for (int step = 0; s.ok() && opt.auto_rebuild_drift > 0 && step < 64 && sized_for < kMaxExpectedKeys; ++step) {
+    const double room = opt.rebuild_at_capacity * static_cast<double>((*out)->capacity());
+    const double want = static_cast<double>(basis) * kRebuildRoom;
+    if (want <= room) break;
+    const double grow = std::max(kRebuildRoom, want / std::max(1.0, room));
+    sized_for = std::min<uint64_t>(kMaxExpectedKeys, static_cast<uint64_t>(std::ceil(static_cast<double>(sized_for) * grow)));
+    out->reset();
+    s = LiveKeyIndex::Create(opt, sized_for, &epochs, out);
+  }
+  return s;
+}
+
 rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
   std::lock_guard<std::mutex> rl(rebuild_mu);
   if (cf->dropped) return rocksdb::Status::OK();
@@ -159,7 +187,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   std::unique_ptr<LiveKeyIndex> fresh = initial ? std::move(cf->checkpoint_base) : nullptr;
   bool from_checkpoint = fresh != nullptr;
   rocksdb::Status s;
-  if (!from_checkpoint) s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
+  if (!from_checkpoint) s = CreateBelowTrigger(basis, sized_for, &fresh);
   if (!s.ok()) {
     cf->rebuild_running.store(false);
     failed_rebuilds.fetch_add(1);
@@ -212,6 +240,18 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     // erase from the old one while it is active: a rebuild that fails or is
     // aborted keeps the old index exact; see ApplyCheck).
     cf->generation.fetch_add(1, std::memory_order_relaxed);
+    // Invariant: a known-key record (stripes.h) never outlives the index
+    // its claim is about. "kLive: one copy once the pending checks ran"
+    // was said of the index those checks erase from; the new index counts
+    // the key from the scan instead, and those checks erase nothing from
+    // it, so the claim is void there (kept, a Put on kLive would add
+    // nothing to an index whose scan saw the key dead: lost; test
+    // LiveKeyExactness.KnownStateDoesNotOutliveARebuild). Writes from here
+    // on record states about the index the scan and the delta log build.
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kKeepKnownStateAcrossRebuild)
+#endif
+      stripes.ForgetFamily(cf->id);
     UnlockAll();
     if (!from_checkpoint) break;
     s = snap != nullptr ? ReplaySince(cf, cf->checkpoint_seq, snap, fresh.get(), &keys)
@@ -227,7 +267,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     from_checkpoint = false;
     keys = 0;
     fresh.reset();
-    s = LiveKeyIndex::Create(opt, sized_for, &epochs, &fresh);
+    s = CreateBelowTrigger(basis, sized_for, &fresh);
     if (!s.ok()) break;
   }
 

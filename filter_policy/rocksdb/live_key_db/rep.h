@@ -437,7 +437,17 @@ struct LiveKeyDB::Rep {
 #endif
     // A key whose check is pending: its state is known (KnownKey). Live:
     // its copy is counted, nothing to do (a hot key adds no copies).
-    const Known known_state = stripes.State(si, id, hash, key);
+    // (A record claiming a copy the index does not hold is void: the
+    // write then takes the ordinary path below, which inserts.)
+    Known known_state = stripes.State(si, id, hash, key);
+    bool void_claim = known_state == Known::kLive && !p.contains;
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kKeepKnownStateAcrossRebuild) void_claim = false;
+#endif
+    if (void_claim) {
+      stripes.Set(si, id, hash, key, Known::kUnknown);
+      known_state = Known::kUnknown;
+    }
     if (known_state == Known::kLive) {
       epochs.Bump(kKnownWrites);
       return write();
@@ -508,6 +518,10 @@ struct LiveKeyDB::Rep {
     const Probed p = ProbeLocked(id, hash, /*probe=*/may_erase);
     if (p.cf == nullptr) return write();
     epochs.Bump(kWriteKeys);
+    // An untrusted SingleDelete (may_erase false) keeps the key's copy but
+    // changes what it is: what a pending check's record knows of the key
+    // is no longer what the DB holds. When in doubt, forget.
+    if (!may_erase) stripes.Set(si, id, hash, key, Known::kUnknown);
     if (!p.contains) return write();  // certainly not live: nothing to erase
     // Known (a check of the key is pending): dead, nothing to erase; live,
     // erase its copy once the delete succeeded. A failed delete keeps it
@@ -573,6 +587,7 @@ struct LiveKeyDB::Rep {
 
   // ---- rebuild -----------------------------------------------------------------------
   rocksdb::Status Rebuild(CfState* cf, const std::string& reason, bool automatic);
+  rocksdb::Status CreateBelowTrigger(uint64_t basis, uint64_t sized_for, std::unique_ptr<LiveKeyIndex>* out);
   // Where a full scan of cf splits into `ways` parts (rebuild.cc).
   std::vector<std::string> ScanSplits(CfState* cf, uint32_t ways);
 
@@ -587,6 +602,20 @@ struct LiveKeyDB::Rep {
   void BackgroundLoop();
   // Close: detaches FlushSignal, drains the checks, stops the thread.
   void StopBackground();
+
+  // ---- durability of what an index file claims (checkpoint.cc) ------------------------
+  // disableWAL writes begun so far (NoteWrite, counted BEFORE the write);
+  // the count the last MakeDurable flushed through (background thread and
+  // Close only).
+  std::atomic<uint64_t> nowal_writes{0};
+  uint64_t nowal_durable = 0;
+  // Every LiveKeyDB write calls this first.
+  void NoteWrite(const WriteOptions& wo) {
+    if (wo.disableWAL) nowal_writes.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // Makes every write with a sequence number up to the one just taken
+  // durable (the WAL synced, memtables holding disableWAL writes flushed).
+  rocksdb::Status MakeDurable(const std::vector<CfState*>& fams);
 
   // ---- persistence -------------------------------------------------------------------
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }

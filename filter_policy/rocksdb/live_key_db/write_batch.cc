@@ -322,8 +322,10 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
         IndexErase(e.cf, e.cf->active.load(), e.hash);
         if (has_range) epochs.Bump(kRangeErased);
       }
-      if (e.known != Known::kUnknown && (e.cur || !e.keep)) {
-        stripes.Set(e.si, e.cf->id, e.hash, e.key, e.cur ? Known::kLive : Known::kDead);
+      if (e.known != Known::kUnknown) {
+        // A kept entry (untrusted SingleDelete) voids what was known.
+        stripes.Set(e.si, e.cf->id, e.hash, e.key,
+                    (e.cur || !e.keep) ? (e.cur ? Known::kLive : Known::kDead) : Known::kUnknown);
       }
     }
   } else {

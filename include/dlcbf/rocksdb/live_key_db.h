@@ -73,7 +73,7 @@
 //     (RocksDB answers). A check queued before a rebuild's scan erases
 //     nothing (the scan counted k exactly). Close drains the queue (the
 //     saved index is exact); a crash loses the queue, and the reopen
-//     rebuilds (no index file survives an Open). While a key's check is
+//     brings the last checkpoint forward or rebuilds (see "Persistence"). While a key's check is
 //     pending, its later writes know its state and need neither a read
 //     nor a check nor a copy, so a key holds at most two copies however
 //     often it is written (the design note in live_key_db.cc, "Known").
@@ -147,21 +147,35 @@
 //   keeps the handles it tracks alive until Close for background rebuilds.
 //
 // Persistence and recovery
-//   Close() (and the destructor) pauses background work and persists each index that is in dlCBF mode with the
-//   DB's latest sequence number, DB identity, hash seed, the numbers of all
-//   live SST files and a checksum into <db dir>/<index_file_name>,
-//   atomically (temp file, fsync, rename, directory fsync). Open() loads it
-//   only if the checksum, format, identity, seed and sequence number (after
-//   WAL recovery) all match AND every live SST file is either one the index
-//   saw at Close or one whose keys all carry nonzero sequence numbers (e.g.
-//   the flush of the recovered WAL). A new file with sequence number 0 may
-//   hold keys the index never saw: another process may have ingested a file
-//   at global seqno 0 (the sequence number does not move) and compacted it.
-//   Otherwise, and for every column family not in
-//   the file, the index is rebuilt by a keys-only scan with progress in the
-//   info LOG. A corrupt or mismatched file is logged and ignored, never
-//   trusted. After a successful Open the file is deleted, so a later crash
-//   cannot leave a stale file behind.
+//   An index file claims a sequence number S only once every write up to
+//   S is durable: before writing it, LiveKeyDB syncs the WAL
+//   (FlushWAL(true)) and, if any disableWAL write was made since its last
+//   flush, flushes the indexed column families. So whatever a crash loses
+//   (disableWAL data, an unsynced WAL tail at power loss, a
+//   manual_wal_flush buffer) lies above S, and the file never counts a
+//   write the DB no longer holds.
+//   Close() (and the destructor) drains the deferred checks, makes the
+//   writes durable as above, pauses background work while it records the
+//   live SST files (resumed before it returns: RocksDB's own Close may
+//   still flush), and saves each index that is in dlCBF mode with that
+//   sequence number, the DB identity, hash seed, the numbers of all live
+//   SST files and a checksum into <db dir>/<index_file_name>, atomically
+//   (temp file, fsync, rename, directory fsync). Checkpoints
+//   (checkpoint_interval_seconds) write the same file while the DB runs.
+//   Open() loads it as exact only if the checksum, format, identity, seed
+//   and sequence number (after WAL recovery) all match AND every live SST
+//   file is either one the index saw or one whose keys all carry nonzero
+//   sequence numbers (e.g. the flush of the recovered WAL). A new file
+//   with sequence number 0 may hold keys the index never saw (an
+//   ingestion at global seqno 0, compacted). A file older than the DB, or
+//   followed by such a file, is loaded as a checkpoint and brought forward
+//   by reading the keys of the memtables and of the SST files past it. A
+//   file that cannot be trusted at all (corrupt, another DB, another seed,
+//   ahead of the DB) is logged, counted in stats and removed; its index is
+//   rebuilt by a keys-only scan with progress in the info LOG, as is every
+//   column family not in the file. A loaded file stays after Open: it is
+//   the checkpoint a later crash starts from (Close and checkpoints
+//   replace it).
 //
 // Drift and rebuilds
 //   An index is sized for max(expected_keys, rebuild_headroom x the keys it

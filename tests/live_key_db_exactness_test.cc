@@ -1,0 +1,425 @@
+// Regression tests of LiveKeyDB's lost-key paths that only show when its
+// mechanisms combine (the overflow stash with erases, known key states
+// with rebuilds, index files with lost WAL tails, Close with unflushed
+// disableWAL data, rebuild sizing with tiny expected_keys). Each test
+// reproduces one path and checks the promise directly: a key the base DB
+// holds is never NotFound through LiveKeyDB. Where a test hook can put the
+// old behaviour back, a negative control runs the same scenario with it
+// and must see the loss. The randomized mix of all of them is
+// tools/stress/livekey_stress.cc.
+#include "dlcbf/internal/rocksdb_compat.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlcbf/core/dense_dleft_filter.h"
+#include "filter_policy/rocksdb/live_key_db/live_key_index.h"
+#include "filter_policy/testing/live_key_db_testing.h"
+#include "rocksdb/compaction_filter.h"
+#include "rocksdb/db.h"
+#include "rocksdb_test_util.h"
+
+namespace fs = std::filesystem;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+using dlcbf::internal::LiveKeyFault;
+using rocksdb::ReadOptions;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+
+namespace {
+
+std::string TestDir(const std::string& name) {
+  return dlcbf::testing_util::TestDir("live_key_db_exactness_test", name);
+}
+
+std::string Key(const char* prefix, int i) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%s%06d", prefix, i);
+  return b;
+}
+
+// Keys the base DB holds that LiveKeyDB answers NotFound (Get or MultiGet).
+int CountLost(LiveKeyDB* db, rocksdb::ColumnFamilyHandle* cf, const std::vector<std::string>& keys) {
+  int lost = 0;
+  for (const std::string& k : keys) {
+    std::string v;
+    const bool base = db->GetBaseDB()->Get(ReadOptions(), cf, k, &v).ok();
+    if (!base) continue;
+    if (db->Get(ReadOptions(), cf, k, &v).IsNotFound()) {
+      ++lost;
+      continue;
+    }
+    std::vector<std::string> vals;
+    const std::vector<Status> st = db->MultiGet(ReadOptions(), {cf}, {rocksdb::Slice(k)}, &vals);
+    if (st[0].IsNotFound()) ++lost;
+  }
+  return lost;
+}
+
+class FaultScope {
+ public:
+  explicit FaultScope(LiveKeyFault f) { dlcbf::internal::SetLiveKeyFaultForTesting(f); }
+  ~FaultScope() { dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone); }
+};
+
+// ---- 1. the overflow stash: one fingerprint identity with the kernel -------
+
+// A stashed key A whose true fingerprint equals that of keys in the kernel:
+// erasing A must leave every other key of that fingerprint found.
+TEST(LiveKeyIndexStash, EraseOfStashedKeyKeepsCollidingKernelKey) {
+  LiveKeyIndexOptions o;
+  o.expected_keys = 64;
+  dlcbf::live_key::EpochDomain epochs;
+  std::unique_ptr<dlcbf::live_key::LiveKeyIndex> idx;
+  ASSERT_TRUE(dlcbf::live_key::LiveKeyIndex::Create(o, 64, &epochs, &idx).ok());
+  // A filter of the same geometry and seed tells true fingerprints apart.
+  dlcbf::DenseDLeftOptions d;
+  ASSERT_TRUE(dlcbf::live_key::LiveKeyIndex::DenseOptions(o, 64, &d).ok());
+  std::unique_ptr<dlcbf::DenseDLeftFilter> probe;
+  ASSERT_TRUE(dlcbf::DenseDLeftFilter::Create(d, &probe).ok());
+  auto same_fp = [&](uint64_t a, uint64_t b) {
+    const auto fa = probe->FingerprintOfHash(a), fb = probe->FingerprintOfHash(b);
+    return fa.bucket == fb.bucket && fa.remainder == fb.remainder;
+  };
+  // Keys of one true fingerprint (hashes next to each other share it)
+  // until one no longer fits in its blocks and goes to the stash.
+  std::mt19937_64 rng(7);
+  const uint64_t base_hash = rng() & ~uint64_t{0xFFFF};
+  std::vector<uint64_t> kernel_keys;
+  uint64_t stashed = 0;
+  for (uint64_t i = 0; i < 4096 && stashed == 0; ++i) {
+    const uint64_t h = base_hash + i;
+    ASSERT_TRUE(same_fp(h, base_hash));
+    ASSERT_TRUE(idx->Insert(h).ok());
+    if (idx->past_capacity()) {
+      stashed = h;
+    } else {
+      kernel_keys.push_back(h);
+    }
+  }
+  ASSERT_NE(stashed, 0u) << "the blocks never filled";
+  ASSERT_FALSE(kernel_keys.empty());
+  // Erase the stashed key, then every kernel key but the last: the last
+  // one's evidence must survive (the stash holds the fingerprint).
+  idx->Erase(stashed);
+  for (size_t i = 0; i + 1 < kernel_keys.size(); ++i) idx->Erase(kernel_keys[i]);
+  EXPECT_TRUE(idx->Contains(kernel_keys.back())) << "a key of the stashed key's fingerprint was lost";
+  idx->Erase(kernel_keys.back());
+  EXPECT_EQ(idx->entries(), 0u);
+}
+
+// The same through LiveKeyDB (the reported repro, smaller): keepers, then
+// many more keys that overflow the index into its stash, all deleted again.
+TEST(LiveKeyExactness, StashEraseLosesNoKeeper) {
+  const std::string dir = TestDir("stash");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1024;
+  io.auto_rebuild_drift = 0;            // the stash stays
+  io.defer_liveness_checks = false;     // deletes erase on the write path
+  io.persist_index = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keepers;
+  for (int i = 0; i < 1024; ++i) {
+    keepers.push_back(Key("keep", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keepers.back(), "v").ok());
+  }
+  for (int i = 0; i < 8192; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("tmp", i), "v").ok());
+  ASSERT_EQ(db->GetLiveKeyStats().column_families[0].mode, "dlcbf-overflow");
+  for (int i = 0; i < 8192; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), Key("tmp", i)).ok());
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keepers), 0);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---- 2. known key states never outlive a rebuild -------------------------------
+
+// Drops every key whose value is "drop" (a removal LiveKeyDB never sees).
+class DropFilter : public rocksdb::CompactionFilter {
+ public:
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*, bool*) const override {
+    return value == rocksdb::Slice("drop");
+  }
+  const char* Name() const override { return "DropFilter"; }
+};
+
+// Put k (new), Put k (blind copy, check pending: known kLive), k removed
+// behind LiveKeyDB's back (a compaction filter), a rebuild whose scan sees k
+// dead while the check still waits, Put k: must be found.
+int KnownStateScenario(bool single_delete) {
+  const std::string dir = TestDir(single_delete ? "known_sd" : "known_cf");
+  static DropFilter filter;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.compaction_filter = &filter;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  io.max_deferring_writers = 64;  // every write defers its check
+  io.persist_index = false;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  if (!LiveKeyDB::Open(o, io, dir, &raw).ok()) return -1;
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back(Key("k", i));
+  for (const auto& k : keys) db->Put(WriteOptions(), k, "v").PermitUncheckedError();
+  if (single_delete) {
+    for (const auto& k : keys) db->SingleDelete(WriteOptions(), k).PermitUncheckedError();
+  }
+  dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
+  for (const auto& k : keys) db->Put(WriteOptions(), k, single_delete ? "v" : "drop").PermitUncheckedError();
+  if (single_delete) {
+    for (const auto& k : keys) db->SingleDelete(WriteOptions(), k).PermitUncheckedError();
+  } else {
+    db->Flush(rocksdb::FlushOptions()).PermitUncheckedError();
+    db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).PermitUncheckedError();
+  }
+  Status rs = db->RebuildIndex();
+  for (const auto& k : keys) db->Put(WriteOptions(), k, "v2").PermitUncheckedError();
+  dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
+  db->WaitForDeferredChecks(60000);
+  int lost = rs.ok() ? CountLost(db.get(), db->DefaultColumnFamily(), keys) : -1;
+  // A reopen loads the index Close saved: the loss would survive it.
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  return lost;
+}
+
+TEST(LiveKeyExactness, KnownStateDoesNotOutliveARebuild) {
+  EXPECT_EQ(KnownStateScenario(/*single_delete=*/false), 0);
+  EXPECT_EQ(KnownStateScenario(/*single_delete=*/true), 0);
+}
+
+TEST(LiveKeyExactness, KnownStateDoesNotOutliveARebuildNegativeControl) {
+  FaultScope f(LiveKeyFault::kKeepKnownStateAcrossRebuild);
+  EXPECT_GT(KnownStateScenario(/*single_delete=*/false), 0)
+      << "a known state kept across the rebuild must lose keys here";
+}
+
+// ---- 3./4. index files claim only durable writes -------------------------------
+
+rocksdb::Options TwoFamilyOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  // RocksDB's Close then drops unflushed disableWAL data, as a crash does.
+  o.avoid_flush_during_shutdown = true;
+  return o;
+}
+
+struct TwoFamilies {
+  std::unique_ptr<LiveKeyDB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  Status Open(const std::string& dir, const LiveKeyIndexOptions& io) {
+    rocksdb::Options o = TwoFamilyOptions();
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfds{
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o)},
+        {"cf1", rocksdb::ColumnFamilyOptions(o)}};
+    LiveKeyDB* raw = nullptr;
+    Status s = LiveKeyDB::Open(rocksdb::DBOptions(o), io, dir, cfds, &handles, &raw);
+    db.reset(raw);
+    return s;
+  }
+  void Close() {
+    if (!db) return;
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    handles.clear();
+    db->Close().PermitUncheckedError();
+    db.reset();
+  }
+};
+
+// Deletes with disableWAL, then a flush of another family moves the
+// MANIFEST's sequence number past them; the index file written now (Close)
+// claims that sequence number. RocksDB then drops the deletes (no WAL):
+// the reopened DB holds the keys again at exactly the file's sequence
+// number, so the file would load as exact. Returns the keys lost.
+int LostTailScenario() {
+  const std::string dir = TestDir("lost_tail");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  io.background_open_build = false;
+  io.checkpoint_interval_seconds = 0;
+  TwoFamilies t;
+  if (!t.Open(dir, io).ok()) return -1;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back(Key("t", i));
+  for (const auto& k : keys) t.db->Put(WriteOptions(), t.handles[0], k, "v").PermitUncheckedError();
+  t.db->Flush(rocksdb::FlushOptions(), t.handles[0]).PermitUncheckedError();
+  WriteOptions nowal;
+  nowal.disableWAL = true;
+  for (const auto& k : keys) t.db->Delete(nowal, t.handles[0], k).PermitUncheckedError();
+  t.db->WaitForDeferredChecks(60000);
+  t.db->Put(WriteOptions(), t.handles[1], "x", "v").PermitUncheckedError();
+  t.db->Flush(rocksdb::FlushOptions(), t.handles[1]).PermitUncheckedError();
+  t.Close();
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone);
+  if (!t.Open(dir, io).ok()) return -1;
+  const int lost = CountLost(t.db.get(), t.handles[0], keys);
+  t.Close();
+  fs::remove_all(dir);
+  return lost;
+}
+
+TEST(LiveKeyExactness, IndexFileNeverCountsALostTail) { EXPECT_EQ(LostTailScenario(), 0); }
+
+TEST(LiveKeyExactness, IndexFileNeverCountsALostTailNegativeControl) {
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kCheckpointWithoutDurability);
+  EXPECT_GT(LostTailScenario(), 0) << "a file written without durability must lose keys here";
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone);
+}
+
+// A file rejected as ahead of the DB is removed: no later Open, once the
+// DB's sequence number has passed it, can load it.
+TEST(LiveKeyExactness, RejectedFileIsRemoved) {
+  const std::string dir = TestDir("rejected");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  io.background_open_build = false;
+  io.checkpoint_interval_seconds = 0;
+  TwoFamilies t;
+  ASSERT_TRUE(t.Open(dir, io).ok());
+  WriteOptions nowal;
+  nowal.disableWAL = true;
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(t.db->Put(nowal, t.handles[0], Key("a", i), "v").ok());
+  {
+    // The old behaviour writes a file ahead of what RocksDB keeps.
+    FaultScope f(LiveKeyFault::kCheckpointWithoutDurability);
+    t.Close();
+  }
+  ASSERT_TRUE(fs::exists(dir + "/LIVEKEY_INDEX"));
+  ASSERT_TRUE(t.Open(dir, io).ok());
+  const LiveKeyStats st = t.db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_rejections, 1u) << st.ToString();
+  EXPECT_NE(st.last_rejection.find("ahead of the DB"), std::string::npos) << st.last_rejection;
+  EXPECT_FALSE(fs::exists(dir + "/LIVEKEY_INDEX")) << "a rejected file must not stay to be loaded later";
+  t.Close();
+  fs::remove_all(dir);
+}
+
+// ---- 5. Close never hangs ---------------------------------------------------------
+
+// Runs this binary's DISABLED_ test `name` in a child process with
+// DLCBF_EXACTNESS_DIR=dir; waits at most timeout_s. Returns the exit code,
+// or -1 on a timeout (the child is killed), -2 when killed by a signal.
+int RunChild(const std::string& name, const std::string& dir, int timeout_s) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("DLCBF_EXACTNESS_DIR", dir.c_str(), 1);
+    const std::string filter = "--gtest_filter=LiveKeyExactnessChild.DISABLED_" + name;
+    execl("/proc/self/exe", "live_key_db_exactness_test", "--gtest_also_run_disabled_tests", filter.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid < 0) return -3;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFSIGNALED(status)) return -2;
+  return WEXITSTATUS(status);
+}
+
+TEST(LiveKeyExactnessChild, DISABLED_CloseWithUnflushedNoWal) {
+  const char* dir = std::getenv("DLCBF_EXACTNESS_DIR");
+  ASSERT_NE(dir, nullptr);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  WriteOptions nowal;
+  nowal.disableWAL = true;
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(raw->Put(nowal, Key("n", i), "v").ok());
+  ASSERT_TRUE(raw->Close().ok());
+  delete raw;
+}
+
+TEST(LiveKeyExactness, CloseNeverHangs) {
+  const std::string dir = TestDir("close");
+  ASSERT_EQ(RunChild("CloseWithUnflushedNoWal", dir, 60), 0) << "Close hung (-1) or failed";
+  // RocksDB's Close flushed the disableWAL writes; the index saw them all.
+  rocksdb::Options o;
+  LiveKeyIndexOptions io;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back(Key("n", i));
+  std::string v;
+  EXPECT_TRUE(db->GetBaseDB()->Get(ReadOptions(), keys[0], &v).ok());
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// ---- 7. no rebuild storm -----------------------------------------------------------
+
+// rebuild_headroom = 1 and a tiny expected_keys: each rebuild must leave
+// its index below its own trigger, so rebuilds follow the writes (a few
+// dozen for 40,000 keys from 100), and each family settles.
+class RebuildStorm : public ::testing::TestWithParam<dlcbf::ElasticKernel> {};
+
+TEST_P(RebuildStorm, RebuildsAreBoundedByTheWrites) {
+  const std::string dir = TestDir("storm");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.kernel = GetParam();
+  io.expected_keys = 100;
+  io.rebuild_headroom = 1.0;
+  io.persist_index = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40000; ++i) {
+    keys.push_back(Key("s", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000)) << "rebuilds never settled";
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  // Each rebuild grows the index by >= 1.25x over what it holds: from 100
+  // to 40,000 keys that is <= log(400) / log(1.25) = 27 rebuilds, plus
+  // those the writes during a scan cause.
+  EXPECT_LE(st.auto_rebuilds, 60u) << st.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, RebuildStorm,
+                         ::testing::Values(dlcbf::ElasticKernel::kDense, dlcbf::ElasticKernel::kFast));
+
+}  // namespace
