@@ -63,6 +63,10 @@ enum class LiveKeyFault : int {
   // the fix): a crash that loses a disableWAL tail then leaves a file
   // whose index counted writes the DB no longer holds.
   kCheckpointWithoutDurability = 9,
+  // Readers trust the index whatever the sequence-number ledger says
+  // (seq_ledger.h): a write LiveKeyDB never saw (through GetBaseDB(), a
+  // TransactionDB wrapped on top) is answered NotFound.
+  kTrustUnseenWrites = 10,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

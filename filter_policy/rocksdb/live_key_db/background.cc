@@ -34,11 +34,99 @@ void LiveKeyDB::Rep::RequestCheckpoint() {
   checkpoint_due = true;
   bg_cv.notify_one();
 }
+// A write LiveKeyDB never saw is certain (Rep::IndexTrusted): every index
+// is bypassed from here until RecoverTrust rebuilt them all. One LOG line.
+void LiveKeyDB::Rep::MarkUntrusted(uint64_t latest) {
+  bool expected = false;
+  if (!untrusted.compare_exchange_strong(expected, true)) return;
+  unseen_write_detections.fetch_add(1);
+  rocksdb::Warn(log, "LiveKeyDB: the DB is at sequence %" PRIu64 " but LiveKeyDB's own writes account only "
+                "for %" PRIu64 ": a write it never saw (GetBaseDB(), a TransactionDB or another wrapper on top, "
+                "an ingestion or import). Reads bypass every index until each is rebuilt.",
+                latest, ledger.verified());
+  std::lock_guard<std::mutex> l(bg_mu);
+  trust_recovery_due = true;
+  bg_cv.notify_one();
+}
+
+// Rebuilds every index after a write LiveKeyDB never saw. At a quiescent
+// moment (every stripe held, no LiveKeyDB write in flight) the ledger is
+// rebased to the DB's sequence number L; each family is then rebuilt from
+// a scan that starts after that moment, so it counts every write up to L,
+// seen or not. Trusted again only if, at a later quiescent moment, the
+// ledger accounts for every sequence number past L (none unseen came
+// during the rebuilds); else another round. Reads bypass the indexes
+// throughout.
+void LiveKeyDB::Rep::RecoverTrust() {
+  for (int round = 0; round < 16 && !closing.load(); ++round) {
+    bool rebased = false;
+    for (int attempt = 0; attempt < 2000 && !rebased && !closing.load(); ++attempt) {
+      {
+        AllStripesGuard all(this);
+        uint64_t latest = 0;
+        if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest)) {
+          ledger.Rebase(latest);
+          rebased = true;
+        }
+      }
+      if (!rebased) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!rebased) break;
+    std::vector<CfState*> fams;
+    {
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) {
+        if (kv.second->indexed && !kv.second->dropped) fams.push_back(kv.second.get());
+      }
+    }
+    bool ok = true;
+    for (CfState* cf : fams) {
+      rocksdb::Status s = Rebuild(cf, "writes LiveKeyDB did not make", /*automatic=*/true);
+      if (!s.ok()) {
+        ok = false;
+        if (!closing.load()) {
+          rocksdb::Warn(log, "LiveKeyDB: rebuild of '%s' after unseen writes failed: %s (reads keep "
+                        "bypassing every index)", cf->name.c_str(), s.ToString().c_str());
+        }
+        break;
+      }
+    }
+    if (!ok) return;
+    for (int attempt = 0; attempt < 2000 && !closing.load(); ++attempt) {
+      uint64_t latest = 0;
+      if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest)) {
+        if (latest <= ledger.verified()) {
+          untrusted.store(false, std::memory_order_release);
+          trust_recoveries.fetch_add(1);
+          rocksdb::Warn(log, "LiveKeyDB: every index rebuilt after unseen writes; they serve again");
+          return;
+        }
+        break;  // more unseen writes came: another round
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (!closing.load()) {
+    rocksdb::Warn(log, "LiveKeyDB: the indexes could not be made trusted again (writes keep arriving that "
+                  "LiveKeyDB does not see); reads bypass them");
+  }
+}
+
 void LiveKeyDB::Rep::BackgroundLoop() {
   std::unique_lock<std::mutex> l(bg_mu);
   for (;;) {
-    bg_cv.wait(l, [&] { return bg_stop || !queue.empty() || checkpoint_due; });
+    bg_cv.wait(l, [&] { return bg_stop || !queue.empty() || checkpoint_due || trust_recovery_due; });
     if (bg_stop) break;
+    if (trust_recovery_due) {
+      trust_recovery_due = false;
+      bg_busy = true;
+      l.unlock();
+      RecoverTrust();
+      l.lock();
+      bg_busy = false;
+      bg_idle_cv.notify_all();
+      continue;
+    }
     if (queue.empty()) {  // a checkpoint is due (rebuilds go first)
       const auto next = last_checkpoint + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                               std::chrono::duration<double>(opt.checkpoint_interval_seconds));

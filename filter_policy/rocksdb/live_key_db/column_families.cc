@@ -94,8 +94,12 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFam
                                                const rocksdb::ImportColumnFamilyOptions& import_options,
                                                const rocksdb::ExportImportFilesMetaData& metadata,
                                                ColumnFamilyHandle** handle) {
+  // (An import may move the DB's sequence number past the files' own: a
+  // gap to the ledger, which then has the indexes rebuilt; seq_ledger.h.)
+  rep_->ledger.Begin();
   rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                metadata, handle);
+  rep_->ledger.EndUnknown();
   if (!s.ok()) return s;
   return rep_->RegisterImported(*handle);
 }
@@ -105,8 +109,10 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(
     const rocksdb::ColumnFamilyOptions& options, const std::string& column_family_name,
     const rocksdb::ImportColumnFamilyOptions& import_options,
     const std::vector<const rocksdb::ExportImportFilesMetaData*>& metadatas, ColumnFamilyHandle** handle) {
+  rep_->ledger.Begin();
   rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                         metadatas, handle);
+  rep_->ledger.EndUnknown();
   if (!s.ok()) return s;
   return rep_->RegisterImported(*handle);
 }

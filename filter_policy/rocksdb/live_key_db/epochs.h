@@ -47,6 +47,7 @@ enum Counter : uint32_t {
   kQueueFullFallbacks,
   kBusySyncReads,
   kCheckReads,
+  kUnverifiedReads,
   kNumCounters
 };
 

@@ -208,6 +208,9 @@ class FlushListener : public rocksdb::EventListener {
 }  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
+  // Everything RocksDB recovered is what the index is built or loaded
+  // for; from here on every sequence number must be a LiveKeyDB write's.
+  ledger.Start(base->GetLatestSequenceNumber());
   {
     std::lock_guard<std::mutex> l(cf_mu);
     for (ColumnFamilyHandle* h : handles) AddFamily(h);
@@ -429,6 +432,10 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
   st.busy_sync_reads = r.epochs.Sum(kBusySyncReads);
   st.check_multigets = r.epochs.Sum(kCheckReads);
+  st.unverified_reads = r.epochs.Sum(kUnverifiedReads);
+  st.unseen_write_detections = r.unseen_write_detections.load();
+  st.trust_recoveries = r.trust_recoveries.load();
+  st.indexes_trusted = !r.untrusted.load();
   st.index_migrations = r.epochs.Sum(kIndexMigrations);
   st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
   st.pending_checks = r.pending_checks.load();
@@ -530,9 +537,9 @@ namespace {
 
 // maybe[i] for n keys of (possibly) different families; false = certainly
 // absent. Families without an index answer "maybe".
-void ProbeKeys(EpochDomain* epochs, const std::atomic<const CfTable*>& table, uint64_t seed,
-               size_t n, ColumnFamilyHandle* const* cfs, const Slice* keys, bool* maybe,
-               uint64_t* indexed) {
+void ProbeKeysUnchecked(EpochDomain* epochs, const std::atomic<const CfTable*>& table, uint64_t seed,
+                        size_t n, ColumnFamilyHandle* const* cfs, const Slice* keys, bool* maybe,
+                        uint64_t* indexed) {
   std::vector<uint64_t> hashes(n);
   for (size_t i = 0; i < n; ++i) hashes[i] = internal::HashKey(keys[i].data(), keys[i].size(), seed);
   *indexed = 0;
@@ -552,6 +559,20 @@ void ProbeKeys(EpochDomain* epochs, const std::atomic<const CfTable*>& table, ui
       *indexed += j - i;
     }
     i = j;
+  }
+}
+
+// ProbeKeysUnchecked, and a "no" only for writes the index saw
+// (Rep::IndexTrusted): else every key goes to RocksDB.
+void ProbeKeys(LiveKeyDB::Rep* r, size_t n, ColumnFamilyHandle* const* cfs, const Slice* keys, bool* maybe,
+               uint64_t* indexed) {
+  ProbeKeysUnchecked(&r->epochs, r->table, r->opt.seed, n, cfs, keys, maybe, indexed);
+  bool any_no = false;
+  for (size_t i = 0; i < n && !any_no; ++i) any_no = !maybe[i];
+  if (any_no && !r->IndexTrusted()) {
+    r->epochs.Bump(kUnverifiedReads, *indexed);
+    for (size_t i = 0; i < n; ++i) maybe[i] = true;
+    *indexed = 0;
   }
 }
 
@@ -583,7 +604,7 @@ std::vector<rocksdb::Status> LiveKeyDB::MultiGet(const ReadOptions& options,
   }
   std::unique_ptr<bool[]> maybe(new bool[n]);
   uint64_t indexed = 0;
-  ProbeKeys(&r.epochs, r.table, r.opt.seed, n, column_family.data(), keys.data(), maybe.get(),
+  ProbeKeys(&r, n, column_family.data(), keys.data(), maybe.get(),
             &indexed);
   std::vector<ColumnFamilyHandle*> sub_cf;
   std::vector<Slice> sub_keys;
@@ -643,7 +664,7 @@ void LiveKeyDB::MultiGetIndexed(const ReadOptions& options, const size_t num_key
   }
   std::unique_ptr<bool[]> maybe(new bool[num_keys]);
   uint64_t indexed = 0;
-  ProbeKeys(&r.epochs, r.table, r.opt.seed, num_keys, column_families, keys, maybe.get(),
+  ProbeKeys(&r, num_keys, column_families, keys, maybe.get(),
             &indexed);
   std::vector<size_t> where;
   for (size_t i = 0; i < num_keys; ++i) {
@@ -698,89 +719,118 @@ bool LiveKeyDB::KeyMayExist(const ReadOptions& options, ColumnFamilyHandle* colu
 }
 
 // ---- writes ------------------------------------------------------------------------
+// Every write reaches RocksDB as one WriteBatch through Rep::LedgerWrite
+// (the batch DB::Put and its siblings would build), so the ledger learns the
+// sequence numbers it consumed (seq_ledger.h). A null handle is the default
+// family, as in RocksDB.
 
 namespace {
 rocksdb::Status TimestampOnIndexed(const ColumnFamilyHandle* h) {
   return rocksdb::Status::InvalidArgument("LiveKeyDB: column family '" + h->GetName() +
                                  "' is indexed and has no user-defined timestamps");
 }
+// One batch, filled by `fill`, written through the ledger.
+template <class Fill>
+rocksdb::Status WriteOne(LiveKeyDB::Rep* r, const WriteOptions& o, size_t ts_sz, Fill&& fill) {
+  WriteBatch b(0, 0, o.protection_bytes_per_key, ts_sz);
+  rocksdb::Status s = fill(&b);
+  if (!s.ok()) return s;
+  return r->LedgerWrite(o, &b);
+}
 }  // namespace
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& value) {
   rep_->NoteWrite(options);
-  if (column_family == nullptr) return db_->Put(options, column_family, key, value);
-  return rep_->Upsert(column_family, key,
-                      [&] { return db_->Put(options, column_family, key, value); });
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  return rep_->Upsert(column_family, key, [&] {
+    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Put(column_family, key, value); });
+  });
 }
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& ts, const Slice& value) {
   rep_->NoteWrite(options);
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return db_->Put(options, column_family, key, ts, value);
+  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+                  [&](WriteBatch* b) { return b->Put(column_family, key, ts, value); });
 }
 
 rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, const rocksdb::WideColumns& columns) {
   rep_->NoteWrite(options);
-  if (column_family == nullptr) return db_->PutEntity(options, column_family, key, columns);
-  return rep_->Upsert(column_family, key,
-                      [&] { return db_->PutEntity(options, column_family, key, columns); });
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  return rep_->Upsert(column_family, key, [&] {
+    return WriteOne(rep_.get(), options, 0,
+                    [&](WriteBatch* b) { return b->PutEntity(column_family, key, columns); });
+  });
 }
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& value) {
   rep_->NoteWrite(options);
-  if (column_family == nullptr) return db_->Merge(options, column_family, key, value);
-  return rep_->Upsert(column_family, key,
-                      [&] { return db_->Merge(options, column_family, key, value); });
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  return rep_->Upsert(column_family, key, [&] {
+    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Merge(column_family, key, value); });
+  });
 }
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& ts, const Slice& value) {
   rep_->NoteWrite(options);
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return db_->Merge(options, column_family, key, ts, value);
+  // (WriteBatch has no Merge with a timestamp before RocksDB 8.x: RocksDB's
+  // own call, its consumption unknown to the ledger: if it consumed
+  // numbers they show as a gap, and the indexes are rebuilt.)
+  rep_->ledger.Begin();
+  rocksdb::Status s = db_->Merge(options, column_family, key, ts, value);
+  rep_->ledger.EndUnknown();
+  return s;
 }
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key) {
   rep_->NoteWrite(options);
-  if (column_family == nullptr) return db_->Delete(options, column_family, key);
-  return rep_->Remove(column_family, key, /*may_erase=*/true,
-                      [&] { return db_->Delete(options, column_family, key); });
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  return rep_->Remove(column_family, key, /*may_erase=*/true, [&] {
+    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Delete(column_family, key); });
+  });
 }
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key, const Slice& ts) {
   rep_->NoteWrite(options);
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return db_->Delete(options, column_family, key, ts);
+  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+                  [&](WriteBatch* b) { return b->Delete(column_family, key, ts); });
 }
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key) {
   rep_->NoteWrite(options);
-  if (column_family == nullptr) return db_->SingleDelete(options, column_family, key);
-  return rep_->Remove(column_family, key, rep_->opt.trust_single_delete,
-                      [&] { return db_->SingleDelete(options, column_family, key); });
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  return rep_->Remove(column_family, key, rep_->opt.trust_single_delete, [&] {
+    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->SingleDelete(column_family, key); });
+  });
 }
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key, const Slice& ts) {
   rep_->NoteWrite(options);
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return db_->SingleDelete(options, column_family, key, ts);
+  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+                  [&](WriteBatch* b) { return b->SingleDelete(column_family, key, ts); });
 }
 
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key) {
   rep_->NoteWrite(options);
-  if (rep_->Lookup(column_family) == nullptr) {
-    return db_->DeleteRange(options, column_family, begin_key, end_key);
-  }
-  WriteBatch batch;
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  WriteBatch batch(0, 0, options.protection_bytes_per_key, 0);
   rocksdb::Status s = batch.DeleteRange(column_family, begin_key, end_key);
   if (!s.ok()) return s;
   return rep_->WriteBatchImpl(options, &batch);
@@ -789,8 +839,10 @@ rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamily
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key, const Slice& ts) {
   rep_->NoteWrite(options);
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return db_->DeleteRange(options, column_family, begin_key, end_key, ts);
+  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+                  [&](WriteBatch* b) { return b->DeleteRange(column_family, begin_key, end_key, ts); });
 }
 
 rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* updates) {
@@ -809,7 +861,9 @@ rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, const Slice& k
   }
   // Nothing indexed (or nothing at all): RocksDB's own call, its checks
   // and errors unchanged.
-  if (!any_indexed) return db_->PutEntity(options, key, attribute_groups);
+  // Nothing indexed: still one batch through the ledger (WriteBatchImpl
+  // writes it as it is), so its sequence numbers are accounted for.
+  (void)any_indexed;
   // The batch rocksdb::DB::PutEntity builds (db/db_impl/db_impl_write.cc),
   // applied through the index.
   const rocksdb::Comparator* ucmp = db_->DefaultColumnFamily()->GetComparator();

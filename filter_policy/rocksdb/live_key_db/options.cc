@@ -87,7 +87,9 @@ std::string LiveKeyStats::ToString() const {
     << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
     << " pending_checks=" << pending_checks << " known_writes=" << known_writes
     << " queue_full_fallbacks=" << queue_full_fallbacks << " busy_sync_reads=" << busy_sync_reads
-    << " check_multigets=" << check_multigets
+    << " check_multigets=" << check_multigets << " unverified_reads=" << unverified_reads
+    << " unseen_write_detections=" << unseen_write_detections << " trust_recoveries=" << trust_recoveries
+    << " indexes_trusted=" << (indexes_trusted ? 1 : 0)
     << " delete_range_erased=" << delete_range_erased
     << " delete_range_limit_hits=" << delete_range_limit_hits
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds

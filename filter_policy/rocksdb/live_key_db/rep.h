@@ -35,6 +35,7 @@
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "filter_policy/rocksdb/live_key_db/live_key_index.h"
 #include "filter_policy/rocksdb/live_key_db/checker.h"
+#include "filter_policy/rocksdb/live_key_db/seq_ledger.h"
 #include "filter_policy/rocksdb/live_key_db/stripes.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
@@ -234,6 +235,41 @@ struct LiveKeyDB::Rep {
   std::mutex reject_mu;
   std::string last_rejection;
 
+  // ---- writes LiveKeyDB did not make (seq_ledger.h) --------------------------
+  SeqLedger ledger;
+  // Sticky once a write LiveKeyDB never saw is certain: every family's
+  // reads bypass its index until RecoverTrust rebuilt them all.
+  std::atomic<bool> untrusted{false};
+  std::atomic<uint64_t> unseen_write_detections{0}, trust_recoveries{0};
+  bool trust_recovery_due = false;  // guarded by bg_mu
+  // Every LiveKeyDB write reaches RocksDB here, as one batch.
+  rocksdb::Status LedgerWrite(const WriteOptions& wo, WriteBatch* b) {
+    ledger.Begin();
+    const uint64_t before = SeqLedger::StampOf(*b);
+    rocksdb::Status s = base->Write(wo, b);
+    ledger.End(*b, before, s.ok());
+    return s;
+  }
+  // May the index's "no" be returned? Invariant (seq_ledger.h): the DB's
+  // latest sequence number <= ledger.verified() => every write it holds
+  // went through LiveKeyDB. Otherwise the read goes to RocksDB; when no
+  // LiveKeyDB write is in flight, the gap is a write it never saw.
+  bool IndexTrusted() {
+    if (untrusted.load(std::memory_order_acquire)) return false;
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kTrustUnseenWrites) return true;
+#endif
+    if (base->GetLatestSequenceNumber() <= ledger.verified()) return true;
+    uint64_t latest = 0;
+    if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest) &&
+        latest > ledger.verified()) {
+      MarkUntrusted(latest);
+    }
+    return false;
+  }
+  void MarkUntrusted(uint64_t latest);  // background.cc
+  void RecoverTrust();                  // background.cc
+
   // ---- helpers ---------------------------------------------------------------
   uint64_t Hash(const Slice& k) const { return internal::HashKey(k.data(), k.size(), opt.seed); }
   void LockAll() { stripes.LockAll(); }
@@ -316,6 +352,10 @@ struct LiveKeyDB::Rep {
         const CfState* cf = t ? t->Find(column_family->GetID()) : nullptr;
         const LiveKeyIndex* idx = ServingIndex(cf);
         if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
+      }
+      if (verdict == 0 && !IndexTrusted()) {  // a "no" only for writes it saw
+        epochs.Bump(kUnverifiedReads);
+        verdict = -1;
       }
       if (verdict >= 0) {
         epochs.Bump(kLookups);

@@ -119,7 +119,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     any = true;
     if (op.kind == OpKind::kRange) has_range = true;
   }
-  if (!any) return base->Write(wo, batch);
+  if (!any) return LedgerWrite(wo, batch);
 
   // Stripes: all of them for range deletions (the scan may meet any key).
   std::vector<uint32_t> taken;
@@ -311,7 +311,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     }
     inserted.push_back(i);
   }
-  s = base->Write(wo, batch);
+  s = LedgerWrite(wo, batch);
   if (s.ok()) {
     for (size_t i = 0; i < ov.size(); ++i) {
       Overlay& e = ov[i];

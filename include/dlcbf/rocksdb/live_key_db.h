@@ -129,11 +129,22 @@
 //   the added keys that did not become live are removed again. Deletions
 //   and range deletions inside ingested files leave stale entries.
 //
-//   Keys removed behind LiveKeyDB's back -- compaction filters, TTL, and
-//   writes made through GetBaseDB() or by another process -- are NOT seen.
-//   Removals only leave stale entries (safe); but keys ADDED behind its back
-//   (writes through GetBaseDB()) are invisible to the index and reads of
-//   them may return NotFound: never write through the base DB.
+//   Writes behind LiveKeyDB's back. Keys removed behind its back
+//   (compaction filters, TTL) only leave stale entries (false positives).
+//   Writes it never sees -- through GetBaseDB() or GetRootDB(), a
+//   TransactionDB wrapped on top (TransactionDB::WrapStackableDB), another
+//   StackableDB -- are detected, never answered NotFound: every LiveKeyDB
+//   write reaches RocksDB as one WriteBatch whose sequence numbers it
+//   records, and the index's "no" is returned only while the DB's latest
+//   sequence number is covered by them; else the read goes to RocksDB.
+//   Once such a write is certain (no LiveKeyDB write in flight), one LOG
+//   line says so, every index is bypassed, and the background thread
+//   rebuilds them all; then they serve again (stats: unverified_reads,
+//   unseen_write_detections, trust_recoveries, indexes_trusted). An
+//   ingestion or import that consumes sequence numbers (RocksDB does not
+//   report how many) is handled the same way: a rebuild after it. Writing
+//   through the base DB is therefore safe but costs the index until the
+//   rebuild; do not make it a habit.
 //
 // Column families
 //   Every column family opened or created through LiveKeyDB gets its own
@@ -430,6 +441,18 @@ struct LiveKeyStats {
   uint64_t busy_sync_reads = 0;
   uint64_t check_multigets = 0;  // the checker's reads (one MultiGet per
                                  // family and snapshot, up to 64 keys)
+  // Writes LiveKeyDB did not make (see "Writes behind LiveKeyDB's back").
+  // unverified_reads: keys the index said no to that went to RocksDB
+  // because the DB's sequence number was past what LiveKeyDB's own writes
+  // account for (a write in flight, or one it never saw; counted in
+  // bypassed_reads too). unseen_write_detections: times such a write was
+  // certain (every index then bypassed until rebuilt); trust_recoveries:
+  // times every index was rebuilt after one; indexes_trusted: false from a
+  // detection until its recovery.
+  uint64_t unverified_reads = 0;
+  uint64_t unseen_write_detections = 0;
+  uint64_t trust_recoveries = 0;
+  bool indexes_trusted = true;
   // Writes decided by what a pending check knows of their key (rep.h,
   // KnownKey): no read, no check, no extra copy (hot keys).
   uint64_t known_writes = 0;

@@ -1,0 +1,121 @@
+// LiveKeyDB's sequence-number ledger: which of the DB's sequence numbers
+// its own writes consumed, so that a write LiveKeyDB never saw (a
+// TransactionDB wrapped on top, GetBaseDB(), GetRootDB(), another
+// StackableDB) is detected instead of answered NotFound. Internal to
+// filter_policy/rocksdb/live_key_db/.
+//
+// Design note
+//   Every LiveKeyDB write goes to RocksDB as one WriteBatch through
+//   DB::Write (single-key calls build the batch DB::Put would build), and
+//   RocksDB stamps the batch with the first sequence number it consumed:
+//   the batch consumes [first, first + Count()) (one per entry; the default
+//   write policy, which a StackableDB over DBImpl has). Begin() counts a
+//   write as started before it goes to RocksDB; End() records its range
+//   (none when RocksDB did not stamp it) and only then counts it finished.
+//   verified is the largest S such that every sequence number in
+//   (base, S] belongs to a recorded range; ranges that end above a gap
+//   wait in `ranges_` until it closes.
+//
+//   Invariant: latest <= verified => every write the DB holds was made
+//   through LiveKeyDB (each is in a recorded range), so the index may
+//   answer. Readers (Trusted) check it with two loads. latest > verified
+//   is either an own write RocksDB has published but whose End() has not
+//   run yet, or a write LiveKeyDB never saw: the read goes to RocksDB
+//   (counted in stats: unverified_reads). Which of the two is decided at a
+//   quiescent moment (Quiescent: every started write finished, and none
+//   started while the sequence number was read): then a gap is foreign,
+//   the ledger turns untrusted (sticky), and every indexed family's reads
+//   bypass its index until Rebase and a rebuild of every family after it
+//   make the indexes exact again (Rep::RecoverTrust, background.cc).
+//   Own operations whose consumption RocksDB does not report (ingestion,
+//   import) are treated like a foreign write.
+//
+//   Cost: a write adds two atomic increments and, for its range, one
+//   short mutex section (an insert into a map only when ranges finish out
+//   of order); a read adds one GetLatestSequenceNumber and one load.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "dlcbf/internal/coding.h"
+#include "rocksdb/write_batch.h"
+
+namespace dlcbf {
+namespace live_key {
+
+class SeqLedger {
+ public:
+  // At Open, before any LiveKeyDB write: the DB holds nothing unseen up to
+  // `latest` (the index is built or loaded for it).
+  void Start(uint64_t latest) {
+    std::lock_guard<std::mutex> l(mu_);
+    ranges_.clear();
+    verified_.store(latest, std::memory_order_release);
+  }
+
+  // The sequence number RocksDB stamped into a batch (0 before a write).
+  static uint64_t StampOf(const rocksdb::WriteBatch& b) {
+    return b.Data().size() >= 8 ? internal::DecodeFixed64(b.Data().data()) : 0;
+  }
+
+  void Begin() { started_.fetch_add(1, std::memory_order_acq_rel); }
+  // `before`: StampOf(batch) before the write. After a successful write
+  // the stamp is the batch's first sequence number. A failed write records
+  // nothing: if it consumed numbers after all, they show as a gap, the
+  // safe side (a range recorded for numbers RocksDB then reused would hide
+  // another writer's).
+  void End(const rocksdb::WriteBatch& b, uint64_t before, bool ok) {
+    const uint64_t first = StampOf(b);
+    const uint64_t n = b.Count();
+    if (ok && first != before && first != 0 && n > 0) Record(first, first + n - 1);
+    finished_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // A write whose consumption is unknown (End without a batch).
+  void EndUnknown() { finished_.fetch_add(1, std::memory_order_acq_rel); }
+
+  uint64_t verified() const { return verified_.load(std::memory_order_acquire); }
+
+  // True when, at one quiescent moment, the DB's latest sequence number was
+  // read as *latest (every write begun before had ended, none began while
+  // it was read). `read_latest` reads it.
+  template <class ReadLatest>
+  bool Quiescent(ReadLatest&& read_latest, uint64_t* latest) const {
+    const uint64_t s1 = started_.load(std::memory_order_acquire);
+    if (finished_.load(std::memory_order_acquire) != s1) return false;
+    *latest = read_latest();
+    return started_.load(std::memory_order_acquire) == s1;
+  }
+
+  // At a quiescent moment that read `latest`: everything up to it counts
+  // as seen (the caller rebuilds every index from scans started after).
+  void Rebase(uint64_t latest) { Start(latest); }
+
+ private:
+  void Record(uint64_t first, uint64_t last) {
+    std::lock_guard<std::mutex> l(mu_);
+    uint64_t v = verified_.load(std::memory_order_relaxed);
+    if (last <= v) return;  // (a rebase already counted it)
+    if (first > v + 1) {
+      ranges_.emplace(first, last);
+      return;
+    }
+    v = last;
+    for (auto it = ranges_.begin(); it != ranges_.end() && it->first <= v + 1; it = ranges_.erase(it)) {
+      if (it->second > v) v = it->second;
+    }
+    verified_.store(v, std::memory_order_release);
+  }
+
+  std::atomic<uint64_t> started_{0};
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<uint64_t> verified_{0};
+  std::mutex mu_;
+  std::map<uint64_t, uint64_t> ranges_;  // first -> last, all above verified_ + 1
+};
+
+}  // namespace live_key
+}  // namespace dlcbf
