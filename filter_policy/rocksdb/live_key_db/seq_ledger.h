@@ -30,9 +30,10 @@
 //   Own operations whose consumption RocksDB does not report (ingestion,
 //   import) are treated like a foreign write.
 //
-//   Cost: a write adds two atomic increments and, for its range, one
-//   short mutex section (an insert into a map only when ranges finish out
-//   of order); a read adds one GetLatestSequenceNumber and one load.
+//   Cost: a write adds two atomic increments and one compare-and-swap (a
+//   mutex and a map insert only when ranges finish out of order); a read
+//   whose index answer is "no" adds one GetLatestSequenceNumber and one
+//   load.
 #pragma once
 
 #include <atomic>
@@ -54,7 +55,8 @@ class SeqLedger {
   void Start(uint64_t latest) {
     std::lock_guard<std::mutex> l(mu_);
     ranges_.clear();
-    verified_.store(latest, std::memory_order_release);
+    waiting_.store(0);
+    verified_.store(latest);
   }
 
   // The sequence number RocksDB stamped into a batch (0 before a write).
@@ -95,26 +97,47 @@ class SeqLedger {
   void Rebase(uint64_t latest) { Start(latest); }
 
  private:
+  // In order and nothing parked (the common case): one compare-and-swap.
+  // Else the range is parked in ranges_ and merged under mu_. The fast
+  // path's CAS then load of waiting_, and the slow path's increment of
+  // waiting_ then load of verified_, are sequentially consistent, so one
+  // of the two sees the other: a parked range is never left behind a
+  // verified_ that has reached it.
   void Record(uint64_t first, uint64_t last) {
+    if (waiting_.load() == 0) {
+      uint64_t expect = first - 1;
+      if (verified_.compare_exchange_strong(expect, last)) {
+        if (waiting_.load() != 0) {
+          std::lock_guard<std::mutex> l(mu_);
+          MergeLocked();
+        }
+        return;
+      }
+    }
     std::lock_guard<std::mutex> l(mu_);
-    uint64_t v = verified_.load(std::memory_order_relaxed);
-    if (last <= v) return;  // (a rebase already counted it)
-    if (first > v + 1) {
-      ranges_.emplace(first, last);
-      return;
+    if (last <= verified_.load()) return;  // (a rebase already counted it)
+    ranges_.emplace(first, last);
+    waiting_.fetch_add(1);
+    MergeLocked();
+  }
+  void MergeLocked() {
+    while (!ranges_.empty()) {
+      auto it = ranges_.begin();
+      uint64_t v = verified_.load();
+      if (it->first > v + 1) return;
+      const uint64_t to = it->second > v ? it->second : v;
+      if (!verified_.compare_exchange_strong(v, to)) continue;  // a fast path moved it: look again
+      ranges_.erase(it);
+      waiting_.fetch_sub(1);
     }
-    v = last;
-    for (auto it = ranges_.begin(); it != ranges_.end() && it->first <= v + 1; it = ranges_.erase(it)) {
-      if (it->second > v) v = it->second;
-    }
-    verified_.store(v, std::memory_order_release);
   }
 
   std::atomic<uint64_t> started_{0};
   std::atomic<uint64_t> finished_{0};
   std::atomic<uint64_t> verified_{0};
+  std::atomic<uint64_t> waiting_{0};  // ranges parked in ranges_
   std::mutex mu_;
-  std::map<uint64_t, uint64_t> ranges_;  // first -> last, all above verified_ + 1
+  std::map<uint64_t, uint64_t> ranges_;  // first -> last, parked above a gap
 };
 
 }  // namespace live_key
