@@ -729,10 +729,20 @@ rocksdb::Status TimestampOnIndexed(const ColumnFamilyHandle* h) {
   return rocksdb::Status::InvalidArgument("LiveKeyDB: column family '" + h->GetName() +
                                  "' is indexed and has no user-defined timestamps");
 }
-// One batch, filled by `fill`, written through the ledger.
+// One batch, filled by `fill`, written through the ledger, as DB::Put and
+// its siblings build it. A call without a timestamp on a family with
+// timestamps is refused as DBImpl refuses it (WriteBatch alone would take
+// the key's last bytes for one); `with_ts` calls size the batch for the
+// default family's timestamps, as DB::Put(..., ts, ...) does.
 template <class Fill>
-rocksdb::Status WriteOne(LiveKeyDB::Rep* r, const WriteOptions& o, size_t ts_sz, Fill&& fill) {
-  WriteBatch b(0, 0, o.protection_bytes_per_key, ts_sz);
+rocksdb::Status WriteOne(LiveKeyDB::Rep* r, const WriteOptions& o, const ColumnFamilyHandle* cf, bool with_ts,
+                         Fill&& fill) {
+  if (!with_ts && cf->GetComparator()->timestamp_size() != 0) {
+    return rocksdb::Status::InvalidArgument("Cannot call this method on column family " + cf->GetName() +
+                                            " that enables timestamp");
+  }
+  WriteBatch b(0, 0, o.protection_bytes_per_key,
+               with_ts ? r->base->DefaultColumnFamily()->GetComparator()->timestamp_size() : 0);
   rocksdb::Status s = fill(&b);
   if (!s.ok()) return s;
   return r->LedgerWrite(o, &b);
@@ -744,7 +754,7 @@ rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* 
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
-    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Put(column_family, key, value); });
+    return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Put(column_family, key, value); });
   });
 }
 
@@ -753,7 +763,7 @@ rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* 
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+  return WriteOne(rep_.get(), options, column_family, true,
                   [&](WriteBatch* b) { return b->Put(column_family, key, ts, value); });
 }
 
@@ -762,7 +772,7 @@ rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHa
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
-    return WriteOne(rep_.get(), options, 0,
+    return WriteOne(rep_.get(), options, column_family, false,
                     [&](WriteBatch* b) { return b->PutEntity(column_family, key, columns); });
   });
 }
@@ -772,7 +782,7 @@ rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
-    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Merge(column_family, key, value); });
+    return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Merge(column_family, key, value); });
   });
 }
 
@@ -795,7 +805,7 @@ rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandl
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Remove(column_family, key, /*may_erase=*/true, [&] {
-    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->Delete(column_family, key); });
+    return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Delete(column_family, key); });
   });
 }
 
@@ -804,7 +814,7 @@ rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandl
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+  return WriteOne(rep_.get(), options, column_family, true,
                   [&](WriteBatch* b) { return b->Delete(column_family, key, ts); });
 }
 
@@ -813,7 +823,7 @@ rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamil
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Remove(column_family, key, rep_->opt.trust_single_delete, [&] {
-    return WriteOne(rep_.get(), options, 0, [&](WriteBatch* b) { return b->SingleDelete(column_family, key); });
+    return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->SingleDelete(column_family, key); });
   });
 }
 
@@ -822,7 +832,7 @@ rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamil
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+  return WriteOne(rep_.get(), options, column_family, true,
                   [&](WriteBatch* b) { return b->SingleDelete(column_family, key, ts); });
 }
 
@@ -841,7 +851,7 @@ rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamily
   rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
-  return WriteOne(rep_.get(), options, DefaultColumnFamily()->GetComparator()->timestamp_size(),
+  return WriteOne(rep_.get(), options, column_family, true,
                   [&](WriteBatch* b) { return b->DeleteRange(column_family, begin_key, end_key, ts); });
 }
 
