@@ -688,7 +688,7 @@ TEST(FastDLeftFormatTest, CellEncodingByHand) {
   EXPECT_EQ(f->InsertFingerprint({0, 0, 0}), OpResult::kNotFound) << "remainder 0 is the empty cell";
 }
 
-// Regression (fuzz_deserialize, CI run of this session): a table whose
+// Regression (found by fuzz_deserialize in a CI run): a table whose
 // checksum is valid but whose last spare group has a buddy choice while no
 // buddy line exists (an odd number of spare lines) used to load; the next
 // Insert then tagged a spare entry that Deserialize, ForEachFingerprint and

@@ -567,7 +567,7 @@ TEST(LiveKeyDBTest, CrashImageIsRebuilt) {
   auto oracle = Fill(db.get(), 1500, 300, "c");
   ASSERT_TRUE(db->Close().ok());  // a valid index file...
   db.reset();
-  // (No checkpoint in this session: the image then holds the file of the
+  // (No checkpoint while this DB is open: the image then holds the file of the
   // Close above, older than the DB, whatever the flush timing.)
   LiveKeyIndexOptions no_checkpoints = SmallIndex();
   no_checkpoints.checkpoint_interval_seconds = 0;

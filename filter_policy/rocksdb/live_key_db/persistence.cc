@@ -218,8 +218,8 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     if (!ds.ok()) rocksdb::Warn(log, "LiveKeyDB: could not remove the rejected index file: %s", ds.ToString().c_str());
   };
   if (!env->FileExists(path).ok()) {
-    rocksdb::Info(log, "LiveKeyDB: no index file (first open, or the last session did not close "
-                  "cleanly); indexes will be rebuilt");
+    rocksdb::Info(log, "LiveKeyDB: no index file (first open, or the DB was not closed cleanly "
+                  "last time); indexes will be rebuilt");
     return;
   }
   std::string data;

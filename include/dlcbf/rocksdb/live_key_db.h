@@ -404,7 +404,7 @@ struct LiveKeyCfStats {
   uint64_t build_keys_scanned = 0;
   std::string build_error;        // the background build failed (reads bypass
                                   // until RebuildIndex() succeeds)
-  bool loaded_from_file = false;  // this session's index came from the file
+  bool loaded_from_file = false;  // the index of this Open came from the file
   uint64_t rebuilds = 0;          // open, manual and automatic
   bool rebuild_in_progress = false;
   std::string last_rebuild_reason;
