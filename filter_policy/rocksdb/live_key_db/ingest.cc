@@ -3,6 +3,7 @@
 // for two-phase ingestion (PrepareFileIngestion + CommitFileIngestionHandles,
 // RocksDB >= 11.5). One indexer serves both.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "rocksdb/metadata.h"
 
 #include <memory>
 #include <mutex>
@@ -90,6 +91,66 @@ struct LiveKeyDB::Rep::IngestIndexer {
 
 namespace {
 
+// What identifies an external file once RocksDB ingested it: its family,
+// first and last key, entry count (SstFileReader: its properties and two
+// seeks, no scan).
+struct ExternalFileId {
+  std::string cf, first, last;
+  uint64_t entries = 0;
+};
+rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExternalFileArg>& args,
+                              std::vector<ExternalFileId>* out) {
+  for (const auto& a : args) {
+    if (a.column_family == nullptr) continue;
+    const rocksdb::Options cf_opts = base->GetOptions(a.column_family);
+    for (const std::string& file : a.external_files) {
+      rocksdb::SstFileReader reader(cf_opts);
+      rocksdb::Status s = reader.Open(file);
+      if (!s.ok()) return s;
+      ExternalFileId id;
+      id.cf = a.column_family->GetName();
+      auto props = reader.GetTableProperties();
+      id.entries = props ? props->num_entries : 0;
+      std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
+      it->SeekToFirst();
+      if (!it->Valid()) continue;  // (no point keys: not matched, a gap if it consumed a number)
+      id.first = it->key().ToString();
+      it->SeekToLast();
+      if (!it->Valid()) continue;
+      id.last = it->key().ToString();
+      if (!it->status().ok()) return it->status();
+      out->push_back(std::move(id));
+    }
+  }
+  return rocksdb::Status::OK();
+}
+
+// The global sequence numbers an ingestion consumed: those of the files it
+// added, in (before, after], one number each, the files recognized by
+// family, key range and entry count. A file RocksDB already compacted
+// away is not found: its number stays a gap to the ledger (seq_ledger.h),
+// the safe side (the indexes are then rebuilt).
+void RecordIngestedSeqnos(DB* base, SeqLedger* ledger, const std::vector<ExternalFileId>& ids, uint64_t before,
+                          uint64_t after) {
+  if (after <= before || ids.empty()) return;
+  std::vector<rocksdb::LiveFileMetaData> files;
+  base->GetLiveFilesMetaData(&files);
+  std::vector<uint64_t> seqs;
+  for (const auto& f : files) {
+    if (f.smallest_seqno != f.largest_seqno || f.smallest_seqno <= before || f.smallest_seqno > after) continue;
+    for (const ExternalFileId& id : ids) {
+      if (f.column_family_name == id.cf && f.smallestkey == id.first && f.largestkey == id.last &&
+          f.num_entries == id.entries) {
+        seqs.push_back(f.smallest_seqno);
+        break;
+      }
+    }
+  }
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  for (uint64_t s : seqs) ledger->RecordOne(s);
+}
+
 // The point keys of one file (latest visible, as the ingestion will see
 // them), handed to `fn` one at a time.
 template <class Fn>
@@ -123,13 +184,15 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
     CfState* cf = Lookup(a.column_family);
     if (cf != nullptr) work.emplace_back(cf, &a);
   }
-  // (The sequence numbers an ingestion consumes, 0 or 1 per family, are
-  // not reported: to the ledger they are a gap, and once no write is in
-  // flight the indexes are rebuilt (seq_ledger.h), reads bypassing them
-  // meanwhile. An ingestion at the bottom level consumes none.)
+  // The sequence numbers it consumes (a global one per family whose files
+  // need it) are read back from the files it added, for the ledger.
+  std::vector<ExternalFileId> ids;
+  if (!IdentifyFiles(base, args, &ids).ok()) ids.clear();  // (then: a gap, safe)
   if (work.empty()) {
     ledger.Begin();
+    const uint64_t before = base->GetLatestSequenceNumber();
     rocksdb::Status s = base->IngestExternalFiles(args);
+    if (s.ok()) RecordIngestedSeqnos(base, &ledger, ids, before, base->GetLatestSequenceNumber());
     ledger.EndUnknown();
     return s;
   }
@@ -149,7 +212,9 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
     }
   }
   ledger.Begin();
+  const uint64_t before = base->GetLatestSequenceNumber();
   rocksdb::Status s = base->IngestExternalFiles(args);
+  if (s.ok()) RecordIngestedSeqnos(base, &ledger, ids, before, base->GetLatestSequenceNumber());
   ledger.EndUnknown();
   if (!s.ok()) ix.UndoNotLive();
   return s;

@@ -27,8 +27,10 @@
 //   the ledger turns untrusted (sticky), and every indexed family's reads
 //   bypass its index until Rebase and a rebuild of every family after it
 //   make the indexes exact again (Rep::RecoverTrust, background.cc).
-//   Own operations whose consumption RocksDB does not report (ingestion,
-//   import) are treated like a foreign write.
+//   An ingestion's numbers (one global sequence number per ingested family
+//   at most) are read back from the files it added (ingest.cc,
+//   IngestedSeqnos); an import's, and any an ingestion's files no longer
+//   show, are treated like a foreign write.
 //
 //   Cost: a write adds two atomic increments and one compare-and-swap (a
 //   mutex and a map insert only when ranges finish out of order); a read
@@ -78,6 +80,11 @@ class SeqLedger {
   }
   // A write whose consumption is unknown (End without a batch).
   void EndUnknown() { finished_.fetch_add(1, std::memory_order_acq_rel); }
+  // A sequence number an operation begun with Begin() is known to have
+  // consumed (an ingestion's global sequence number), before its End.
+  void RecordOne(uint64_t seq) {
+    if (seq != 0) Record(seq, seq);
+  }
 
   uint64_t verified() const { return verified_.load(std::memory_order_acquire); }
 

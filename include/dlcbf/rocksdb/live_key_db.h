@@ -141,10 +141,11 @@
 //   line says so, every index is bypassed, and the background thread
 //   rebuilds them all; then they serve again (stats: unverified_reads,
 //   unseen_write_detections, trust_recoveries, indexes_trusted). An
-//   ingestion or import that consumes sequence numbers (RocksDB does not
-//   report how many) is handled the same way: a rebuild after it. Writing
-//   through the base DB is therefore safe but costs the index until the
-//   rebuild; do not make it a habit.
+//   ingestion's global sequence numbers are read back from the files it
+//   added; an import that moves the DB's sequence number (RocksDB does not
+//   report it) is handled like an unseen write: a rebuild after it.
+//   Writing through the base DB is therefore safe but costs the index
+//   until the rebuild; do not make it a habit.
 //
 // Column families
 //   Every column family opened or created through LiveKeyDB gets its own
