@@ -92,7 +92,7 @@ SANITIZER_CTEST_EXCLUDE='db_bench'
 # elastic filter migration, filter block readers, memtable index (writers,
 # readers, reclaim), LiveKeyDB's concurrent / linearizability oracle, and
 # the memtable-index oracle tests (RocksDB flushes run beside the writer).
-TSAN_TESTS='Concurrency|Concurrent|Oracle|Linearizab|Stress|Reclaim'
+TSAN_TESTS='Concurrency|Concurrent|Oracle|Linearizab|Stress|Reclaim|livekey_stress'
 # ... except DLeftGeometryTest.OracleMultiset: one thread, no RocksDB, so
 # TSan has nothing to check, and it is the slowest test under TSan (~5 min
 # of CPU for its six geometries).

@@ -92,10 +92,10 @@ struct LiveKeyDB::Rep::IngestIndexer {
 namespace {
 
 // What identifies an external file once RocksDB ingested it: its family,
-// first and last key, entry count (SstFileReader: its properties and two
-// seeks, no scan).
+// entry count and, for a file of one entry, its key (SstFileReader: its
+// properties and a seek, no scan).
 struct ExternalFileId {
-  std::string cf, first, last;
+  std::string cf, first;  // first: the key of a one-entry file
   uint64_t entries = 0;
 };
 rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExternalFileArg>& args,
@@ -111,14 +111,12 @@ rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExterna
       id.cf = a.column_family->GetName();
       auto props = reader.GetTableProperties();
       id.entries = props ? props->num_entries : 0;
-      std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
-      it->SeekToFirst();
-      if (!it->Valid()) continue;  // (no point keys: not matched, a gap if it consumed a number)
-      id.first = it->key().ToString();
-      it->SeekToLast();
-      if (!it->Valid()) continue;
-      id.last = it->key().ToString();
-      if (!it->status().ok()) return it->status();
+      if (id.entries == 1) {  // (a Delete is hidden from the iterator: then unmatched, a gap)
+        std::unique_ptr<Iterator> it(reader.NewIterator(ReadOptions()));
+        it->SeekToFirst();
+        if (!it->Valid()) continue;
+        id.first = it->key().ToString();
+      }
       out->push_back(std::move(id));
     }
   }
@@ -126,10 +124,14 @@ rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExterna
 }
 
 // The global sequence numbers an ingestion consumed: those of the files it
-// added, in (before, after], one number each, the files recognized by
-// family, key range and entry count. A file RocksDB already compacted
-// away is not found: its number stays a gap to the ledger (seq_ledger.h),
-// the safe side (the indexes are then rebuilt).
+// added, in (before, after], one number each. Why a file is recognized by
+// its family and entry count: a file whose entries all carry one sequence
+// number past `before` holds one batch's worth of one number, which only
+// an ingestion gives several entries (every entry of a written batch has
+// its own number); a file of one entry must also hold the external file's
+// key. A file RocksDB already compacted away is not found: its number
+// stays a gap to the ledger (seq_ledger.h), the safe side (the indexes
+// are then rebuilt).
 void RecordIngestedSeqnos(DB* base, SeqLedger* ledger, const std::vector<ExternalFileId>& ids, uint64_t before,
                           uint64_t after) {
   if (after <= before || ids.empty()) return;
@@ -139,8 +141,8 @@ void RecordIngestedSeqnos(DB* base, SeqLedger* ledger, const std::vector<Externa
   for (const auto& f : files) {
     if (f.smallest_seqno != f.largest_seqno || f.smallest_seqno <= before || f.smallest_seqno > after) continue;
     for (const ExternalFileId& id : ids) {
-      if (f.column_family_name == id.cf && f.smallestkey == id.first && f.largestkey == id.last &&
-          f.num_entries == id.entries) {
+      if (f.column_family_name == id.cf && f.num_entries == id.entries &&
+          (id.entries > 1 || (f.smallestkey == id.first && f.largestkey == id.first))) {
         seqs.push_back(f.smallest_seqno);
         break;
       }

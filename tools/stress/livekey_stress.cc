@@ -1,0 +1,1687 @@
+// livekey_stress: a seeded, randomized differential stress test of
+// LiveKeyDB, in the spirit of RocksDB's db_stress.
+//
+// What it does
+//   Several threads (--threads) run a random mix of writes over a small key
+//   universe (--keys per family, plus a pool of SingleDelete keys) in two
+//   column families, "default" and "cf1": Put, Merge (a string-append
+//   operator), Delete, SingleDelete, DeleteRange over small ranges,
+//   WriteBatches with repeated keys (Put/Delete/Merge/PutEntity of one key
+//   in one batch, across both families), PutEntity, IngestExternalFile (a
+//   small SST of sorted keys written with rocksdb::SstFileWriter), writes
+//   with WriteOptions::disableWAL and with sync, Flush, CompactRange (a
+//   compaction filter drops values that start with 'X'; such values are
+//   written now and then), manual RebuildIndex, and, with --crash, SIGKILL.
+//   Merges go to every fourth key, PutEntity to the others, and only those
+//   are read with GetEntity (RocksDB 7.8.3's GetEntity crashes on a merge
+//   whose operands reach an SST file).
+//   Each session draws LiveKeyDB's options (dlcbf::LiveKeyIndexOptions)
+//   from their whole valid range with the seeded RNG (kernel, tiny
+//   expected_keys so the index overflows, automatic rebuilds, headroom,
+//   stripes, deferred checks, checkpoints every 0.05-0.5 s, persistence,
+//   background open builds, ...; the hash seed and kernel mostly stay, so
+//   index files and checkpoints get loaded) and prints them. --chaos (on by
+//   default) pauses the deferred-check thread and rebuild scans for
+//   milliseconds at random (test hooks that only delay background work),
+//   and inside some check pauses overwrites keys with 'X' values, flushes,
+//   compacts, rebuilds and writes them again, so pending checks, scans,
+//   compaction-filter removals and writers overlap.
+//
+// The oracle is the base DB itself
+//   For every checked key: base DB finds it (GetBaseDB()->Get, default
+//   ReadOptions) => LiveKeyDB finds it through each of Get, MultiGet,
+//   GetEntity and KeyMayExist (which must return true). A key the base
+//   finds but LiveKeyDB answers NotFound for (any of the four) is a LOST
+//   key. Whatever a crash kept or lost, the base DB is the truth, so lost
+//   WAL tails need no expected-state model. Checks run
+//     - during each phase, on a sample (--check_weight; and on the key just
+//       written, --check_after_write_prob) under the tool's own per-key
+//       locks: a striped mutex array over the key universe (single-key
+//       writers take their key's stripe, batches their stripes in
+//       ascending order) and a shared mutex that DeleteRange and ingestion
+//       take exclusively (everything else holds it shared), so no write to
+//       the key runs between the LiveKeyDB reads and the base read (which
+//       comes last); reads use default ReadOptions (no snapshot: the index
+//       is consulted);
+//     - over every key of both families (batched MultiGets in both forms)
+//       with every tool writer stopped (the exclusive lock): now and then
+//       during a phase (--verify_all_weight, and at the end of a chaos
+//       pause), and after every phase, before and after waiting for the
+//       deferred checks and background rebuilds;
+//     - after every reopen: at once (reads may bypass an index still being
+//       built) and again once every family's index serves.
+//   SingleDelete keys ("s" keys) are only ever Put when absent and
+//   SingleDeleted when present, never with disableWAL, so every
+//   SingleDelete meets exactly one Put (RocksDB's contract) also across
+//   crashes; trust_single_delete on and off must both be lossless.
+//
+// Rounds
+//   A round is an in-process phase (--ops_per_round ops; it and --duration
+//   are scaled by DLCBF_TEST_SCALE as in tests/test_scale.h), the checks
+//   above, then Close (with a watchdog: no return within --hang_seconds is
+//   "hang in Close") and, with --crash, a crash cycle: a child (this
+//   binary, --role=child) opens the DB with its own drawn options and runs
+//   the same workload until the parent SIGKILLs it at a random moment
+//   (--min_kill_ms..--max_kill_ms, so some kills land inside Open) or just
+//   after one of its checkpoints (--kill_after_checkpoint_prob: a
+//   checkpoint then covers writes the crash may take back, a disableWAL
+//   tail); the child's checks and counters reach the parent through a side
+//   file (one write(2) per line). The next round reopens (mostly with the
+//   child's seed and kernel, persisting: it loads the child's checkpoint
+//   and brings it forward) and verifies.
+//   --duration > 0 runs rounds until that many seconds have passed.
+//
+// Output
+//   The seed and the drawn options first, a progress line every ~10 s,
+//   one line per round (rebuild counts, index modes), the first few losses
+//   (key, family, the read paths that missed), and at the end:
+//     livekey_stress: seed=S rounds=R ops=N puts=.. merges=.. deletes=.. single_deletes=.. delete_ranges=.. batches=.. entities=.. ingests=.. flushes=.. compactions=.. manual_rebuilds=.. auto_rebuilds=.. checkpoints=.. reopens=.. kills=.. checks=C lost=L
+//   (auto_rebuilds and checkpoints summed from GetLiveKeyStats() over
+//   every session, the crash children's included). Exit 1 on any loss, on
+//   a rebuild storm (more than --max_auto_rebuilds_per_kop automatic
+//   rebuilds per 1000 written keys in a round), on a hang (Close, Open,
+//   RebuildIndex, WaitForDeferredChecks/WaitForBackgroundRebuilds or the
+//   open build past --hang_seconds) and on unexpected errors; 0 otherwise.
+//   --expect_loss (negative control) inverts it: exit 0 iff a loss was
+//   found. With --fault=N (filter_policy/testing/live_key_db_testing.h)
+//   it catches faults 2, 3, 6, 7, 9 and 10 within a few rounds (8 now and
+//   then); fault 1 (a window between the base write and the index insert)
+//   is invisible to it by construction, since no check of a key runs
+//   during a write to it (tests/live_key_db_oracle_test.cc catches it).
+//
+// Examples
+//   build/tools/livekey_stress                           (4 rounds, time seed)
+//   build/tools/livekey_stress --seed=7 --crash --rounds=8
+//   build/tools/livekey_stress --duration=600 --crash    (soak, 10 min)
+//   build/tools/livekey_stress --seed=7 --rounds=8 --fault=2 --expect_loss --force_defer
+//       --index_options=kernel=dense,bits_per_key=11.5,expected_keys=2000,auto_rebuild_drift=0
+//       (one line: the negative control of ctest)
+//   build/tools/livekey_stress --crash --fault=9 --expect_loss --kill_after_checkpoint_prob=1
+//       --disable_wal_prob=0.4 --index_options=checkpoint_interval_seconds=0.05,persist_index=1
+//   build/tools/livekey_stress --foreign_write_prob=0.01 (writes LiveKeyDB cannot see)
+// ctest: livekey_stress_short, livekey_stress_negative_erase_without_read.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <shared_mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gflags/gflags.h>
+
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "filter_policy/testing/live_key_db_testing.h"
+#include "rocksdb/compaction_filter.h"
+#include "rocksdb/db.h"
+#include "rocksdb/merge_operator.h"
+#include "rocksdb/options.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/wide_columns.h"
+#include "rocksdb/write_batch.h"
+#include "tests/test_scale.h"
+
+// LiveKeyDB's rebuild holds every stripe mutex at once, more locks than
+// TSan's deadlock detector tracks per thread (tools/run.sh tsan runs the
+// LiveKeyDB suites with detect_deadlocks=0 for that reason): the same here,
+// whichever ctest invocation runs this tool. Data races are still reported.
+#if defined(__SANITIZE_THREAD__)
+extern "C" const char* __tsan_default_options() { return "detect_deadlocks=0"; }
+#endif
+
+DEFINE_string(role, "parent", "parent (runs the rounds) or child (a crash cycle's writer, killed by the parent)");
+DEFINE_uint64(seed, 0, "random seed (0 = from the clock; printed)");
+DEFINE_int32(rounds, 4, "rounds (each: an in-process phase, checks, Close; with --crash a SIGKILL cycle)");
+DEFINE_double(duration, 0,
+              "seconds: run rounds until this much time has passed (0 = --rounds; times DLCBF_TEST_SCALE)");
+DEFINE_uint64(ops_per_round, 20000, "operations per in-process phase (all threads; times DLCBF_TEST_SCALE)");
+DEFINE_int32(threads, 4, "workload threads");
+DEFINE_int32(keys, 2000, "keys per column family (plus keys/16, at least 8, SingleDelete keys)");
+DEFINE_string(db, "", "DB directory (default: a fresh one under $TEST_TMPDIR or /tmp, removed at the end)");
+DEFINE_bool(keep, false, "keep the DB directory at the end");
+DEFINE_bool(crash, false, "a SIGKILL crash cycle after every round");
+DEFINE_int32(min_kill_ms, 50, "--crash: earliest kill after the child starts (ms)");
+DEFINE_int32(max_kill_ms, 1500, "--crash: latest kill after the child starts (ms)");
+DEFINE_double(foreign_write_prob, 0,
+              "probability that a Put goes through GetBaseDB() (a writer LiveKeyDB does not see)");
+DEFINE_int32(fault, 0, "dlcbf::internal::LiveKeyFault to set (filter_policy/testing/live_key_db_testing.h)");
+DEFINE_bool(expect_loss, false, "negative control: exit 0 iff a loss was found (stops at the first)");
+DEFINE_bool(force_defer, false,
+            "force deferred liveness checks on (defer_liveness_checks, max_deferring_writers=64, "
+            "max_pending_checks=65536)");
+DEFINE_string(index_options, "",
+              "overrides applied after the draw, name=value[,name=value...]: kernel (dense|fast), "
+              "expected_keys, bits_per_key, sizing_load, abf_counter_bits, auto_rebuild_drift, "
+              "rebuild_at_capacity, rebuild_headroom, lock_stripes, delete_range_scan_limit, "
+              "trust_single_delete, persist_index, defer_liveness_checks, max_pending_checks, "
+              "max_deferring_writers, rebuild_scan_threads, background_open_build, "
+              "checkpoint_interval_seconds, seed, rebuild_progress_interval");
+DEFINE_bool(redraw_options, true, "draw new index options at every Open (false: one draw per run)");
+DEFINE_double(max_auto_rebuilds_per_kop, 50,
+              "a round with more automatic rebuilds per 1000 written keys is a rebuild storm");
+DEFINE_double(hang_seconds, 60,
+              "Close, Open, RebuildIndex, the waits and the open build longer than this are a hang "
+              "(a phase: 5x this)");
+DEFINE_bool(continue_after_loss, false, "keep running rounds after a loss (default: stop after that round)");
+DEFINE_int32(print_losses, 10, "losses printed in full");
+DEFINE_double(chaos_rewrite_prob, 0.15,
+              "--chaos: probability that a pause is one of the checker pauses that rewrite keys with "
+              "'X' values, flush, compact, rebuild and write them again (the known-state window)");
+DEFINE_bool(chaos, true,
+            "pause LiveKeyDB's deferred-check thread (0-100 ms; sometimes with a flush, full "
+            "compaction and RebuildIndex inside the pause) and rebuild scans (0-20 ms) at random "
+            "moments during the workload (test hooks; they only delay background work), so writes, "
+            "checks, rebuilds and compactions overlap more");
+DEFINE_double(kill_after_checkpoint_prob, 0.5,
+              "--crash: probability that a kill lands 0-20 ms after one of the child's checkpoints "
+              "(else at a random moment)");
+// The mix (relative weights).
+DEFINE_double(put_weight, 30, "weight of Put");
+DEFINE_double(merge_weight, 10, "weight of Merge");
+DEFINE_double(delete_weight, 14, "weight of Delete");
+DEFINE_double(single_delete_weight, 6, "weight of SingleDelete (Put when absent) on the SingleDelete keys");
+DEFINE_double(delete_range_weight, 0.5, "weight of DeleteRange over 1..16 keys");
+DEFINE_double(batch_weight, 10, "weight of a WriteBatch of 2..8 entries over 1..4 keys of both families");
+DEFINE_double(entity_weight, 5, "weight of PutEntity");
+DEFINE_double(ingest_weight, 0.1, "weight of IngestExternalFile (1..32 sorted keys)");
+DEFINE_double(flush_weight, 0.3, "weight of Flush");
+DEFINE_double(compact_weight, 0.1, "weight of CompactRange");
+DEFINE_double(rebuild_weight, 0.03, "weight of a manual RebuildIndex()");
+DEFINE_double(check_weight, 10, "weight of a sampled check of a random key");
+DEFINE_double(verify_all_weight, 0.02,
+              "weight of a check of every key with all tool writers stopped (the exclusive lock)");
+DEFINE_double(check_after_write_prob, 0.2, "probability of checking a single key right after writing it");
+DEFINE_double(disable_wal_prob, 0.1, "probability of WriteOptions::disableWAL on a write");
+DEFINE_double(sync_prob, 0.02, "probability of WriteOptions::sync on a write");
+DEFINE_double(x_value_prob, 0.05, "probability that a Put value starts with 'X' (dropped by the compaction filter)");
+DEFINE_int32(value_size, 24, "bytes of padding in Put values");
+// Child only.
+DEFINE_string(side_file, "", "child: the side file (counters, losses) the parent reads");
+DEFINE_uint64(child_seed, 1, "child: random seed");
+DEFINE_int32(round, 0, "child: round number (for unique values)");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using rocksdb::ColumnFamilyHandle;
+using rocksdb::PinnableSlice;
+using rocksdb::ReadOptions;
+using rocksdb::Slice;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+
+const char* const kFamilies[2] = {"default", "cf1"};
+constexpr int kNumFamilies = 2;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+void RemoveTempDb();
+
+[[noreturn]] void Die(const std::string& msg) {
+  std::fprintf(stderr, "livekey_stress: FATAL: %s\n", msg.c_str());
+  std::fflush(nullptr);
+  RemoveTempDb();  // the parent's own temporary DB only (a child never has one)
+  std::_Exit(2);
+}
+
+// ---- counters ----------------------------------------------------------------
+
+struct Counters {
+  std::atomic<uint64_t> ops{0}, puts{0}, merges{0}, deletes{0}, single_deletes{0}, delete_ranges{0},
+      batches{0}, entities{0}, ingests{0}, flushes{0}, compactions{0}, manual_rebuilds{0}, foreign_puts{0},
+      checks{0}, lost{0}, errors{0}, write_keys{0};
+  // From GetLiveKeyStats(), per session, and the parent's own.
+  std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
+};
+Counters g;                          // this process
+std::atomic<bool> g_stop{false};     // workers stop (end of phase, or a negative control caught)
+std::atomic<int> g_round{0};
+uint64_t g_seed = 0;
+int g_side_fd = -1;                  // child: the side file
+std::string g_db_dir;
+bool g_temp_db = false;
+Clock::time_point g_start;
+
+// One line, one write(2) (child side file: atomic with O_APPEND, survives
+// SIGKILL once written).
+void WriteLine(int fd, const std::string& line) {
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(fd, line.data() + off, line.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Die(std::string("write to side file: ") + std::strerror(errno));
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Fmt(const char* fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+std::string SummaryLine() {
+  return Fmt("livekey_stress: seed=%" PRIu64 " rounds=%d ops=%" PRIu64 " puts=%" PRIu64 " merges=%" PRIu64
+             " deletes=%" PRIu64 " single_deletes=%" PRIu64 " delete_ranges=%" PRIu64 " batches=%" PRIu64
+             " entities=%" PRIu64 " ingests=%" PRIu64 " flushes=%" PRIu64 " compactions=%" PRIu64
+             " manual_rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64 " checkpoints=%" PRIu64 " reopens=%" PRIu64
+             " kills=%" PRIu64 " checks=%" PRIu64 " lost=%" PRIu64,
+             g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
+             g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
+             g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
+             g.auto_rebuilds.load(), g.checkpoints.load(), g.reopens.load(), g.kills.load(), g.checks.load(),
+             g.lost.load());
+}
+
+void RemoveTempDb() {
+  if (g_temp_db && !FLAGS_keep && !g_db_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(g_db_dir, ec);
+    std::filesystem::remove_all(g_db_dir + ".side", ec);
+    std::filesystem::remove_all(g_db_dir + ".sst", ec);
+  }
+}
+
+// Losses and errors: printed (parent) or sent to the parent (child).
+std::mutex g_print_mu;
+void ReportLoss(const std::string& what) {
+  const uint64_t n = g.lost.fetch_add(1) + 1;
+  if (FLAGS_expect_loss) g_stop = true;
+  if (g_side_fd >= 0) {
+    WriteLine(g_side_fd, "L " + what + "\n");
+    return;
+  }
+  if (n <= static_cast<uint64_t>(FLAGS_print_losses)) {
+    std::lock_guard<std::mutex> l(g_print_mu);
+    std::printf("livekey_stress: LOST %s\n", what.c_str());
+    std::fflush(stdout);
+  }
+}
+void ReportError(const std::string& what) {
+  const uint64_t n = g.errors.fetch_add(1) + 1;
+  if (g_side_fd >= 0) {
+    WriteLine(g_side_fd, "E " + what + "\n");
+    return;
+  }
+  if (n <= 20) {
+    std::lock_guard<std::mutex> l(g_print_mu);
+    std::printf("livekey_stress: ERROR %s\n", what.c_str());
+    std::fflush(stdout);
+  }
+}
+
+// ---- watchdog ------------------------------------------------------------------
+
+// Calls that may hang (Close, Open, the waits) run under a HangGuard: past
+// --hang_seconds the watchdog prints "hang in <what>", the summary line,
+// and _exits(1).
+class Watchdog {
+ public:
+  uint64_t Arm(const std::string& what, double slack_seconds) {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t id = ++next_;
+    armed_[id] = {what, Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(slack_seconds * 1000))};
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    return id;
+  }
+  void Disarm(uint64_t id) {
+    std::lock_guard<std::mutex> l(mu_);
+    armed_.erase(id);
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard<std::mutex> l(mu_);
+      for (const auto& a : armed_) {
+        const double s = Seconds(a.second.second);
+        if (s > FLAGS_hang_seconds) {
+          std::printf("livekey_stress: hang in %s (no return after %.0f s; seed=%" PRIu64 ")\n",
+                      a.second.first.c_str(), s, g_seed);
+          std::printf("%s\n", SummaryLine().c_str());
+          std::printf("livekey_stress: FAILED (hang)\n");
+          std::fflush(nullptr);
+          RemoveTempDb();
+          std::_Exit(1);
+        }
+      }
+    }
+  }
+  std::mutex mu_;
+  uint64_t next_ = 0;
+  std::map<uint64_t, std::pair<std::string, Clock::time_point>> armed_;
+  std::thread thread_;  // never joined: the process ends with _exit or exit
+};
+Watchdog* g_watchdog = new Watchdog;  // leaked on purpose (its thread outlives main)
+
+// slack_seconds: for calls with a timeout of their own (which report the
+// hang themselves), so the watchdog fires only if that timeout fails.
+struct HangGuard {
+  explicit HangGuard(const std::string& what, double slack_seconds = 0)
+      : id(g_watchdog->Arm(what, slack_seconds)) {}
+  ~HangGuard() { g_watchdog->Disarm(id); }
+  uint64_t id;
+};
+
+// ---- RocksDB pieces ---------------------------------------------------------------
+
+// value = existing + "," + operand.
+class StressAppendOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const Slice&, const Slice* existing, const Slice& value, std::string* out,
+             rocksdb::Logger*) const override {
+    out->clear();
+    if (existing != nullptr) {
+      out->assign(existing->data(), existing->size());
+      out->push_back(',');
+    }
+    out->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "StressAppendOperator"; }
+};
+
+// Drops every value that starts with 'X': keys removed behind LiveKeyDB's
+// back (stale entries, never losses).
+class DropXFilter : public rocksdb::CompactionFilter {
+ public:
+  bool Filter(int, const Slice&, const Slice& existing_value, std::string*, bool*) const override {
+    const bool drop = !existing_value.empty() && existing_value[0] == 'X';
+    if (drop) dropped.fetch_add(1, std::memory_order_relaxed);
+    return drop;
+  }
+  const char* Name() const override { return "DropXFilter"; }
+  mutable std::atomic<uint64_t> dropped{0};
+};
+DropXFilter* g_filter = new DropXFilter;  // outlives every DB
+
+rocksdb::Options BaseOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  o.merge_operator = std::make_shared<StressAppendOperator>();
+  o.compaction_filter = g_filter;
+  // Small buffers and files: flushes (and so checkpoints), L0 compactions
+  // and several SSTs within a short phase.
+  o.write_buffer_size = 64 << 10;
+  o.max_write_buffer_number = 3;
+  o.target_file_size_base = 128 << 10;
+  o.max_bytes_for_level_base = 512 << 10;
+  o.level0_file_num_compaction_trigger = 3;
+  o.max_background_jobs = 2;
+  o.stats_dump_period_sec = 0;
+  o.keep_log_file_num = 4;
+  return o;
+}
+
+// ---- index options --------------------------------------------------------------------
+
+const char* KernelName(dlcbf::ElasticKernel k) { return k == dlcbf::ElasticKernel::kFast ? "fast" : "dense"; }
+
+bool ParseBool(const std::string& v) { return v == "1" || v == "true" || v == "on" || v == "yes"; }
+
+void ApplyOverrides(LiveKeyIndexOptions* io) {
+  if (FLAGS_force_defer) {
+    io->defer_liveness_checks = true;
+    io->max_deferring_writers = 64;
+    io->max_pending_checks = 65536;
+  }
+  std::stringstream ss(FLAGS_index_options);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) Die("--index_options: no '=' in \"" + item + "\"");
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    const double d = std::strtod(v.c_str(), nullptr);
+    const uint64_t u = std::strtoull(v.c_str(), nullptr, 10);
+    if (k == "kernel") {
+      if (v != "dense" && v != "fast") Die("--index_options: kernel must be dense or fast");
+      io->kernel = v == "fast" ? dlcbf::ElasticKernel::kFast : dlcbf::ElasticKernel::kDense;
+    } else if (k == "expected_keys") {
+      io->expected_keys = u;
+    } else if (k == "bits_per_key") {
+      io->bits_per_key = d;
+    } else if (k == "sizing_load") {
+      io->sizing_load = d;
+    } else if (k == "abf_counter_bits") {
+      io->abf_counter_bits = static_cast<uint32_t>(u);
+    } else if (k == "auto_rebuild_drift") {
+      io->auto_rebuild_drift = d;
+    } else if (k == "rebuild_at_capacity") {
+      io->rebuild_at_capacity = d;
+    } else if (k == "rebuild_headroom") {
+      io->rebuild_headroom = d;
+    } else if (k == "lock_stripes") {
+      io->lock_stripes = static_cast<uint32_t>(u);
+    } else if (k == "delete_range_scan_limit") {
+      io->delete_range_scan_limit = u;
+    } else if (k == "trust_single_delete") {
+      io->trust_single_delete = ParseBool(v);
+    } else if (k == "persist_index") {
+      io->persist_index = ParseBool(v);
+    } else if (k == "defer_liveness_checks") {
+      io->defer_liveness_checks = ParseBool(v);
+    } else if (k == "max_pending_checks") {
+      io->max_pending_checks = static_cast<uint32_t>(u);
+    } else if (k == "max_deferring_writers") {
+      io->max_deferring_writers = static_cast<uint32_t>(u);
+    } else if (k == "rebuild_scan_threads") {
+      io->rebuild_scan_threads = static_cast<uint32_t>(u);
+    } else if (k == "background_open_build") {
+      io->background_open_build = ParseBool(v);
+    } else if (k == "checkpoint_interval_seconds") {
+      io->checkpoint_interval_seconds = d;
+    } else if (k == "seed") {
+      io->seed = std::strtoull(v.c_str(), nullptr, 0);
+    } else if (k == "rebuild_progress_interval") {
+      io->rebuild_progress_interval = u;
+    } else {
+      Die("--index_options: unknown option \"" + k + "\"");
+    }
+  }
+}
+
+// Every field from its whole valid range (Validate() decides; a draw it
+// rejects is drawn again), then the overrides.
+LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
+  auto U = [&rng](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto I = [&rng](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    LiveKeyIndexOptions io;
+    io.kernel = I(0, 1) ? dlcbf::ElasticKernel::kFast : dlcbf::ElasticKernel::kDense;
+    const uint64_t keys = static_cast<uint64_t>(std::max(1, FLAGS_keys));
+    switch (I(0, 2)) {
+      case 0: io.expected_keys = I(1, 64); break;                 // tiny: overflow, stash, ABF
+      case 1: io.expected_keys = I(64, keys); break;
+      default: io.expected_keys = I(keys, 4 * keys); break;       // a few thousand
+    }
+    io.bits_per_key = U(8, 48);
+    io.sizing_load = U(0.02, 1.0);
+    io.seed = rng();
+    io.abf_counter_bits = static_cast<uint32_t>(I(1, 8));
+    io.auto_rebuild_drift = I(0, 3) == 0 ? 0.0 : 1.0 + U(0.001, 3.0);
+    io.rebuild_at_capacity = U(0.3001, 1.0);
+    io.rebuild_headroom = I(0, 4) == 0 ? 1.0 : U(1.0, 4.0);
+    io.lock_stripes = 1u << I(0, 12);
+    io.delete_range_scan_limit = I(0, 4) == 0 ? 0 : I(0, 1000);
+    io.trust_single_delete = I(0, 1) == 1;
+    io.persist_index = I(0, 3) != 0;
+    io.defer_liveness_checks = I(0, 3) != 0;
+    io.max_pending_checks = static_cast<uint32_t>(I(0, 1) ? I(1, 64) : I(1, 65536));
+    io.max_deferring_writers = static_cast<uint32_t>(I(0, 8));
+    io.rebuild_progress_interval = I(1, 100000);
+    io.rebuild_scan_threads = static_cast<uint32_t>(I(1, 4));
+    io.background_open_build = I(0, 3) != 0;
+    io.checkpoint_interval_seconds = I(0, 3) == 0 ? 0.0 : U(0.05, 0.5);
+    ApplyOverrides(&io);
+    if (io.Validate().ok()) return io;
+  }
+  LiveKeyIndexOptions io;
+  ApplyOverrides(&io);
+  const Status s = io.Validate();
+  if (!s.ok()) Die("--index_options give invalid options: " + s.ToString());
+  return io;
+}
+
+std::string Describe(const LiveKeyIndexOptions& io) {
+  return Fmt("kernel=%s expected_keys=%" PRIu64 " bits_per_key=%.2f sizing_load=%.3f abf_counter_bits=%u "
+             "auto_rebuild_drift=%.3f rebuild_at_capacity=%.3f rebuild_headroom=%.3f lock_stripes=%u "
+             "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u trust_single_delete=%d "
+             "delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
+             "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64,
+             KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
+             io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
+             io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
+             io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit, io.rebuild_scan_threads,
+             io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.persist_index ? 1 : 0,
+             io.seed);
+}
+
+// ---- keys and locks -----------------------------------------------------------------------
+
+int NumKKeys() { return std::max(1, FLAGS_keys); }
+int NumSKeys() { return std::max(8, FLAGS_keys / 16); }
+int NumKeys() { return NumKKeys() + NumSKeys(); }
+// Every fourth "k" key takes Merges and never PutEntity; the others take
+// PutEntity and never Merge, and only they are read with GetEntity:
+// RocksDB 7.8.3's GetEntity crashes on a merge whose operands reach an SST
+// file (Version::Get merges into a null string), and merges onto entities
+// are not supported there either.
+bool IsMergeKey(int i) { return i < NumKKeys() && i % 4 == 3; }
+// "k%06u" keys take every op but SingleDelete; "s%06u" keys only Put when
+// absent / SingleDelete when present. Both sort like their numbers, and
+// every "k" key before every "s" key (DeleteRange stays among "k" keys).
+std::string KeyOf(int i) {
+  char buf[32];
+  if (i < NumKKeys()) {
+    std::snprintf(buf, sizeof(buf), "k%06d", i);
+  } else {
+    std::snprintf(buf, sizeof(buf), "s%06d", i - NumKKeys());
+  }
+  return buf;
+}
+
+// The tool's own locks (see the header comment): stripes over (family,
+// key), ascending order for batches; a shared mutex that range-wide ops
+// take exclusively, with a turnstile so they are not starved.
+class KeyLocks {
+ public:
+  static constexpr uint32_t kStripes = 256;
+  static uint32_t StripeOf(int cf, int key) {
+    uint64_t h = (static_cast<uint64_t>(cf) << 32 | static_cast<uint32_t>(key)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<uint32_t>(h >> 56);
+  }
+  std::mutex& stripe(uint32_t i) { return stripes_[i]; }
+  void LockShared() {
+    { std::lock_guard<std::mutex> t(turnstile_); }
+    range_.lock_shared();
+  }
+  void UnlockShared() { range_.unlock_shared(); }
+  void LockExclusive() {
+    std::lock_guard<std::mutex> t(turnstile_);
+    range_.lock();
+  }
+  void UnlockExclusive() { range_.unlock(); }
+
+ private:
+  std::mutex turnstile_;
+  std::shared_mutex range_;
+  std::mutex stripes_[kStripes];
+};
+
+struct SharedHold {
+  explicit SharedHold(KeyLocks* l) : locks(l) { locks->LockShared(); }
+  ~SharedHold() { locks->UnlockShared(); }
+  KeyLocks* locks;
+};
+struct ExclusiveHold {
+  explicit ExclusiveHold(KeyLocks* l) : locks(l) { locks->LockExclusive(); }
+  ~ExclusiveHold() { locks->UnlockExclusive(); }
+  KeyLocks* locks;
+};
+struct StripesHold {
+  StripesHold(KeyLocks* l, std::vector<uint32_t> s) : locks(l), stripes(std::move(s)) {
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+    for (uint32_t i : stripes) locks->stripe(i).lock();
+  }
+  ~StripesHold() {
+    for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) locks->stripe(*it).unlock();
+  }
+  KeyLocks* locks;
+  std::vector<uint32_t> stripes;
+};
+
+// ---- a session ------------------------------------------------------------------------------
+
+// SingleDelete key state, under the key's stripe: unknown (read the base
+// DB to learn it), absent, or exactly one Put since the last SingleDelete.
+enum class SdState : uint8_t { kUnknown, kAbsent, kOnePut };
+
+struct Session {
+  LiveKeyDB* db = nullptr;
+  std::vector<ColumnFamilyHandle*> h;
+  LiveKeyIndexOptions io;
+  KeyLocks locks;
+  std::vector<SdState> sd[kNumFamilies];
+  std::string sst_dir;
+  std::atomic<uint64_t> sst_serial{0};
+};
+
+Status OpenSession(Session* s, const LiveKeyIndexOptions& io) {
+  rocksdb::Options o = BaseOptions();
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
+  for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
+  s->io = io;
+  for (auto& v : s->sd) v.assign(static_cast<size_t>(NumKeys()), SdState::kUnknown);
+  s->sst_dir = g_db_dir + ".sst";
+  std::error_code ec;
+  std::filesystem::create_directories(s->sst_dir, ec);
+  HangGuard hg("LiveKeyDB::Open");
+  return LiveKeyDB::Open(rocksdb::DBOptions(o), io, g_db_dir, cfds, &s->h, &s->db);
+}
+
+// Folds the session's stats into the totals (auto rebuilds, checkpoints).
+LiveKeyStats SessionStats(Session* s) { return s->db->GetLiveKeyStats(); }
+
+std::string IndexStates(const LiveKeyStats& st) {
+  std::string out;
+  for (const auto& c : st.column_families) {
+    out += Fmt(" [%s %s entries=%" PRIu64 " sized_for=%" PRIu64 " rebuilds=%" PRIu64 "%s%s]", c.name.c_str(),
+               c.indexed ? c.mode.c_str() : "unindexed", c.entries, c.sized_for, c.rebuilds,
+               c.serving ? "" : " not-serving", c.build_error.empty() ? "" : (" error: " + c.build_error).c_str());
+  }
+  return out;
+}
+
+void CloseSession(Session* s) {
+  if (s->db == nullptr) return;
+  const LiveKeyStats st = SessionStats(s);
+  g.auto_rebuilds += st.auto_rebuilds;
+  g.checkpoints += st.checkpoints;
+  HangGuard hg("Close");
+  for (auto* h : s->h) {
+    const Status ds = s->db->DestroyColumnFamilyHandle(h);
+    if (!ds.ok()) ReportError("DestroyColumnFamilyHandle: " + ds.ToString());
+  }
+  s->h.clear();
+  const Status cs = s->db->Close();
+  if (!cs.ok()) ReportError("Close: " + cs.ToString());
+  delete s->db;
+  s->db = nullptr;
+}
+
+// ---- the oracle ------------------------------------------------------------------------------
+
+// Checks keys[i] of family cfs[i] (the caller holds whatever keeps writers
+// of them away): LiveKeyDB's four read paths first, the base DB last.
+void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& keys, const char* phase,
+               bool use_vector_multiget) {
+  const size_t n = keys.size();
+  if (n == 0) return;
+  const ReadOptions ro;
+  std::vector<std::string> ks(n);
+  std::vector<Slice> slices(n);
+  std::vector<ColumnFamilyHandle*> hs(n);
+  for (size_t i = 0; i < n; ++i) {
+    ks[i] = KeyOf(keys[i]);
+    slices[i] = ks[i];
+    hs[i] = s->h[static_cast<size_t>(cfs[i])];
+  }
+  // MultiGet (one call for the batch, both families mixed).
+  std::vector<Status> mg(n);
+  if (use_vector_multiget) {
+    std::vector<std::string> vals;
+    mg = s->db->MultiGet(ro, hs, slices, &vals);
+  } else {
+    std::vector<PinnableSlice> vals(n);
+    s->db->MultiGet(ro, n, hs.data(), slices.data(), vals.data(), mg.data(), false);
+  }
+  std::vector<Status> get(n), ent(n);
+  std::vector<bool> may(n);
+  for (size_t i = 0; i < n; ++i) {
+    PinnableSlice v;
+    get[i] = s->db->Get(ro, hs[i], slices[i], &v);
+    if (IsMergeKey(keys[i])) {
+      ent[i] = Status::Incomplete("not read");  // see IsMergeKey
+    } else {
+      rocksdb::PinnableWideColumns cols;
+      ent[i] = s->db->GetEntity(ro, hs[i], slices[i], &cols);
+    }
+    std::string kv;
+    may[i] = s->db->KeyMayExist(ro, hs[i], slices[i], &kv);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    PinnableSlice bv;
+    const Status b = s->db->GetBaseDB()->Get(ro, hs[i], slices[i], &bv);
+    g.checks.fetch_add(1, std::memory_order_relaxed);
+    const char* fam = kFamilies[cfs[i]];
+    auto bad = [](const Status& x) { return !x.ok() && !x.IsNotFound() && !x.IsIncomplete(); };
+    if (bad(b) || bad(get[i]) || bad(mg[i]) || bad(ent[i])) {
+      ReportError(Fmt("read of %s in %s (%s): base %s, Get %s, MultiGet %s, GetEntity %s", ks[i].c_str(), fam,
+                      phase, b.ToString().c_str(), get[i].ToString().c_str(), mg[i].ToString().c_str(),
+                      ent[i].ToString().c_str()));
+      continue;
+    }
+    if (!b.ok()) continue;
+    std::string missed;
+    if (get[i].IsNotFound()) missed += ",Get";
+    if (mg[i].IsNotFound()) missed += ",MultiGet";
+    if (ent[i].IsNotFound()) missed += ",GetEntity";
+    if (!may[i]) missed += ",KeyMayExist";
+    if (missed.empty()) continue;
+    std::string val = bv.ToString();
+    if (val.size() > 40) val = val.substr(0, 40) + "...";
+    std::string extra;
+    if (g.lost.load() < static_cast<uint64_t>(FLAGS_print_losses) && g_side_fd < 0) {
+      extra = " index:" + IndexStates(s->db->GetLiveKeyStats());
+    }
+    ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=%s round=%d base_value=\"%s\"%s", ks[i].c_str(), fam,
+                   missed.c_str() + 1, phase, g_round.load(), val.c_str(), extra.c_str()));
+  }
+}
+
+// Every key of both families (no tool writer running: quiescent, or the
+// caller holds the exclusive lock), in batches of 32.
+void VerifyAll(Session* s, const char* phase) {
+  std::vector<int> cfs, keys;
+  int batch = 0;
+  for (int cf = 0; cf < kNumFamilies; ++cf) {
+    for (int k = 0; k < NumKeys(); ++k) {
+      cfs.push_back(k % 5 == 0 ? 1 - cf : cf);  // mix the families inside a MultiGet
+      keys.push_back(k);
+      if (keys.size() == 32) {
+        CheckKeys(s, cfs, keys, phase, (batch++ & 1) != 0);
+        cfs.clear();
+        keys.clear();
+      }
+    }
+  }
+  CheckKeys(s, cfs, keys, phase, false);
+}
+
+// Polls until every indexed family serves (the background open build or
+// checkpoint replay is done). False on timeout (a hang) or a build error.
+bool WaitServing(Session* s, const char* phase) {
+  const auto start = Clock::now();
+  for (;;) {
+    const LiveKeyStats st = s->db->GetLiveKeyStats();
+    bool all = true;
+    for (const auto& c : st.column_families) {
+      if (!c.build_error.empty()) {
+        ReportError(Fmt("%s: background build of %s failed: %s", phase, c.name.c_str(), c.build_error.c_str()));
+        return false;
+      }
+      if (c.indexed && !c.serving) all = false;
+    }
+    if (all) return true;
+    if (Seconds(start) > FLAGS_hang_seconds) {
+      std::printf("livekey_stress: hang in the background open build (%s: not serving after %.0f s)%s\n", phase,
+                  FLAGS_hang_seconds, IndexStates(st).c_str());
+      g.hangs++;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// ---- the workload --------------------------------------------------------------------------------
+
+struct Mix {
+  std::vector<double> cum;  // cumulative weights, in Op order
+  double total = 0;
+};
+enum Op {
+  kPut, kMerge, kDelete, kSingleDelete, kDeleteRange, kBatch, kEntity, kIngest, kFlush, kCompact, kRebuild,
+  kCheck, kVerifyAll, kNumOps
+};
+Mix MakeMix() {
+  const double w[kNumOps] = {FLAGS_put_weight,    FLAGS_merge_weight,  FLAGS_delete_weight,
+                             FLAGS_single_delete_weight, FLAGS_delete_range_weight, FLAGS_batch_weight,
+                             FLAGS_entity_weight, FLAGS_ingest_weight, FLAGS_flush_weight,
+                             FLAGS_compact_weight, FLAGS_rebuild_weight, FLAGS_check_weight,
+                             FLAGS_verify_all_weight};
+  Mix m;
+  for (double x : w) {
+    m.total += std::max(0.0, x);
+    m.cum.push_back(m.total);
+  }
+  if (!(m.total > 0)) Die("every op weight is 0");
+  return m;
+}
+
+class Worker {
+ public:
+  Worker(Session* s, const Mix* mix, uint64_t seed, int tid) : s_(s), mix_(mix), rng_(seed), tid_(tid) {}
+
+  void Run(std::atomic<int64_t>* budget) {
+    while (!g_stop.load(std::memory_order_relaxed)) {
+      if (budget->fetch_sub(1) <= 0) break;
+      OneOp();
+      g.ops.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  double U() { return std::uniform_real_distribution<double>(0, 1)(rng_); }
+  int I(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  int Cf() { return I(0, kNumFamilies - 1); }
+  int KKey() { return I(0, NumKKeys() - 1); }
+  int MergeKey() {
+    const int k = I(0, NumKKeys() - 1) | 3;
+    return k < NumKKeys() ? k : (NumKKeys() >= 4 ? 3 : -1);
+  }
+  int PlainKey() {
+    int k = KKey();
+    return IsMergeKey(k) ? k - 1 : k;
+  }
+  ColumnFamilyHandle* H(int cf) { return s_->h[static_cast<size_t>(cf)]; }
+  WriteOptions Wo(bool allow_no_wal = true) {
+    WriteOptions wo;
+    const double r = U();
+    if (allow_no_wal && r < FLAGS_disable_wal_prob) {
+      wo.disableWAL = true;
+    } else if (r < FLAGS_disable_wal_prob + FLAGS_sync_prob) {
+      wo.sync = true;
+    }
+    return wo;
+  }
+  std::string Value(bool allow_x = true) {
+    std::string v = allow_x && U() < FLAGS_x_value_prob ? "X" : "v";
+    v += std::to_string(g_round.load()) + "." + std::to_string(tid_) + "." + std::to_string(++serial_);
+    v.append(static_cast<size_t>(std::max(0, FLAGS_value_size)), '.');
+    return v;
+  }
+  void Check(const Status& st, const char* what) {
+    if (!st.ok()) ReportError(Fmt("%s: %s", what, st.ToString().c_str()));
+  }
+  void CheckOne(int cf, int key, const char* phase) { CheckKeys(s_, {cf}, {key}, phase, U() < 0.5); }
+
+  void OneOp() {
+    const double r = U() * mix_->total;
+    const int op = static_cast<int>(std::upper_bound(mix_->cum.begin(), mix_->cum.end(), r) - mix_->cum.begin());
+    switch (std::min(op, kNumOps - 1)) {
+      case kPut: case kMerge: case kDelete: case kEntity: SingleKey(op); break;
+      case kSingleDelete: SingleDeleteOp(); break;
+      case kDeleteRange: DeleteRangeOp(); break;
+      case kBatch: BatchOp(); break;
+      case kIngest: IngestOp(); break;
+      case kFlush: {
+        rocksdb::FlushOptions fo;
+        fo.allow_write_stall = true;
+        if (U() < 0.3) {
+          Check(s_->db->Flush(fo, s_->h), "Flush");
+        } else {
+          Check(s_->db->Flush(fo, H(Cf())), "Flush");
+        }
+        g.flushes++;
+        break;
+      }
+      case kCompact: {
+        rocksdb::CompactRangeOptions co;
+        if (U() < 0.5) {
+          Check(s_->db->CompactRange(co, H(Cf()), nullptr, nullptr), "CompactRange");
+        } else {
+          const int a = KKey(), b = std::min(NumKKeys() - 1, a + I(1, 200));
+          const std::string ka = KeyOf(a), kb = KeyOf(b);
+          const Slice sa(ka), sb(kb);
+          Check(s_->db->CompactRange(co, H(Cf()), &sa, &sb), "CompactRange");
+        }
+        g.compactions++;
+        break;
+      }
+      case kRebuild: {
+        HangGuard hg("RebuildIndex");
+        const Status st = s_->db->RebuildIndex(U() < 0.5 ? nullptr : H(Cf()));
+        Check(st, "RebuildIndex");
+        if (st.ok()) g.manual_rebuilds++;
+        break;
+      }
+      case kVerifyAll: {
+        ExclusiveHold x(&s_->locks);
+        VerifyAll(s_, "during-all");
+        break;
+      }
+      case kCheck: {
+        const int cf = Cf(), key = I(0, NumKeys() - 1);
+        SharedHold sh(&s_->locks);
+        StripesHold st(&s_->locks, {KeyLocks::StripeOf(cf, key)});
+        CheckOne(cf, key, "during");
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void SingleKey(int op) {
+    const int cf = Cf(), key = op == kMerge ? MergeKey() : op == kEntity ? PlainKey() : KKey();
+    if (key < 0) return;  // fewer than 4 keys: no merge key
+    const std::string k = KeyOf(key);
+    SharedHold sh(&s_->locks);
+    StripesHold st(&s_->locks, {KeyLocks::StripeOf(cf, key)});
+    const WriteOptions wo = Wo();
+    switch (op) {
+      case kPut:
+        if (FLAGS_foreign_write_prob > 0 && U() < FLAGS_foreign_write_prob) {
+          Check(s_->db->GetBaseDB()->Put(wo, H(cf), k, Value()), "foreign Put");
+          g.foreign_puts++;
+        } else {
+          Check(s_->db->Put(wo, H(cf), k, Value()), "Put");
+        }
+        g.puts++;
+        break;
+      case kMerge:
+        Check(s_->db->Merge(wo, H(cf), k, "m" + std::to_string(tid_) + "." + std::to_string(++serial_)), "Merge");
+        g.merges++;
+        break;
+      case kDelete:
+        Check(s_->db->Delete(wo, H(cf), k), "Delete");
+        g.deletes++;
+        break;
+      case kEntity: {
+        const std::string v = Value(false), c1 = "x" + std::to_string(serial_);
+        const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", c1}};
+        Check(s_->db->PutEntity(wo, H(cf), k, cols), "PutEntity");
+        g.entities++;
+        break;
+      }
+      default: break;
+    }
+    g.write_keys++;
+    if (U() < FLAGS_check_after_write_prob) CheckOne(cf, key, "after-write");
+  }
+
+  // Only on "s" keys: Put when absent, SingleDelete when exactly one Put is
+  // there; WAL always on (a lost WAL-less write could leave two Puts).
+  void SingleDeleteOp() {
+    const int cf = Cf(), key = NumKKeys() + I(0, NumSKeys() - 1);
+    const std::string k = KeyOf(key);
+    SharedHold sh(&s_->locks);
+    StripesHold st(&s_->locks, {KeyLocks::StripeOf(cf, key)});
+    SdState& state = s_->sd[cf][static_cast<size_t>(key)];
+    if (state == SdState::kUnknown) {
+      PinnableSlice v;
+      const Status b = s_->db->GetBaseDB()->Get(ReadOptions(), H(cf), k, &v);
+      if (!b.ok() && !b.IsNotFound()) {
+        ReportError("SingleDelete key read: " + b.ToString());
+        return;
+      }
+      state = b.ok() ? SdState::kOnePut : SdState::kAbsent;
+    }
+    const WriteOptions wo = Wo(false);
+    Status w;
+    if (state == SdState::kAbsent) {
+      w = s_->db->Put(wo, H(cf), k, Value(false));
+      g.puts++;
+      if (w.ok()) state = SdState::kOnePut;
+    } else {
+      w = s_->db->SingleDelete(wo, H(cf), k);
+      g.single_deletes++;
+      if (w.ok()) state = SdState::kAbsent;
+    }
+    g.write_keys++;
+    if (!w.ok()) {
+      state = SdState::kUnknown;
+      ReportError("SingleDelete/Put of an s key: " + w.ToString());
+    }
+    if (U() < FLAGS_check_after_write_prob) CheckOne(cf, key, "after-write");
+  }
+
+  void DeleteRangeOp() {
+    const int cf = Cf(), a = KKey(), len = I(1, 16);
+    const std::string b = KeyOf(a), e = a + len >= NumKKeys() ? std::string("k~") : KeyOf(a + len);
+    ExclusiveHold x(&s_->locks);
+    Check(s_->db->DeleteRange(Wo(), H(cf), b, e), "DeleteRange");
+    g.delete_ranges++;
+    // Every key of the range, at once (still exclusive).
+    std::vector<int> cfs, keys;
+    for (int i = a; i < std::min(NumKKeys(), a + len); ++i) {
+      cfs.push_back(cf);
+      keys.push_back(i);
+    }
+    if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-delete-range", false);
+  }
+
+  // 2..8 entries over 1..4 keys of both families: the same key several
+  // times in one batch.
+  void BatchOp() {
+    const int distinct = I(1, 4);
+    std::vector<std::pair<int, int>> pool;
+    for (int i = 0; i < distinct; ++i) pool.emplace_back(Cf(), KKey());
+    const int n = I(2, 8);
+    rocksdb::WriteBatch wb;
+    std::vector<uint32_t> stripes;
+    std::vector<int> cfs, keys;
+    for (const auto& p : pool) {
+      stripes.push_back(KeyLocks::StripeOf(p.first, p.second));
+      cfs.push_back(p.first);
+      keys.push_back(p.second);
+    }
+    for (int i = 0; i < n; ++i) {
+      const auto& p = pool[static_cast<size_t>(I(0, distinct - 1))];
+      const std::string k = KeyOf(p.second);
+      const double r = U();
+      if (r < 0.4) {
+        wb.Put(H(p.first), k, Value());
+      } else if (r < 0.65) {
+        wb.Delete(H(p.first), k);
+      } else if (IsMergeKey(p.second)) {
+        wb.Merge(H(p.first), k, "b" + std::to_string(tid_) + "." + std::to_string(++serial_));
+      } else {
+        const std::string v = Value(false);
+        const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", "b"}};
+        wb.PutEntity(H(p.first), k, cols);
+      }
+    }
+    SharedHold sh(&s_->locks);
+    StripesHold st(&s_->locks, stripes);
+    Check(s_->db->Write(Wo(), &wb), "Write(batch)");
+    g.batches++;
+    g.write_keys += static_cast<uint64_t>(n);
+    if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-batch", U() < 0.5);
+  }
+
+  void IngestOp() {
+    const int cf = Cf();
+    std::set<int> chosen;
+    const int n = I(1, 32);
+    for (int i = 0; i < n; ++i) chosen.insert(KKey());
+    const std::string file =
+        s_->sst_dir + "/ingest_" + std::to_string(::getpid()) + "_" + std::to_string(++s_->sst_serial) + ".sst";
+    rocksdb::Options o = BaseOptions();
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o, H(cf));
+    Status st = w.Open(file);
+    for (int key : chosen) {
+      if (!st.ok()) break;
+      const std::string k = KeyOf(key);
+      st = U() < 0.15 ? w.Delete(k) : w.Put(k, Value());
+    }
+    if (st.ok() && U() < 0.1) {
+      const int a = KKey(), e = a + I(1, 8);
+      st = w.DeleteRange(KeyOf(a), e >= NumKKeys() ? std::string("k~") : KeyOf(e));
+    }
+    if (st.ok()) st = w.Finish();
+    if (!st.ok()) {
+      ReportError("SstFileWriter: " + st.ToString());
+      return;
+    }
+    {
+      ExclusiveHold x(&s_->locks);
+      rocksdb::IngestExternalFileOptions iopts;
+      iopts.move_files = U() < 0.5;
+      Check(s_->db->IngestExternalFile(H(cf), {file}, iopts), "IngestExternalFile");
+      g.ingests++;
+      std::vector<int> cfs(chosen.size(), cf), keys(chosen.begin(), chosen.end());
+      if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-ingest", false);
+    }
+    std::error_code ec;
+    std::filesystem::remove(file, ec);
+  }
+
+  Session* s_;
+  const Mix* mix_;
+  std::mt19937_64 rng_;
+  int tid_;
+  uint64_t serial_ = 0;
+};
+
+// --chaos: pauses the deferred-check thread and rebuild scans (process-wide
+// test hooks) at random moments, only while a phase runs: they delay
+// background work, never change what it does, so every result must stay
+// lossless; the pauses widen the windows in which a pending check, a
+// rebuild's scan, a compaction and the writers overlap (with probability
+// --chaos_rewrite_prob a check pause overwrites 16 keys with 'X' values,
+// flushes, compacts everything, rebuilds and writes the keys again, the
+// writers held off meanwhile).
+// Off (both pauses released) before the phase's checks wait for the
+// background work.
+class Chaos {
+ public:
+  Chaos(Session* s, bool on, uint64_t seed) {
+    if (!on) return;
+    thread_ = std::thread([this, s, seed] {
+      std::mt19937_64 rng(seed);
+      auto ms = [&rng](int lo, int hi) {
+        return std::chrono::milliseconds(std::uniform_int_distribution<int>(lo, hi)(rng));
+      };
+      std::unique_lock<std::mutex> l(mu_);
+      while (!stop_) {
+        if (cv_.wait_for(l, ms(20, 300), [this] { return stop_; })) break;
+        const bool rewrite = std::uniform_real_distribution<double>(0, 1)(rng) < FLAGS_chaos_rewrite_prob;
+        const bool checks = rewrite || rng() % 3 != 0, rebuilds = !rewrite && rng() % 3 == 0;
+        if (checks) dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
+        if (rebuilds) dlcbf::internal::SetLiveKeyRebuildPauseForTesting(true);
+        cv_.wait_for(l, checks ? ms(0, 100) : ms(0, 20), [this] { return stop_; });
+        if (rewrite && !stop_) {
+          // While checks wait: overwrite a few keys with 'X' values (blind
+          // overwrites: their checks now wait), flush, compact (the
+          // compaction filter drops them behind LiveKeyDB's back), rebuild,
+          // write the keys again and check them; and let the writers go on
+          // a little before the checks run.
+          std::vector<std::pair<int, int>> picked;
+          for (int i = 0; i < 16; ++i) {
+            picked.emplace_back(static_cast<int>(rng() % kNumFamilies), static_cast<int>(rng() % NumKKeys()));
+          }
+          // The writers wait for the whole step (an exclusive hold): their
+          // blind writes would take check snapshots that still show the
+          // 'X' values, and the compaction filter spares what a snapshot
+          // sees.
+          ExclusiveHold step(&s->locks);
+          auto put_all = [&](const char* prefix) {
+            for (const auto& p : picked) {
+              const std::string v = std::string(prefix) + std::to_string(rng() % 1000000);
+              Note(s->db->Put(WriteOptions(), s->h[static_cast<size_t>(p.first)], KeyOf(p.second), v), "Put");
+              g.puts++;
+              g.write_keys++;
+              if (prefix[0] != 'X') CheckKeys(s, {p.first}, {p.second}, "chaos-rewrite", false);
+            }
+          };
+          put_all("Xchaos");
+          rocksdb::FlushOptions fo;
+          fo.allow_write_stall = true;
+          Note(s->db->Flush(fo, s->h), "Flush");
+          g.flushes++;
+          for (auto* h : s->h) {
+            Note(s->db->CompactRange(rocksdb::CompactRangeOptions(), h, nullptr, nullptr), "CompactRange");
+          }
+          g.compactions += s->h.size();
+          Status rs;
+          {
+            HangGuard hg("RebuildIndex");
+            rs = s->db->RebuildIndex();
+          }
+          Note(rs, "RebuildIndex");
+          if (rs.ok()) g.manual_rebuilds++;
+          put_all("vchaos");
+          // Every key, the writers stopped, the checks still paused (a
+          // loss found here may be repaired by the next rebuild).
+          VerifyAll(s, "chaos-pause");
+        }
+        dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
+        dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+      }
+    });
+  }
+  static void Note(const Status& st, const char* what) {
+    if (!st.ok()) ReportError(Fmt("chaos %s: %s", what, st.ToString().c_str()));
+  }
+  ~Chaos() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
+    dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Runs the workload with --threads threads for `ops` operations (or until
+// g_stop), with --chaos.
+void RunPhase(Session* s, int64_t ops, uint64_t seed) {
+  static const Mix mix = MakeMix();
+  std::atomic<int64_t> budget{ops};
+  std::vector<std::thread> ts;
+  std::mt19937_64 rng(seed);
+  Chaos chaos(s, FLAGS_chaos, rng());
+  for (int t = 0; t < std::max(1, FLAGS_threads); ++t) {
+    ts.emplace_back([s, seed = rng(), t, &budget] {
+      Worker w(s, &mix, seed, t);
+      w.Run(&budget);
+    });
+  }
+  for (auto& t : ts) t.join();
+}
+
+// ---- child (crash cycles) ---------------------------------------------------------------------------
+
+std::string CounterLine() {
+  return Fmt("C %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+             " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+             " %" PRIu64 "\n",
+             g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(), g.single_deletes.load(),
+             g.delete_ranges.load(), g.batches.load(), g.entities.load(), g.ingests.load(), g.flushes.load(),
+             g.compactions.load(), g.manual_rebuilds.load(), g.checks.load(), g.write_keys.load(),
+             g.auto_rebuilds.load(), g.checkpoints.load(), g.foreign_puts.load());
+}
+
+int RunChild() {
+  if (FLAGS_side_file.empty()) Die("--side_file is required for --role=child");
+  g_side_fd = ::open(FLAGS_side_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (g_side_fd < 0) Die("open side file: " + std::string(std::strerror(errno)));
+  g_seed = FLAGS_child_seed;
+  g_round = FLAGS_round;
+  g_db_dir = FLAGS_db;
+  if (g_db_dir.empty()) Die("--db is required for --role=child");
+  std::mt19937_64 rng(FLAGS_child_seed);
+  // The parent drew them all (--index_options names every field).
+  const LiveKeyIndexOptions io = DrawIndexOptions(rng);
+  WriteLine(g_side_fd, "O " + Describe(io) + "\n");
+  Session s;
+  const Status os = OpenSession(&s, io);
+  if (!os.ok()) Die("child open: " + os.ToString());
+  WriteLine(g_side_fd, "R\n");
+  // Counters every 10 ms (and the index's rebuild and checkpoint counts:
+  // the parent may kill right after a checkpoint).
+  std::thread reporter([&s] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      const LiveKeyStats st = s.db->GetLiveKeyStats();
+      g.auto_rebuilds = st.auto_rebuilds;
+      g.checkpoints = st.checkpoints;
+      WriteLine(g_side_fd, CounterLine());
+    }
+  });
+  reporter.detach();
+  RunPhase(&s, INT64_MAX, rng());
+  // Only a negative control's first loss stops the workers: wait for the kill.
+  WriteLine(g_side_fd, CounterLine());
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+struct ChildReport {
+  bool ready = false;
+  std::string options;
+  std::vector<uint64_t> c;  // the last counter line
+  std::vector<std::string> losses, errors;
+};
+
+ChildReport ReadSideFile(const std::string& path) {
+  ChildReport r;
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // torn last line
+    const std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    switch (line[0]) {
+      case 'R': r.ready = true; break;
+      case 'O': r.options = line.substr(2); break;
+      case 'L': r.losses.push_back(line.substr(2)); break;
+      case 'E': r.errors.push_back(line.substr(2)); break;
+      case 'C': {
+        std::istringstream ls(line.substr(2));
+        std::vector<uint64_t> v;
+        uint64_t x;
+        while (ls >> x) v.push_back(x);
+        if (v.size() == 17) r.c = v;
+        break;
+      }
+      default: break;
+    }
+  }
+  return r;
+}
+
+// ---- parent -------------------------------------------------------------------------------------------
+
+std::string g_self;
+
+// Every field, as --index_options overrides (the crash child's options).
+std::string ToOverrides(const LiveKeyIndexOptions& io) {
+  return Fmt("kernel=%s,expected_keys=%" PRIu64 ",bits_per_key=%.17g,sizing_load=%.17g,abf_counter_bits=%u,"
+             "auto_rebuild_drift=%.17g,rebuild_at_capacity=%.17g,rebuild_headroom=%.17g,lock_stripes=%u,"
+             "delete_range_scan_limit=%" PRIu64 ",trust_single_delete=%d,persist_index=%d,"
+             "defer_liveness_checks=%d,max_pending_checks=%u,max_deferring_writers=%u,rebuild_scan_threads=%u,"
+             "background_open_build=%d,checkpoint_interval_seconds=%.17g,seed=%" PRIu64
+             ",rebuild_progress_interval=%" PRIu64,
+             KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
+             io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
+             io.delete_range_scan_limit, io.trust_single_delete ? 1 : 0, io.persist_index ? 1 : 0,
+             io.defer_liveness_checks ? 1 : 0, io.max_pending_checks, io.max_deferring_writers,
+             io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.seed,
+             io.rebuild_progress_interval);
+}
+
+// The index options of a session: a fresh draw, with the hash seed and
+// the kernel mostly those of `base` (an index file or checkpoint of
+// another seed or kernel is rebuilt, never loaded: sometimes that).
+LiveKeyIndexOptions DrawSessionOptions(std::mt19937_64& rng, const LiveKeyIndexOptions& base) {
+  LiveKeyIndexOptions io = DrawIndexOptions(rng);
+  if (rng() % 10 != 0) io.seed = base.seed;
+  if (rng() % 5 != 0 && FLAGS_index_options.find("kernel=") == std::string::npos) {
+    LiveKeyIndexOptions same = io;
+    same.kernel = base.kernel;
+    if (same.Validate().ok()) io = same;
+  }
+  return io;
+}
+
+// Returns the child's index options.
+LiveKeyIndexOptions CrashCycle(std::mt19937_64& rng, int round, const LiveKeyIndexOptions& fixed) {
+  const LiveKeyIndexOptions cio = FLAGS_redraw_options ? DrawSessionOptions(rng, fixed) : fixed;
+  const std::string side = g_db_dir + ".side/round" + std::to_string(round);
+  std::error_code ec;
+  std::filesystem::create_directories(g_db_dir + ".side", ec);
+  std::filesystem::remove(side, ec);
+  std::vector<std::string> args = {g_self, "--role=child", "--side_file=" + side,
+                                   "--child_seed=" + std::to_string(rng()), "--round=" + std::to_string(round),
+                                   "--index_options=" + ToOverrides(cio)};
+  // Every flag of this file as the parent has it (the child's own flags aside).
+  std::vector<gflags::CommandLineFlagInfo> all;
+  gflags::GetAllFlags(&all);
+  for (const auto& f : all) {
+    if (f.filename != __FILE__) continue;
+    if (f.name == "role" || f.name == "side_file" || f.name == "child_seed" || f.name == "round" ||
+        f.name == "index_options") {
+      continue;
+    }
+    args.push_back("--" + f.name + "=" + f.current_value);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(&a[0]);
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) Die("fork");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the parent
+    if (::getppid() != parent) std::_Exit(127);
+    ::execv(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  const int span = std::max(0, FLAGS_max_kill_ms - FLAGS_min_kill_ms);
+  int delay = FLAGS_min_kill_ms + static_cast<int>(rng() % static_cast<uint64_t>(span + 1));
+  // Or right after a checkpoint (the child reports its count every 10 ms):
+  // a checkpoint then covers writes that the crash may take back (a
+  // disableWAL tail), the case Open's checkpoint replay must get right.
+  const bool after_checkpoint = std::uniform_real_distribution<double>(0, 1)(rng) < FLAGS_kill_after_checkpoint_prob &&
+                                cio.checkpoint_interval_seconds > 0;
+  const int settle_ms = static_cast<int>(rng() % 21);
+  uint64_t checkpoints_seen = 0;  // the count to pass (after delay / 2)
+  bool checkpoint_kill = false;
+  int status = 0;
+  bool exited = false;
+  const auto start = Clock::now();
+  for (;;) {
+    const double elapsed_ms = Seconds(start) * 1000;
+    if (after_checkpoint) {
+      if (elapsed_ms >= FLAGS_max_kill_ms + 500) break;  // no checkpoint came (checkpoints follow flushes)
+      const ChildReport now = elapsed_ms >= delay / 2 ? ReadSideFile(side) : ChildReport();
+      if (!now.c.empty() && now.ready) {
+        if (checkpoints_seen == 0) checkpoints_seen = now.c[15] + 1;
+        if (now.c[15] >= checkpoints_seen) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
+          checkpoint_kill = true;
+          break;
+        }
+      }
+    } else if (elapsed_ms >= delay) {
+      break;
+    }
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) {
+      exited = true;
+      break;
+    }
+    if (g_stop.load()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_checkpoint ? 2 : 5));
+  }
+  delay = static_cast<int>(Seconds(start) * 1000);
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  const ChildReport r = ReadSideFile(side);
+  if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
+    ReportError(Fmt("round %d: the crash child exited by itself (status %d)", round, status));
+  } else {
+    g.kills++;
+  }
+  if (!r.c.empty()) {
+    std::atomic<uint64_t>* dst[17] = {&g.ops,         &g.puts,       &g.merges,      &g.deletes,
+                                      &g.single_deletes, &g.delete_ranges, &g.batches, &g.entities,
+                                      &g.ingests,     &g.flushes,    &g.compactions, &g.manual_rebuilds,
+                                      &g.checks,      &g.write_keys, &g.auto_rebuilds, &g.checkpoints,
+                                      &g.foreign_puts};
+    for (size_t i = 0; i < 17; ++i) *dst[i] += r.c[i];
+  }
+  for (const auto& l : r.losses) {
+    const uint64_t n = g.lost.fetch_add(1) + 1;
+    if (n <= static_cast<uint64_t>(FLAGS_print_losses)) {
+      std::printf("livekey_stress: LOST (crash child) %s\n", l.c_str());
+    }
+  }
+  if (!r.losses.empty() && FLAGS_expect_loss) g_stop = true;
+  for (const auto& e : r.errors) ReportError("(crash child) " + e);
+  const uint64_t writes = r.c.empty() ? 0 : r.c[13];
+  const uint64_t autos = r.c.empty() ? 0 : r.c[14];
+  const double per_kop = static_cast<double>(autos) * 1000.0 / static_cast<double>(std::max<uint64_t>(writes, 1000));
+  std::printf("round %d crash: %s after %d ms (%s%s), child ops=%" PRIu64 " writes=%" PRIu64
+              " auto_rebuilds=%" PRIu64 " (%.1f per 1000 writes) checkpoints=%" PRIu64 " lost=%zu\n"
+              "  child options: %s\n",
+              round, exited ? "exited" : "killed", delay, r.ready ? "in the workload" : "inside Open",
+              checkpoint_kill ? ", just after a checkpoint" : "", r.c.empty() ? 0 : r.c[0], writes, autos,
+              per_kop, r.c.empty() ? 0 : r.c[15], r.losses.size(), r.options.c_str());
+  if (per_kop > FLAGS_max_auto_rebuilds_per_kop) {
+    std::printf("livekey_stress: rebuild storm in round %d's crash child: %" PRIu64 " automatic rebuilds for %" PRIu64
+                " written keys (%.1f per 1000 > %.1f)\n",
+                round, autos, writes, per_kop, FLAGS_max_auto_rebuilds_per_kop);
+    g.storms++;
+  }
+  std::fflush(stdout);
+  return cio;
+}
+
+// Open (a reopen after a Close or a crash), check at once, wait until the
+// indexes serve, check again.
+// after_crash: the crash child's options; the reopen then mostly takes
+// their seed and kernel and persists, so it loads the child's last
+// checkpoint and brings it forward.
+bool OpenAndVerify(Session* s, std::mt19937_64& rng, const LiveKeyIndexOptions& fixed,
+                   const LiveKeyIndexOptions* after_crash, bool first, const std::string& label) {
+  LiveKeyIndexOptions io = fixed;
+  if (FLAGS_redraw_options) {
+    io = DrawSessionOptions(rng, after_crash != nullptr ? *after_crash : fixed);
+    if (after_crash != nullptr && rng() % 5 != 0) {
+      LiveKeyIndexOptions load = io;
+      load.persist_index = true;
+      if (load.Validate().ok()) io = load;
+    }
+  }
+  std::printf("%s open: %s\n", label.c_str(), Describe(io).c_str());
+  std::fflush(stdout);
+  const Status os = OpenSession(s, io);
+  if (!os.ok()) {
+    ReportError("LiveKeyDB::Open: " + os.ToString());
+    return false;
+  }
+  if (!first) g.reopens++;
+  VerifyAll(s, "reopen-immediate");
+  if (!WaitServing(s, "reopen")) return false;
+  VerifyAll(s, "reopen-serving");
+  const LiveKeyStats st = s->db->GetLiveKeyStats();
+  std::printf("%s opened: index_file_loads=%" PRIu64 " rejections=%" PRIu64 "%s%s checkpoint_replays=%" PRIu64
+              "%s\n",
+              label.c_str(), st.index_file_loads, st.index_file_rejections,
+              st.last_rejection.empty() ? "" : " last_rejection=",
+              st.last_rejection.c_str(), st.checkpoint_replays, IndexStates(st).c_str());
+  return true;
+}
+
+bool Quiesce(Session* s, const char* phase) {
+  bool ok = true;
+  {
+    HangGuard hg("WaitForDeferredChecks", 30);
+    if (!s->db->WaitForDeferredChecks(static_cast<uint64_t>(FLAGS_hang_seconds * 1000))) {
+      std::printf("livekey_stress: hang in WaitForDeferredChecks (%s: > %.0f s)\n", phase, FLAGS_hang_seconds);
+      g.hangs++;
+      ok = false;
+    }
+  }
+  {
+    HangGuard hg("WaitForBackgroundRebuilds", 30);
+    if (!s->db->WaitForBackgroundRebuilds(static_cast<uint64_t>(FLAGS_hang_seconds * 1000))) {
+      std::printf("livekey_stress: hang in WaitForBackgroundRebuilds (%s: > %.0f s)\n", phase, FLAGS_hang_seconds);
+      g.hangs++;
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+int RunParent() {
+  g_seed = FLAGS_seed ? FLAGS_seed : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::mt19937_64 rng(g_seed);
+  if (FLAGS_db.empty()) {
+    const char* base = std::getenv("TEST_TMPDIR");
+    FLAGS_db = std::string(base && *base ? base : "/tmp") + "/livekey_stress_" + std::to_string(::getpid());
+    g_temp_db = true;
+  }
+  g_db_dir = FLAGS_db;
+  std::error_code ec;
+  std::filesystem::remove_all(g_db_dir, ec);
+  std::filesystem::remove_all(g_db_dir + ".side", ec);
+  std::filesystem::remove_all(g_db_dir + ".sst", ec);
+  const uint64_t ops_per_round = dlcbf::testing_util::Scaled(FLAGS_ops_per_round, 100);
+  const double duration = FLAGS_duration * dlcbf::testing_util::TestScale();
+  const std::string scale_note =
+      dlcbf::testing_util::TestScale() != 1.0 ? Fmt(" (DLCBF_TEST_SCALE=%g)", dlcbf::testing_util::TestScale()) : "";
+  std::printf("livekey_stress: seed=%" PRIu64 " db=%s threads=%d keys=%d sd_keys=%d ops_per_round=%" PRIu64
+              "%s rounds=%d duration=%.0f crash=%d fault=%d foreign_write_prob=%g expect_loss=%d\n",
+              g_seed, g_db_dir.c_str(), FLAGS_threads, NumKKeys(), NumSKeys(), ops_per_round,
+              scale_note.c_str(),
+              FLAGS_rounds, duration, FLAGS_crash ? 1 : 0, FLAGS_fault, FLAGS_foreign_write_prob,
+              FLAGS_expect_loss ? 1 : 0);
+  std::fflush(stdout);
+  g_start = Clock::now();
+  // Progress every ~10 s.
+  std::atomic<bool> done{false};
+  std::thread progress([&done] {
+    auto last = Clock::now();
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (Seconds(last) >= 10) {
+        last = Clock::now();
+        std::printf("livekey_stress: progress t=%.0fs round=%d ops=%" PRIu64 " checks=%" PRIu64 " lost=%" PRIu64 "\n",
+                    Seconds(g_start), g_round.load(), g.ops.load(), g.checks.load(), g.lost.load());
+        std::fflush(stdout);
+      }
+    }
+  });
+
+  const LiveKeyIndexOptions fixed = DrawIndexOptions(rng);
+  Session* s = new Session;
+  bool healthy = true;
+  bool first = true;
+  bool crashed = false;
+  LiveKeyIndexOptions child_io;
+  for (int round = 1;; ++round) {
+    if (duration > 0 ? Seconds(g_start) >= duration : round > FLAGS_rounds) break;
+    g_round = round;
+    if (!OpenAndVerify(s, rng, fixed, crashed ? &child_io : nullptr, first, "round " + std::to_string(round))) {
+      healthy = false;
+      break;
+    }
+    first = false;
+    // The phase.
+    const uint64_t ops0 = g.ops.load(), writes0 = g.write_keys.load(), lost0 = g.lost.load();
+    const auto t0 = Clock::now();
+    {
+      // A phase takes seconds (Release) to a minute (sanitizers).
+      HangGuard hg("the workload phase", 4 * FLAGS_hang_seconds);
+      RunPhase(s, static_cast<int64_t>(ops_per_round), rng());
+    }
+    const double secs = Seconds(t0);
+    VerifyAll(s, "after-phase");
+    if (!Quiesce(s, "after-phase")) {
+      healthy = false;
+    }
+    VerifyAll(s, "after-quiesce");
+    const LiveKeyStats st = s->db->GetLiveKeyStats();
+    const uint64_t writes = g.write_keys.load() - writes0;
+    const double per_kop =
+        static_cast<double>(st.auto_rebuilds) * 1000.0 / static_cast<double>(std::max<uint64_t>(writes, 1000));
+    std::printf("round %d: ops=%" PRIu64 " writes=%" PRIu64 " in %.1f s rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64
+                " (%.1f per 1000 writes) failed_rebuilds=%" PRIu64 " index_migrations=%" PRIu64 " checkpoints=%" PRIu64
+                " deferred_checks=%" PRIu64 " known_writes=%" PRIu64 " unseen_write_detections=%" PRIu64
+                " trust_recoveries=%" PRIu64 " lost=%" PRIu64 "%s\n",
+                round, g.ops.load() - ops0, writes, secs, st.rebuilds, st.auto_rebuilds, per_kop, st.failed_rebuilds,
+                st.index_migrations, st.checkpoints, st.deferred_checks, st.known_writes, st.unseen_write_detections,
+                st.trust_recoveries, g.lost.load() - lost0,
+                IndexStates(st).c_str());
+    std::fflush(stdout);
+    if (per_kop > FLAGS_max_auto_rebuilds_per_kop) {
+      std::printf("livekey_stress: rebuild storm in round %d: %" PRIu64 " automatic rebuilds for %" PRIu64
+                  " written keys (%.1f per 1000 > %.1f)\n",
+                  round, st.auto_rebuilds, writes, per_kop, FLAGS_max_auto_rebuilds_per_kop);
+      g.storms++;
+    }
+    CloseSession(s);
+    if (!healthy) break;
+    if (FLAGS_crash && !g_stop.load()) {
+      child_io = CrashCycle(rng, round, fixed);
+      crashed = true;
+    } else {
+      crashed = false;
+    }
+    if (g_stop.load()) break;
+    if (g.lost.load() > 0 && !FLAGS_continue_after_loss) break;
+  }
+  // The final reopen: everything the last round (or crash) left must be found.
+  if (healthy && s->db == nullptr) {
+    if (OpenAndVerify(s, rng, fixed, crashed ? &child_io : nullptr, first, "final")) {
+      CloseSession(s);
+    } else {
+      healthy = false;
+      if (s->db != nullptr) CloseSession(s);
+    }
+  } else if (s->db != nullptr) {
+    CloseSession(s);
+  }
+  delete s;
+  done = true;
+  progress.join();
+
+  const uint64_t lost = g.lost.load();
+  std::printf("livekey_stress: compaction_filter_dropped=%" PRIu64 " foreign_puts=%" PRIu64 " errors=%" PRIu64
+              " storms=%" PRIu64 " hangs=%" PRIu64 " seconds=%.1f\n",
+              g_filter->dropped.load(), g.foreign_puts.load(), g.errors.load(), g.storms.load(), g.hangs.load(),
+              Seconds(g_start));
+  std::printf("%s\n", SummaryLine().c_str());
+  RemoveTempDb();
+  if (FLAGS_expect_loss) {
+    if (lost > 0) {
+      std::printf("negative control caught: lost=%" PRIu64 "\n", lost);
+      std::fflush(stdout);
+      return 0;
+    }
+    std::printf("negative control NOT caught\n");
+    std::fflush(stdout);
+    return 1;
+  }
+  const bool failed = lost > 0 || g.storms.load() > 0 || g.hangs.load() > 0 || g.errors.load() > 0 || !healthy;
+  std::printf("livekey_stress: %s (seed %" PRIu64 ")\n", failed ? "FAILED" : "PASSED", g_seed);
+  std::fflush(stdout);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("seeded randomized differential stress test of LiveKeyDB (oracle: the base DB)");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_fault < 0 || FLAGS_fault > 63) Die("--fault must be a LiveKeyFault value (0 = none)");
+  dlcbf::internal::SetLiveKeyFaultForTesting(static_cast<dlcbf::internal::LiveKeyFault>(FLAGS_fault));
+  if (FLAGS_keys < 1 || FLAGS_threads < 1) Die("--keys and --threads must be >= 1");
+  if (FLAGS_min_kill_ms < 0 || FLAGS_max_kill_ms < FLAGS_min_kill_ms) Die("need 0 <= --min_kill_ms <= --max_kill_ms");
+  if (FLAGS_role == "child") return RunChild();
+  if (FLAGS_role != "parent") Die("--role must be parent or child");
+  // Re-exec this very binary for the crash child (RocksDB's threads do not
+  // survive fork alone).
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) Die("readlink /proc/self/exe");
+  self[n] = '\0';
+  g_self = self;
+  return RunParent();
+}
