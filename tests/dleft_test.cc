@@ -517,7 +517,7 @@ TEST(DLeftCorruptionTest, HeaderBoundsAreValidated) {
 
 // Golden schema test: pins the serialized bytes for a fixed seed and input.
 // If this fails, the on-disk format changed: bump the format version and
-// update the README's format section, then this constant.
+// update filter_policy/FORMATS.md, then this constant.
 TEST(DLeftFormatTest, GoldenBytes) {
   DLeftOptions o;
   o.subtables = 3;

@@ -77,7 +77,7 @@
 // halves. Its positives mostly answer from one line with a predictable
 // branch; it pays for that with positions that name no true fingerprint
 // (no keyless migration). This is why in-cache hits stay behind the
-// VQF's while misses match or beat it (the project README's figures).
+// VQF's while misses match or beat it (docs/BENCHMARKS.md has the figures).
 // A per-key order gets the VQF's share without changing the format, and
 // was built and measured, not kept: a key whose subtable-0 bucket b is
 // odd tries subtable 1 first (for insert, probe and erase; b's parity is

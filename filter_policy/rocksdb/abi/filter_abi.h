@@ -21,7 +21,7 @@
 //   written to an SST by the real library, read back, and must answer "no"
 //   (rocksdb.bloom.filter.useful > 0) without ever giving a false negative.
 //   Verified against Debian's librocksdb 7.8.3 and against a 9.10.0
-//   librocksdb.so built from source (README, "Verified RocksDB versions").
+//   librocksdb.so built from source (docs/VERIFIED_RELEASES.md).
 //
 // Virtual functions, in vtable order (7.8.3; 9.10 adds AddKeyAndAlt after
 // AddKey):

@@ -145,7 +145,8 @@
 //   and for that last replay and the swap. Close aborts a running scan.
 //
 //   Persistence: see persistence.cc; checkpoints: checkpoint.cc. Costs:
-//   tools/bench/live_key_bench, tools/bench/recovery_bench and the README.
+//   tools/bench/live_key_bench, tools/bench/recovery_bench and the LiveKeyDB
+//   README (filter_policy/rocksdb/live_key_db/README.md).
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <algorithm>

@@ -100,7 +100,7 @@
 //   snapshot (a background thread pays their liveness read), or one
 //   liveness read (a Get; in a batch, one MultiGet) each when checks are
 //   not deferred.
-//   Measured numbers are in the README and in filter_policy/live_key_db.cc.
+//   Measured numbers: filter_policy/rocksdb/live_key_db/README.md.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
 //   the DB pause for the whole call: the scan of up to
