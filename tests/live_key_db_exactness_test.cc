@@ -647,4 +647,37 @@ TEST(LiveKeyExactness, IngestionIsAccountedWithoutARebuild) {
   fs::remove_all(dir);
 }
 
+// A write with a null column-family handle goes to the default family in
+// RocksDB; LiveKeyDB used to pass it through unindexed, so the key then
+// answered NotFound from the default family's index. Since the ledger such
+// a write would be caught as unseen (reads bypass, every index rebuilt):
+// it must instead be indexed like any other write.
+TEST(LiveKeyExactness, NullColumnFamilyWriteIsIndexed) {
+  const std::string dir = TestDir("null_cf");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.persist_index = false;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) {
+    keys.push_back(Key("null", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), nullptr, keys.back(), "v").ok());
+  }
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->Delete(WriteOptions(), nullptr, keys[0]).ok());
+  std::string v;
+  EXPECT_TRUE(db->Get(ReadOptions(), keys[0], &v).IsNotFound());
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(db->Get(ReadOptions(), Key("absent", i), &v).IsNotFound());
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.unverified_reads, 0u) << "the null-handle writes were not LiveKeyDB's own: " << st.ToString();
+  EXPECT_EQ(st.unseen_write_detections, 0u) << st.ToString();
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
 }  // namespace
