@@ -67,6 +67,13 @@ enum class LiveKeyFault : int {
   // (seq_ledger.h): a write LiveKeyDB never saw (through GetBaseDB(), a
   // TransactionDB wrapped on top) is answered NotFound.
   kTrustUnseenWrites = 10,
+  // A transaction's Commit (transactions.cc) goes straight to RocksDB
+  // without indexing its keys, its sequence numbers still accounted: the
+  // committed keys are answered NotFound.
+  kCommitUnindexed = 11,
+  // A transaction's GetForUpdate answers from the index alone, ignoring
+  // the transaction's own batch: a key it wrote itself reads NotFound.
+  kTxnReadIgnoresOwnBatch = 12,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

@@ -36,14 +36,14 @@ void LiveKeyDB::Rep::RequestCheckpoint() {
 }
 // A write LiveKeyDB never saw is certain (Rep::IndexTrusted): every index
 // is bypassed from here until RecoverTrust rebuilt them all. One LOG line.
-void LiveKeyDB::Rep::MarkUntrusted(uint64_t latest) {
+void LiveKeyDB::Rep::MarkUntrusted(uint64_t latest, uint64_t verified) {
   bool expected = false;
   if (!untrusted.compare_exchange_strong(expected, true)) return;
   unseen_write_detections.fetch_add(1);
   rocksdb::Warn(log, "LiveKeyDB: the DB is at sequence %" PRIu64 " but LiveKeyDB's own writes account only "
                 "for %" PRIu64 ": a write it never saw (GetBaseDB(), a TransactionDB or another wrapper on top, "
                 "an ingestion or import). Reads bypass every index until each is rebuilt.",
-                latest, ledger.verified());
+                latest, verified);
   std::lock_guard<std::mutex> l(bg_mu);
   trust_recovery_due = true;
   bg_cv.notify_one();
@@ -63,8 +63,8 @@ void LiveKeyDB::Rep::RecoverTrust() {
     for (int attempt = 0; attempt < 2000 && !rebased && !closing.load(); ++attempt) {
       {
         AllStripesGuard all(this);
-        uint64_t latest = 0;
-        if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest)) {
+        uint64_t latest = 0, verified = 0;
+        if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &verified)) {
           ledger.Rebase(latest);
           rebased = true;
         }
@@ -93,9 +93,9 @@ void LiveKeyDB::Rep::RecoverTrust() {
     }
     if (!ok) return;
     for (int attempt = 0; attempt < 2000 && !closing.load(); ++attempt) {
-      uint64_t latest = 0;
-      if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest)) {
-        if (latest <= ledger.verified()) {
+      uint64_t latest = 0, verified = 0;
+      if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &verified)) {
+        if (latest <= verified) {
           untrusted.store(false, std::memory_order_release);
           trust_recoveries.fetch_add(1);
           rocksdb::Warn(log, "LiveKeyDB: every index rebuilt after unseen writes; they serve again");

@@ -99,7 +99,7 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFam
   rep_->ledger.Begin();
   rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                metadata, handle);
-  rep_->ledger.EndUnknown();
+  rep_->ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) return s;
   return rep_->RegisterImported(*handle);
 }
@@ -112,7 +112,7 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(
   rep_->ledger.Begin();
   rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
                                                         metadatas, handle);
-  rep_->ledger.EndUnknown();
+  rep_->ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) return s;
   return rep_->RegisterImported(*handle);
 }

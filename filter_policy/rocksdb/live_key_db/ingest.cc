@@ -123,8 +123,9 @@ rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExterna
   return rocksdb::Status::OK();
 }
 
-// The global sequence numbers an ingestion consumed: those of the files it
-// added, in (before, after], one number each. Why a file is recognized by
+// How many global sequence numbers an ingestion consumed: those of the
+// files it added, in (before, after], one number each (at most one per
+// family ingested into: never more than it can have consumed). Why a file is recognized by
 // its family and entry count: a file whose entries all carry one sequence
 // number past `before` holds one batch's worth of one number, which only
 // an ingestion gives several entries (every entry of a written batch has
@@ -132,9 +133,8 @@ rocksdb::Status IdentifyFiles(DB* base, const std::vector<rocksdb::IngestExterna
 // key. A file RocksDB already compacted away is not found: its number
 // stays a gap to the ledger (seq_ledger.h), the safe side (the indexes
 // are then rebuilt).
-void RecordIngestedSeqnos(DB* base, SeqLedger* ledger, const std::vector<ExternalFileId>& ids, uint64_t before,
-                          uint64_t after) {
-  if (after <= before || ids.empty()) return;
+uint64_t IngestedSeqnos(DB* base, const std::vector<ExternalFileId>& ids, uint64_t before, uint64_t after) {
+  if (after <= before || ids.empty()) return 0;
   std::vector<rocksdb::LiveFileMetaData> files;
   base->GetLiveFilesMetaData(&files);
   std::vector<uint64_t> seqs;
@@ -150,7 +150,11 @@ void RecordIngestedSeqnos(DB* base, SeqLedger* ledger, const std::vector<Externa
   }
   std::sort(seqs.begin(), seqs.end());
   seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
-  for (uint64_t s : seqs) ledger->RecordOne(s);
+  std::vector<std::string> fams;
+  for (const ExternalFileId& id : ids) fams.push_back(id.cf);
+  std::sort(fams.begin(), fams.end());
+  fams.erase(std::unique(fams.begin(), fams.end()), fams.end());
+  return std::min<uint64_t>(seqs.size(), std::min<uint64_t>(fams.size(), after - before));
 }
 
 // The point keys of one file (latest visible, as the ingestion will see
@@ -194,8 +198,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
     ledger.Begin();
     const uint64_t before = base->GetLatestSequenceNumber();
     rocksdb::Status s = base->IngestExternalFiles(args);
-    if (s.ok()) RecordIngestedSeqnos(base, &ledger, ids, before, base->GetLatestSequenceNumber());
-    ledger.EndUnknown();
+    ledger.End(s.ok() ? IngestedSeqnos(base, ids, before, base->GetLatestSequenceNumber()) : 0);
     return s;
   }
 
@@ -216,8 +219,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
   ledger.Begin();
   const uint64_t before = base->GetLatestSequenceNumber();
   rocksdb::Status s = base->IngestExternalFiles(args);
-  if (s.ok()) RecordIngestedSeqnos(base, &ledger, ids, before, base->GetLatestSequenceNumber());
-  ledger.EndUnknown();
+  ledger.End(s.ok() ? IngestedSeqnos(base, ids, before, base->GetLatestSequenceNumber()) : 0);
   if (!s.ok()) ix.UndoNotLive();
   return s;
 }
@@ -334,7 +336,7 @@ rocksdb::Status LiveKeyDB::Rep::CommitIngestion(std::vector<std::unique_ptr<rock
   }
   ledger.Begin();  // (its sequence numbers: as IngestExternalFiles')
   rocksdb::Status s = base->CommitFileIngestionHandles(std::move(inner));
-  ledger.EndUnknown();
+  ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) ix.UndoNotLive();
   return s;
 }

@@ -298,6 +298,18 @@ rocksdb::Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const Live
   if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
   *dbptr = nullptr;
   if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
+  return OpenWith(
+      db_options, index_options, handles,
+      [&](const rocksdb::DBOptions& opts, DB** base) {
+        return compat::OpenDB(opts, path, column_families, handles, base);
+      },
+      dbptr);
+}
+
+rocksdb::Status LiveKeyDB::OpenWith(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
+                                    std::vector<ColumnFamilyHandle*>* handles,
+                                    const std::function<rocksdb::Status(const rocksdb::DBOptions&, DB**)>& open_base,
+                                    LiveKeyDB** dbptr) {
   rocksdb::Status s = index_options.Validate();
   if (!s.ok()) return s;
   // A listener that requests a checkpoint after each memtable flush.
@@ -307,7 +319,7 @@ rocksdb::Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const Live
     opts.listeners.push_back(std::make_shared<FlushListener>(signal));
   }
   DB* base = nullptr;
-  s = compat::OpenDB(opts, path, column_families, handles, &base);
+  s = open_base(opts, &base);
   if (!s.ok()) return s;
   std::unique_ptr<LiveKeyDB> db(new LiveKeyDB(base, index_options));
   db->rep_->flush_signal = signal;
@@ -797,7 +809,7 @@ rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle
   // numbers they show as a gap, and the indexes are rebuilt.)
   rep_->ledger.Begin();
   rocksdb::Status s = db_->Merge(options, column_family, key, ts, value);
-  rep_->ledger.EndUnknown();
+  rep_->ledger.End(0);  // (consumption unknown: a gap, the safe side)
   return s;
 }
 

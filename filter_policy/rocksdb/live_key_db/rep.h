@@ -245,9 +245,9 @@ struct LiveKeyDB::Rep {
   // Every LiveKeyDB write reaches RocksDB here, as one batch.
   rocksdb::Status LedgerWrite(const WriteOptions& wo, WriteBatch* b) {
     ledger.Begin();
-    const uint64_t before = SeqLedger::StampOf(*b);
+    const uint64_t n = b->Count();
     rocksdb::Status s = base->Write(wo, b);
-    ledger.End(*b, before, s.ok());
+    ledger.End(s.ok() ? n : 0);
     return s;
   }
   // May the index's "no" be returned? Invariant (seq_ledger.h): the DB's
@@ -259,15 +259,15 @@ struct LiveKeyDB::Rep {
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kTrustUnseenWrites) return true;
 #endif
-    if (base->GetLatestSequenceNumber() <= ledger.verified()) return true;
-    uint64_t latest = 0;
-    if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest) &&
-        latest > ledger.verified()) {
-      MarkUntrusted(latest);
+    const uint64_t verified = ledger.verified();  // before the DB's number
+    if (base->GetLatestSequenceNumber() <= verified) return true;
+    uint64_t latest = 0, at = 0;
+    if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &at) && latest > at) {
+      MarkUntrusted(latest, at);
     }
     return false;
   }
-  void MarkUntrusted(uint64_t latest);  // background.cc
+  void MarkUntrusted(uint64_t latest, uint64_t verified);  // background.cc
   void RecoverTrust();                  // background.cc
 
   // ---- helpers ---------------------------------------------------------------
@@ -606,6 +606,13 @@ struct LiveKeyDB::Rep {
   static constexpr size_t kCheckMultiGet = 64;    // keys per MultiGet
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
+  // What `batches` write, applied in order as one atomic write by `write`
+  // (which must also account its sequence numbers to the ledger), kept
+  // exact in the index as Write keeps a batch (write_batch.cc). A
+  // transaction's commit comes here (transactions.cc); prepare_markers
+  // admits its prepared batch's markers.
+  rocksdb::Status IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
+                               const std::function<rocksdb::Status()>& write);
   // ingest.cc
   struct IngestIndexer;
   rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,9 +64,14 @@ class BatchCollector : public WriteBatch::Handler {
     ops.push_back(BatchOp{OpKind::kRange, cf, b, e});
     return rocksdb::Status::OK();
   }
+  // A transaction's prepared batch carries its prepare markers
+  // (transactions.cc); a batch handed to Write must not.
+  explicit BatchCollector(bool prepare_markers) : prepare_markers_(prepare_markers) {}
   void LogData(const Slice&) override {}
-  rocksdb::Status MarkBeginPrepare(bool) override { return Unsupported(); }
-  rocksdb::Status MarkEndPrepare(const Slice&) override { return Unsupported(); }
+  rocksdb::Status MarkBeginPrepare(bool) override { return prepare_markers_ ? rocksdb::Status::OK() : Unsupported(); }
+  rocksdb::Status MarkEndPrepare(const Slice&) override {
+    return prepare_markers_ ? rocksdb::Status::OK() : Unsupported();
+  }
   rocksdb::Status MarkNoop(bool) override { return rocksdb::Status::OK(); }
   rocksdb::Status MarkRollback(const Slice&) override { return Unsupported(); }
   rocksdb::Status MarkCommit(const Slice&) override { return Unsupported(); }
@@ -76,6 +82,7 @@ class BatchCollector : public WriteBatch::Handler {
     ops.push_back(BatchOp{k, cf, key, Slice()});
     return rocksdb::Status::OK();
   }
+  const bool prepare_markers_;
   static rocksdb::Status Unsupported() {
     return rocksdb::Status::NotSupported("LiveKeyDB: write batches with transaction markers");
   }
@@ -97,10 +104,21 @@ struct Overlay {
 }  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
+  return IndexedWrite({batch}, /*prepare_markers=*/false, [&] { return LedgerWrite(wo, batch); });
+}
+
+// The batches are read before `write` runs and never after it (a
+// transaction's commit clears its batch): the overlay keeps its own copy
+// of every key.
+rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
+                                             const std::function<rocksdb::Status()>& write) {
   WriterScope in_flight(this);
-  BatchCollector col;
-  rocksdb::Status s = batch->Iterate(&col);
-  if (!s.ok()) return s;
+  BatchCollector col(prepare_markers);
+  rocksdb::Status s;
+  for (const WriteBatch* batch : batches) {
+    s = batch->Iterate(&col);
+    if (!s.ok()) return s;
+  }
 
   // Indexed families of the batch (the table is read once).
   std::unordered_map<uint32_t, CfState*> fams;
@@ -119,7 +137,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     any = true;
     if (op.kind == OpKind::kRange) has_range = true;
   }
-  if (!any) return LedgerWrite(wo, batch);
+  if (!any) return write();
 
   // Stripes: all of them for range deletions (the scan may meet any key).
   std::vector<uint32_t> taken;
@@ -311,7 +329,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
     }
     inserted.push_back(i);
   }
-  s = LedgerWrite(wo, batch);
+  s = write();
   if (s.ok()) {
     for (size_t i = 0; i < ov.size(); ++i) {
       Overlay& e = ov[i];

@@ -147,6 +147,50 @@
 //   Writing through the base DB is therefore safe but costs the index
 //   until the rebuild; do not make it a habit.
 //
+// Transactions
+//   OpenTransactionDB and OpenOptimisticTransactionDB open the DB as
+//   RocksDB's TransactionDB::Open / OptimisticTransactionDB::Open do and
+//   return RocksDB's own types, with a LiveKeyDB between the transaction
+//   layer and the DB: an app changes its Open call and nothing else.
+//   - Every commit is indexed under the rules of Write(WriteBatch) above:
+//     Commit with and without Prepare (two-phase commit; the prepared
+//     batch and the commit-time batch together), CommitAndTryCreateSnapshot,
+//     prepared transactions recovered after a crash (GetTransactionByName,
+//     GetAllPreparedTransactions), and the TransactionDB's own Put, Delete,
+//     SingleDelete, Merge and Write (each a transaction of one batch that
+//     takes its locks first, as RocksDB's own does). Rollback, savepoints
+//     and a failed commit index nothing. A commit's sequence numbers are
+//     accounted to the writes LiveKeyDB saw ("Writes behind LiveKeyDB's
+//     back").
+//   - Reads inside a transaction: Get, GetForUpdate and MultiGet of a key
+//     that neither the transaction's own batch nor the index holds return
+//     NotFound without reading the DB. GetForUpdate still takes its lock
+//     (pessimistic) or records the key for validation (optimistic) first,
+//     with the same validation, so isolation does not change. A key the
+//     transaction wrote itself is read from its batch as RocksDB does.
+//     Reads with ReadOptions::snapshot (e.g. the transaction's own
+//     snapshot) and the other bypass cases above go to RocksDB, as do
+//     MultiGetForUpdate and iterators.
+//   - Only the WRITE_COMMITTED policy: WRITE_PREPARED and WRITE_UNPREPARED
+//     write uncommitted data into the DB and are refused at Open with
+//     InvalidArgument naming the policy, before anything is opened.
+//     TransactionOptions::commit_bypass_memtable and the large-transaction
+//     thresholds (RocksDB >= 9.10, experimental) are turned off: such a
+//     commit ingests the transaction with sequence numbers LiveKeyDB
+//     cannot account, so it commits through the memtable instead.
+//   - Transaction objects: from BeginTransaction (old_txn must come from
+//     the same DB), GetTransactionByName or GetAllPreparedTransactions;
+//     delete them before the DB, as with RocksDB. Prepared transactions
+//     still open when the DB is deleted are deleted with it.
+//   - Non-transactional writes of the OptimisticTransactionDB go to the DB
+//     directly, as with RocksDB, through the index. The TransactionDB's
+//     DeleteRange is NotSupported, as RocksDB's; DeleteRange inside a
+//     Write batch returns what RocksDB's transaction returns.
+//   - Do not write through GetBaseDB() of these DBs: such a write holds a
+//     LiveKeyDB lock while RocksDB may wait for a transaction's lock.
+//   LiveKeyDB::FromTransactionDB gives the LiveKeyDB of such a DB (stats,
+//   RebuildIndex, properties).
+//
 // Column families
 //   Every column family opened or created through LiveKeyDB gets its own
 //   index, except those whose comparator has user-defined timestamps or
@@ -218,6 +262,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -244,7 +289,16 @@
 #define DLCBF_ROCKSDB_AT_LEAST(major, minor) \
   (ROCKSDB_MAJOR > (major) || (ROCKSDB_MAJOR == (major) && ROCKSDB_MINOR >= (minor)))
 
+namespace rocksdb {
+class TransactionDB;
+class OptimisticTransactionDB;
+struct TransactionDBOptions;
+struct OptimisticTransactionDBOptions;
+}  // namespace rocksdb
+
 namespace dlcbf {
+
+class LiveKeyTransactions;  // internal (filter_policy/rocksdb/live_key_db/transactions.cc)
 
 struct LiveKeyIndexOptions {
   // Live keys expected per column family; each index is sized for it
@@ -507,6 +561,37 @@ class LiveKeyDB : public rocksdb::StackableDB {
                               std::vector<rocksdb::ColumnFamilyHandle*>* handles,
                               LiveKeyDB** dbptr);
 
+  // The DB as rocksdb::TransactionDB::Open opens it (write-committed
+  // policy only: see "Transactions"), every commit indexed. *dbptr is
+  // RocksDB's type; delete it (or Close it) as any TransactionDB.
+  // InvalidArgument, before anything is opened, for a write_policy other
+  // than WRITE_COMMITTED, bad index_options or a null pointer.
+  static rocksdb::Status OpenTransactionDB(const rocksdb::Options& options,
+                                           const rocksdb::TransactionDBOptions& txn_db_options,
+                                           const LiveKeyIndexOptions& index_options,
+                                           const std::string& path, rocksdb::TransactionDB** dbptr);
+  static rocksdb::Status OpenTransactionDB(const rocksdb::DBOptions& db_options,
+                                           const rocksdb::TransactionDBOptions& txn_db_options,
+                                           const LiveKeyIndexOptions& index_options,
+                                           const std::string& path,
+                                           const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+                                           std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                                           rocksdb::TransactionDB** dbptr);
+  // The DB as rocksdb::OptimisticTransactionDB::Open opens it, every
+  // commit indexed.
+  static rocksdb::Status OpenOptimisticTransactionDB(const rocksdb::Options& options,
+                                                     const LiveKeyIndexOptions& index_options,
+                                                     const std::string& path,
+                                                     rocksdb::OptimisticTransactionDB** dbptr);
+  static rocksdb::Status OpenOptimisticTransactionDB(
+      const rocksdb::DBOptions& db_options, const rocksdb::OptimisticTransactionDBOptions& occ_options,
+      const LiveKeyIndexOptions& index_options, const std::string& path,
+      const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+      std::vector<rocksdb::ColumnFamilyHandle*>* handles, rocksdb::OptimisticTransactionDB** dbptr);
+  // The LiveKeyDB under a DB those calls returned (owned by it), or
+  // nullptr for any other DB. Thread-safe.
+  static LiveKeyDB* FromTransactionDB(const rocksdb::DB* db);
+
   ~LiveKeyDB() override;
   LiveKeyDB(const LiveKeyDB&) = delete;
   LiveKeyDB& operator=(const LiveKeyDB&) = delete;
@@ -725,6 +810,14 @@ class LiveKeyDB : public rocksdb::StackableDB {
                        rocksdb::PinnableSlice* values, rocksdb::Status* statuses,
                        bool sorted_input);
   LiveKeyDB(rocksdb::DB* base, const LiveKeyIndexOptions& index_options);
+  // Open's body: `open_base` opens the DB below with the options given
+  // (LiveKeyDB's flush listener added).
+  static rocksdb::Status OpenWith(
+      const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
+      std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+      const std::function<rocksdb::Status(const rocksdb::DBOptions&, rocksdb::DB**)>& open_base,
+      LiveKeyDB** dbptr);
+  friend class LiveKeyTransactions;
   std::unique_ptr<Rep> rep_;
 };
 

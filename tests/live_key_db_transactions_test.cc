@@ -1,0 +1,515 @@
+// LiveKeyDB's transaction routes (filter_policy/rocksdb/live_key_db/
+// transactions.cc): every commit indexed, reads inside a transaction that
+// skip the DB for absent keys, two-phase commit across a crash, the
+// refusals at Open, and a concurrency oracle over committing, rolling back
+// and conflicting transactions. Each lost-key path has a negative control
+// (a test hook puts the wrong behaviour back) that must see the loss.
+#include "dlcbf/rocksdb/live_key_db.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "filter_policy/testing/live_key_db_testing.h"
+#include "rocksdb/db.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
+#include "rocksdb/utilities/transaction.h"
+#include "rocksdb/utilities/transaction_db.h"
+#include "rocksdb_test_util.h"
+
+namespace fs = std::filesystem;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+using dlcbf::internal::LiveKeyFault;
+using rocksdb::ReadOptions;
+using rocksdb::Status;
+using rocksdb::Transaction;
+using rocksdb::WriteOptions;
+
+namespace {
+
+std::string TestDir(const std::string& name) {
+  return dlcbf::testing_util::TestDir("live_key_db_transactions_test", name);
+}
+
+std::string Key(const char* prefix, int i) {
+  char b[32];
+  std::snprintf(b, sizeof(b), "%s%07d", prefix, i);
+  return b;
+}
+
+class FaultScope {
+ public:
+  explicit FaultScope(LiveKeyFault f) { dlcbf::internal::SetLiveKeyFaultForTesting(f); }
+  ~FaultScope() { dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone); }
+};
+
+LiveKeyIndexOptions IndexOptions() {
+  LiveKeyIndexOptions io;
+  io.expected_keys = 100000;
+  io.checkpoint_interval_seconds = 0;
+  return io;
+}
+
+enum class Kind { kPessimistic, kOptimistic };
+
+// One DB of either kind, as an app holds it.
+struct TxnDb {
+  Kind kind;
+  rocksdb::TransactionDB* pess = nullptr;
+  rocksdb::OptimisticTransactionDB* occ = nullptr;
+
+  static Status Open(Kind kind, const std::string& dir, TxnDb* out,
+                     rocksdb::TransactionDBOptions tdo = rocksdb::TransactionDBOptions()) {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    out->kind = kind;
+    if (kind == Kind::kPessimistic) return LiveKeyDB::OpenTransactionDB(o, tdo, IndexOptions(), dir, &out->pess);
+    return LiveKeyDB::OpenOptimisticTransactionDB(o, IndexOptions(), dir, &out->occ);
+  }
+  rocksdb::DB* db() const { return pess != nullptr ? static_cast<rocksdb::DB*>(pess) : occ; }
+  Transaction* Begin(Transaction* old = nullptr) {
+    if (pess != nullptr) return pess->BeginTransaction(WriteOptions(), rocksdb::TransactionOptions(), old);
+    return occ->BeginTransaction(WriteOptions(), rocksdb::OptimisticTransactionOptions(), old);
+  }
+  LiveKeyStats Stats() const { return LiveKeyDB::FromTransactionDB(db())->GetLiveKeyStats(); }
+  void Close() {
+    delete pess;
+    delete occ;
+    pess = nullptr;
+    occ = nullptr;
+  }
+};
+
+// Keys the DB below holds that the transaction DB (Get, MultiGet) or a
+// transaction (Get, GetForUpdate) answers NotFound.
+int CountLost(TxnDb* t, const std::vector<std::string>& keys) {
+  rocksdb::DB* root = t->db()->GetRootDB();
+  int lost = 0;
+  std::unique_ptr<Transaction> txn(t->Begin());
+  for (const std::string& k : keys) {
+    std::string v;
+    if (!root->Get(ReadOptions(), k, &v).ok()) continue;
+    std::vector<std::string> vals;
+    if (t->db()->Get(ReadOptions(), k, &v).IsNotFound() ||
+        t->db()->MultiGet(ReadOptions(), {rocksdb::Slice(k)}, &vals)[0].IsNotFound() ||
+        txn->Get(ReadOptions(), k, &v).IsNotFound() || txn->GetForUpdate(ReadOptions(), k, &v).IsNotFound()) {
+      ++lost;
+    }
+  }
+  txn->Rollback().PermitUncheckedError();
+  return lost;
+}
+
+class LiveKeyDBTransactions : public ::testing::TestWithParam<Kind> {};
+
+INSTANTIATE_TEST_SUITE_P(Kinds, LiveKeyDBTransactions, ::testing::Values(Kind::kPessimistic, Kind::kOptimistic),
+                         [](const ::testing::TestParamInfo<Kind>& i) {
+                           return i.param == Kind::kPessimistic ? std::string("TransactionDB")
+                                                                : std::string("OptimisticTransactionDB");
+                         });
+
+// ---- Open ------------------------------------------------------------------------
+
+TEST(LiveKeyDBTransactionsOpen, RefusesPoliciesItCannotIndexBeforeOpening) {
+  for (auto policy : {rocksdb::WRITE_PREPARED, rocksdb::WRITE_UNPREPARED}) {
+    const std::string dir = TestDir(std::string("policy") + std::to_string(static_cast<int>(policy)));
+    rocksdb::TransactionDBOptions tdo;
+    tdo.write_policy = policy;
+    TxnDb t;
+    const Status s = TxnDb::Open(Kind::kPessimistic, dir, &t, tdo);
+    ASSERT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.ToString().find(policy == rocksdb::WRITE_PREPARED ? "WRITE_PREPARED" : "WRITE_UNPREPARED"),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_EQ(t.pess, nullptr);
+    EXPECT_FALSE(fs::exists(dir)) << "nothing may be created";
+  }
+  rocksdb::TransactionDB* db = nullptr;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions bad = IndexOptions();
+  bad.expected_keys = 0;
+  EXPECT_TRUE(LiveKeyDB::OpenTransactionDB(o, rocksdb::TransactionDBOptions(), bad, TestDir("bad"), &db)
+                  .IsInvalidArgument());
+  EXPECT_TRUE(LiveKeyDB::OpenTransactionDB(o, rocksdb::TransactionDBOptions(), IndexOptions(), TestDir("null"),
+                                           nullptr)
+                  .IsInvalidArgument());
+  EXPECT_EQ(LiveKeyDB::FromTransactionDB(nullptr), nullptr);
+}
+
+// ---- commits ----------------------------------------------------------------------
+
+// Commits, the DB's own writes and a commit-time batch are all found; the
+// absent keys short-circuit, and no commit counts as a write LiveKeyDB
+// never saw. Negative control: a commit that skips the index loses its
+// keys.
+TEST_P(LiveKeyDBTransactions, EveryCommitIsIndexed) {
+  for (bool control : {false, true}) {
+    SCOPED_TRACE(control ? "negative control: commits not indexed" : "indexed");
+    TxnDb t;
+    ASSERT_TRUE(TxnDb::Open(GetParam(), TestDir(control ? "commit_nc" : "commit"), &t).ok());
+    std::vector<std::string> keys;
+    {
+      std::unique_ptr<FaultScope> f(control ? new FaultScope(LiveKeyFault::kCommitUnindexed) : nullptr);
+      for (int i = 0; i < 300; ++i) {
+        std::unique_ptr<Transaction> txn(t.Begin());
+        keys.push_back(Key("c", i));
+        ASSERT_TRUE(txn->Put(keys.back(), "v").ok());
+        keys.push_back(Key("d", i));
+        ASSERT_TRUE(txn->Delete(keys.back()).ok());
+        ASSERT_TRUE(txn->Put(keys.back(), "v").ok());
+        ASSERT_TRUE(txn->Commit().ok());
+      }
+    }
+    // The DB's own non-transactional writes.
+    for (int i = 0; i < 100; ++i) {
+      keys.push_back(Key("p", i));
+      ASSERT_TRUE(t.db()->Put(WriteOptions(), keys.back(), "v").ok());
+    }
+    rocksdb::WriteBatch b;
+    for (int i = 0; i < 100; ++i) {
+      keys.push_back(Key("w", i));
+      ASSERT_TRUE(b.Put(keys.back(), "v").ok());
+    }
+    ASSERT_TRUE(t.db()->Write(WriteOptions(), &b).ok());
+    const int lost = CountLost(&t, keys);
+    const LiveKeyStats st = t.Stats();
+    if (control) {
+      EXPECT_GT(lost, 500) << "the control must lose the unindexed commits";
+    } else {
+      EXPECT_EQ(lost, 0);
+      EXPECT_EQ(st.unseen_write_detections, 0u);
+      EXPECT_EQ(st.unverified_reads, 0u);
+      // Absent keys: from the index alone.
+      const uint64_t before = st.short_circuited;
+      std::string v;
+      for (int i = 0; i < 200; ++i) EXPECT_TRUE(t.db()->Get(ReadOptions(), Key("absent", i), &v).IsNotFound());
+      EXPECT_GE(t.Stats().short_circuited - before, 190u);
+    }
+    t.Close();
+  }
+}
+
+// Rollback, savepoints and failed commits index nothing; deletes by a
+// commit are erased.
+TEST_P(LiveKeyDBTransactions, RollbackAndSavepointsIndexNothing) {
+  TxnDb t;
+  ASSERT_TRUE(TxnDb::Open(GetParam(), TestDir("rollback"), &t).ok());
+  const uint64_t inserts0 = t.Stats().index_inserts;
+  {
+    std::unique_ptr<Transaction> txn(t.Begin());
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(txn->Put(Key("r", i), "v").ok());
+    ASSERT_TRUE(txn->Rollback().ok());
+  }
+  EXPECT_EQ(t.Stats().index_inserts, inserts0) << "a rollback indexes nothing";
+  {
+    std::unique_ptr<Transaction> txn(t.Begin());
+    ASSERT_TRUE(txn->Put("kept", "v").ok());
+    txn->SetSavePoint();
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(txn->Put(Key("s", i), "v").ok());
+    ASSERT_TRUE(txn->RollbackToSavePoint().ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  EXPECT_EQ(t.Stats().index_inserts, inserts0 + 1) << "only what was committed";
+  std::string v;
+  EXPECT_TRUE(t.db()->Get(ReadOptions(), "kept", &v).ok());
+  {
+    std::unique_ptr<Transaction> txn(t.Begin());
+    ASSERT_TRUE(txn->Delete("kept").ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  ASSERT_TRUE(LiveKeyDB::FromTransactionDB(t.db())->WaitForDeferredChecks(10000));
+  EXPECT_EQ(t.Stats().column_families[0].entries, 0u) << "the deleted key is erased";
+  t.Close();
+}
+
+// Reads inside a transaction: its own writes come from its batch, absent
+// keys from the index, and GetForUpdate keeps its isolation. Negative
+// control: a GetForUpdate that asks the index alone misses the key the
+// transaction wrote itself.
+TEST_P(LiveKeyDBTransactions, ReadsInsideATransaction) {
+  TxnDb t;
+  ASSERT_TRUE(TxnDb::Open(GetParam(), TestDir("reads"), &t).ok());
+  ASSERT_TRUE(t.db()->Put(WriteOptions(), "committed", "c").ok());
+  ASSERT_TRUE(t.db()->Put(WriteOptions(), "doomed", "c").ok());
+  std::unique_ptr<Transaction> txn(t.Begin());
+  ASSERT_TRUE(txn->Put("mine", "m").ok());
+  ASSERT_TRUE(txn->Delete("doomed").ok());
+  std::string v;
+  const uint64_t sc0 = t.Stats().short_circuited;
+  ASSERT_TRUE(txn->Get(ReadOptions(), "mine", &v).ok());
+  EXPECT_EQ(v, "m");
+  ASSERT_TRUE(txn->GetForUpdate(ReadOptions(), "mine", &v).ok());
+  EXPECT_EQ(v, "m");
+  ASSERT_TRUE(txn->Get(ReadOptions(), "committed", &v).ok());
+  EXPECT_EQ(v, "c");
+  EXPECT_TRUE(txn->Get(ReadOptions(), "doomed", &v).IsNotFound());
+  EXPECT_TRUE(txn->GetForUpdate(ReadOptions(), "absent", &v).IsNotFound());
+  rocksdb::PinnableSlice ps;
+  EXPECT_TRUE(txn->GetForUpdate(ReadOptions(), t.db()->DefaultColumnFamily(), "absent2", &ps).IsNotFound());
+  std::vector<std::string> vals;
+  const std::vector<Status> st =
+      txn->MultiGet(ReadOptions(), {rocksdb::Slice("mine"), rocksdb::Slice("absent3"), rocksdb::Slice("committed"),
+                                    rocksdb::Slice("doomed")},
+                    &vals);
+  ASSERT_EQ(st.size(), 4u);
+  EXPECT_TRUE(st[0].ok());
+  EXPECT_EQ(vals[0], "m");
+  EXPECT_TRUE(st[1].IsNotFound());
+  EXPECT_TRUE(st[2].ok());
+  EXPECT_EQ(vals[2], "c");
+  EXPECT_TRUE(st[3].IsNotFound());
+  EXPECT_GE(t.Stats().short_circuited - sc0, 3u) << "absent, absent2, absent3 from the index alone";
+  if (GetParam() == Kind::kPessimistic) {
+    // GetForUpdate took its lock even though the index answered.
+    std::unique_ptr<Transaction> other(t.Begin());
+    other->SetLockTimeout(50);
+    EXPECT_TRUE(other->Put("absent", "x").IsTimedOut()) << "the lock of GetForUpdate(absent) is held";
+    other->Rollback().PermitUncheckedError();
+  }
+  {
+    FaultScope f(LiveKeyFault::kTxnReadIgnoresOwnBatch);
+    EXPECT_TRUE(txn->GetForUpdate(ReadOptions(), "mine", &v).IsNotFound())
+        << "negative control: asking the index alone misses the transaction's own write";
+  }
+  ASSERT_TRUE(txn->Commit().ok());
+  EXPECT_TRUE(t.db()->Get(ReadOptions(), "mine", &v).ok());
+  txn.reset();
+  t.Close();
+}
+
+// The TransactionDB's own Put takes the key's lock before LiveKeyDB's
+// stripe: a Put waiting for a transaction's lock must not keep that
+// transaction's commit waiting (which would end only by the Put's lock
+// timeout).
+TEST(LiveKeyDBTransactionsLocks, WriteWaitingForALockDoesNotBlockTheCommit) {
+  TxnDb t;
+  rocksdb::TransactionDBOptions tdo;
+  tdo.default_lock_timeout = 20000;  // a deadlock would last this long
+  ASSERT_TRUE(TxnDb::Open(Kind::kPessimistic, TestDir("locks"), &t, tdo).ok());
+  std::unique_ptr<Transaction> txn(t.Begin());
+  std::string v;
+  ASSERT_TRUE(txn->GetForUpdate(ReadOptions(), "k", &v).IsNotFound());
+  ASSERT_TRUE(txn->Put("k", "from-txn").ok());
+  std::atomic<bool> put_done{false};
+  Status put_status;
+  std::thread writer([&] {
+    put_status = t.db()->Put(WriteOptions(), "k", "from-put");
+    put_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the Put waits for the lock
+  EXPECT_FALSE(put_done.load());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(txn->Commit().ok());
+  const double commit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  writer.join();
+  EXPECT_TRUE(put_status.ok()) << put_status.ToString();
+  EXPECT_LT(commit_s, 10.0) << "the commit waited for the Put's lock timeout";
+  ASSERT_TRUE(t.db()->Get(ReadOptions(), "k", &v).ok());
+  EXPECT_EQ(v, "from-put");
+  txn.reset();
+  t.Close();
+}
+
+// ---- two-phase commit across a crash ------------------------------------------------
+
+// A child prepares named transactions (each with a commit-time batch),
+// commits half, and is killed. The parent reopens: the other half comes
+// back prepared, is committed through the wrappers, and every key of both
+// halves is found. Negative control: the same with commits not indexed.
+TEST(LiveKeyDBTransactionsTwoPhase, PreparedTransactionsSurviveSigkill) {
+  for (bool control : {false, true}) {
+    SCOPED_TRACE(control ? "negative control" : "indexed");
+    const std::string dir = TestDir(control ? "2pc_nc" : "2pc");
+    constexpr int kTxns = 40;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      TxnDb t;
+      if (!TxnDb::Open(Kind::kPessimistic, dir, &t).ok()) _exit(2);
+      for (int i = 0; i < kTxns; ++i) {
+        WriteOptions wo;
+        wo.sync = true;
+        rocksdb::TransactionOptions to;
+        Transaction* txn = t.pess->BeginTransaction(wo, to);
+        if (!txn->SetName("t" + std::to_string(i)).ok()) _exit(3);
+        for (int j = 0; j < 5; ++j) {
+          if (!txn->Put(Key("x", i * 5 + j), "v").ok()) _exit(4);
+        }
+        if (!txn->GetCommitTimeWriteBatch()->Put(Key("ct", i), "v").ok()) _exit(5);
+        if (!txn->Prepare().ok()) _exit(6);
+        if (i % 2 == 0 && !txn->Commit().ok()) _exit(7);
+      }
+      raise(SIGKILL);
+      _exit(8);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+    std::unique_ptr<FaultScope> f(control ? new FaultScope(LiveKeyFault::kCommitUnindexed) : nullptr);
+    TxnDb t;
+    ASSERT_TRUE(TxnDb::Open(Kind::kPessimistic, dir, &t).ok());
+    std::vector<Transaction*> prepared;
+    t.pess->GetAllPreparedTransactions(&prepared);
+    ASSERT_EQ(prepared.size(), static_cast<size_t>(kTxns / 2));
+    for (Transaction* p : prepared) {
+      EXPECT_EQ(p->GetState(), Transaction::PREPARED);
+      EXPECT_EQ(t.pess->GetTransactionByName(p->GetName()), p) << "one wrapper per transaction";
+      // A commit-time batch lives in memory only until the commit: the
+      // crash lost the child's; the recovered transaction gets a new one.
+      const int i = std::stoi(p->GetName().substr(1));
+      ASSERT_TRUE(p->GetCommitTimeWriteBatch()->Put(Key("ct", i), "v").ok());
+      ASSERT_TRUE(p->Commit().ok());
+      EXPECT_EQ(p->GetState(), Transaction::COMMITTED);
+      delete p;
+    }
+    std::vector<std::string> keys;
+    for (int i = 0; i < kTxns * 5; ++i) keys.push_back(Key("x", i));
+    for (int i = 0; i < kTxns; ++i) keys.push_back(Key("ct", i));
+    rocksdb::DB* root = t.db()->GetRootDB();
+    int in_db = 0;
+    std::string v;
+    for (const std::string& k : keys) in_db += root->Get(ReadOptions(), k, &v).ok() ? 1 : 0;
+    EXPECT_EQ(in_db, kTxns * 6) << "RocksDB holds every committed key";
+    // The index is built in the background after a crash: wait for it.
+    for (int i = 0; i < 600 && !t.Stats().column_families[0].serving; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(t.Stats().column_families[0].serving);
+    const int lost = CountLost(&t, keys);
+    if (control) {
+      EXPECT_GT(lost, 0) << "the control's recovered commits are not indexed";
+    } else {
+      EXPECT_EQ(lost, 0);
+    }
+    t.Close();
+  }
+}
+
+// ---- the concurrency oracle -----------------------------------------------------------
+
+// Writers run transactions on a shared key space: GetForUpdate, Put,
+// Delete, savepoints, rollbacks and conflicts (busy, timed out), plus the
+// DB's own Puts. A key enters the oracle's "must be found" set when a
+// commit that wrote it (and no later delete of it: keys are only ever
+// inserted under the "ins" prefix) returned OK; a reader thread checks
+// those keys through the DB and through its own transactions while the
+// writers run. Negative control: commits not indexed must be caught.
+int RunOracle(Kind kind, const std::string& dir, bool control, double seconds) {
+  TxnDb t;
+  EXPECT_TRUE(TxnDb::Open(kind, dir, &t).ok());
+  std::unique_ptr<FaultScope> f(control ? new FaultScope(LiveKeyFault::kCommitUnindexed) : nullptr);
+  constexpr int kWriters = 3;
+  std::atomic<bool> stop{false};
+  std::atomic<int> lost{0};
+  std::mutex seen_mu;
+  std::vector<std::string> committed;  // must be found
+  std::atomic<uint64_t> commits{0}, rollbacks{0}, conflicts{0};
+  std::vector<std::thread> ws;
+  for (int w = 0; w < kWriters; ++w) {
+    ws.emplace_back([&, w] {
+      std::mt19937 rng(1234 + w);
+      int next = 0;
+      while (!stop.load()) {
+        std::unique_ptr<Transaction> txn(t.Begin());
+        std::vector<std::string> mine;
+        std::string v;
+        Status s;
+        // Contended keys: read-modify-write, delete, conflicts.
+        const std::string hot = Key("hot", static_cast<int>(rng() % 32));
+        s = txn->GetForUpdate(ReadOptions(), hot, &v);
+        if (s.ok() || s.IsNotFound()) s = (rng() % 3 == 0) ? txn->Delete(hot) : txn->Put(hot, "h");
+        // Fresh keys, only ever inserted.
+        const int n = 1 + static_cast<int>(rng() % 4);
+        for (int i = 0; i < n && s.ok(); ++i) {
+          mine.push_back(Key(("ins" + std::to_string(w) + "_").c_str(), next++));
+          s = txn->GetForUpdate(ReadOptions(), mine.back(), &v);
+          if (s.IsNotFound()) s = txn->Put(mine.back(), "v");
+        }
+        if (s.ok() && rng() % 5 == 0) {
+          txn->SetSavePoint();
+          s = txn->Put(Key("sp", static_cast<int>(rng() % 1000)), "v");
+          if (s.ok()) s = txn->RollbackToSavePoint();
+        }
+        if (!s.ok() || rng() % 8 == 0) {
+          txn->Rollback().PermitUncheckedError();
+          rollbacks++;
+          if (!s.ok()) conflicts++;
+          continue;
+        }
+        s = txn->Commit();
+        if (!s.ok()) {
+          conflicts++;
+          continue;
+        }
+        commits++;
+        if (rng() % 4 == 0) {  // the DB's own write
+          mine.push_back(Key(("ins" + std::to_string(w) + "_").c_str(), next++));
+          if (!t.db()->Put(WriteOptions(), mine.back(), "p").ok()) mine.pop_back();
+        }
+        std::lock_guard<std::mutex> l(seen_mu);
+        for (auto& k : mine) committed.push_back(std::move(k));
+      }
+    });
+  }
+  std::thread reader([&] {
+    std::mt19937 rng(99);
+    while (!stop.load()) {
+      std::vector<std::string> sample;
+      {
+        std::lock_guard<std::mutex> l(seen_mu);
+        for (int i = 0; i < 32 && !committed.empty(); ++i) sample.push_back(committed[rng() % committed.size()]);
+      }
+      std::unique_ptr<Transaction> txn(t.Begin());
+      for (const std::string& k : sample) {
+        std::string v;
+        if (t.db()->Get(ReadOptions(), k, &v).IsNotFound()) lost++;
+        if (txn->Get(ReadOptions(), k, &v).IsNotFound()) lost++;
+      }
+      txn->Rollback().PermitUncheckedError();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
+  stop = true;
+  for (auto& th : ws) th.join();
+  reader.join();
+  f.reset();
+  std::vector<std::string> all;
+  {
+    std::lock_guard<std::mutex> l(seen_mu);
+    all = committed;
+  }
+  const int final_lost = CountLost(&t, all);
+  std::printf("oracle %s%s: commits=%llu rollbacks=%llu conflicts=%llu keys=%zu lost_during=%d lost_after=%d\n",
+              kind == Kind::kPessimistic ? "TransactionDB" : "OptimisticTransactionDB",
+              control ? " (negative control)" : "", static_cast<unsigned long long>(commits.load()),
+              static_cast<unsigned long long>(rollbacks.load()), static_cast<unsigned long long>(conflicts.load()),
+              all.size(), lost.load(), final_lost);
+  EXPECT_GT(commits.load(), 50u);
+  EXPECT_GT(conflicts.load() + rollbacks.load(), 0u);
+  t.Close();
+  return lost.load() + final_lost;
+}
+
+TEST_P(LiveKeyDBTransactions, ConcurrentOracleNoCommittedKeyIsEverNotFound) {
+  EXPECT_EQ(RunOracle(GetParam(), TestDir("oracle"), /*control=*/false, 3.0), 0);
+}
+
+TEST_P(LiveKeyDBTransactions, ConcurrentOracleNegativeControlCatchesUnindexedCommits) {
+  EXPECT_GT(RunOracle(GetParam(), TestDir("oracle_nc"), /*control=*/true, 1.0), 0);
+}
+
+}  // namespace
