@@ -86,6 +86,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "tools/bench/bench_banner.h"
+#include "tools/bench/deep_lsm.h"
 
 DEFINE_string(db_dir, "/tmp/live_key_bench", "parent directory of the benchmark DBs (wiped)");
 DEFINE_uint64(num_keys, 1000000, "keys in the deep LSM");
@@ -124,16 +125,10 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Keys spread uniformly over the key space: 16 hex digits of a bijective
-// mix of the id. Even ids are loaded keys (and new keys past num_keys),
-// odd ids are never written.
-std::string KeyOf(uint64_t id) {
-  char b[24];
-  std::snprintf(b, sizeof(b), "%016" PRIx64, dlcbf::internal::Mix64(id + 0x5EED));
-  return b;
-}
-std::string Loaded(uint64_t i) { return KeyOf(2 * i); }
-std::string Missing(uint64_t i) { return KeyOf(2 * i + 1); }
+using dlcbf::bench::KeyOf;
+using dlcbf::bench::Loaded;
+using dlcbf::bench::Missing;
+using dlcbf::bench::Shape;
 
 struct Config {
   std::string name;
@@ -143,44 +138,7 @@ struct Config {
 };
 
 rocksdb::Options MakeOptions(const std::shared_ptr<const rocksdb::FilterPolicy>& policy) {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.disable_auto_compactions = true;
-  o.level0_file_num_compaction_trigger = 1000;
-  o.level0_slowdown_writes_trigger = 1000;
-  o.level0_stop_writes_trigger = 1000;
-  o.write_buffer_size = 512 << 20;  // flushes only when we ask
-  o.max_write_buffer_number = 4;
-  o.target_file_size_base = 32 << 20;
-  o.num_levels = 7;
-  rocksdb::BlockBasedTableOptions t;
-  t.filter_policy = policy;
-  t.block_cache = rocksdb::NewLRUCache(FLAGS_cache_mb << 20);
-  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  return o;
-}
-
-std::string Shape(rocksdb::DB* db) {
-  rocksdb::ColumnFamilyMetaData md;
-  db->GetColumnFamilyMetaData(&md);
-  std::string s;
-  for (const auto& l : md.levels) {
-    if (l.files.empty()) continue;
-    s += " L" + std::to_string(l.level) + "=" + std::to_string(l.files.size());
-  }
-  return s;
-}
-
-void FlushAndMove(Config& c, int level) {
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  Check(c.db->Flush(fo), "flush");
-  if (level <= 0) return;
-  rocksdb::ColumnFamilyMetaData md;
-  c.db->GetColumnFamilyMetaData(&md);
-  std::vector<std::string> l0;
-  for (const auto& f : md.levels[0].files) l0.push_back(f.name);
-  Check(c.db->CompactFiles(rocksdb::CompactionOptions(), l0, level), "CompactFiles");
+  return dlcbf::bench::DeepLsmOptions(policy, FLAGS_cache_mb);
 }
 
 struct Result {
@@ -325,37 +283,15 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> ids(FLAGS_num_keys);
   for (uint64_t i = 0; i < FLAGS_num_keys; ++i) ids[i] = i;
   std::shuffle(ids.begin(), ids.end(), rng);
-  struct Batch {
-    double fraction;
-    int level;
-    uint32_t files;
-  };
-  const std::vector<Batch> plan = {{0.50, 4, 1}, {0.20, 3, 1}, {0.12, 2, 1}, {0.08, 1, 1},
-                                   {0.10, 0, FLAGS_l0_files}};
   const std::string value(FLAGS_value_size, 'v');
   rocksdb::WriteOptions wo;
-  wo.disableWAL = false;
   const auto t_setup = Clock::now();
   for (Config& c : configs) {
-    uint64_t pos = 0;
-    for (size_t b = 0; b < plan.size(); ++b) {
-      const uint64_t n = b + 1 == plan.size() ? FLAGS_num_keys - pos
-                                              : static_cast<uint64_t>(plan[b].fraction * FLAGS_num_keys);
-      const uint64_t per_file = (n + plan[b].files - 1) / plan[b].files;
-      for (uint64_t i = 0; i < n; ++i) {
-        Check(c.db->Put(wo, Loaded(ids[pos + i]), value), "load Put");
-        if ((i + 1) % per_file == 0 && plan[b].level == 0) FlushAndMove(c, 0);
-      }
-      pos += n;
-      FlushAndMove(c, plan[b].level);
-      std::fprintf(stderr, "[setup %s] level %d: %" PRIu64 " keys (%.1f s)\n", c.name.c_str(),
-                   plan[b].level, n, Since(t_setup));
-    }
-    // Recently deleted keys: spread over every level, tombstones flushed to L0.
-    for (uint64_t i = 0; i < FLAGS_deleted_keys; ++i) {
-      Check(c.db->Delete(wo, Loaded(ids[i * (FLAGS_num_keys / FLAGS_deleted_keys)])), "delete");
-    }
-    FlushAndMove(c, 0);
+    dlcbf::bench::LoadDeepLsm(c.db, ids, FLAGS_l0_files, FLAGS_deleted_keys, FLAGS_value_size, "live_key_bench",
+                              [&](int level, uint64_t n) {
+                                std::fprintf(stderr, "[setup %s] level %d: %" PRIu64 " keys (%.1f s)\n",
+                                             c.name.c_str(), level, n, Since(t_setup));
+                              });
     std::printf("live_key_bench config=%s lsm:%s\n", c.name.c_str(), Shape(c.db).c_str());
     std::fflush(stdout);
   }
