@@ -21,6 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "dlcbf/core/dense_dleft_filter.h"
+#include "dlcbf/internal/hash.h"
+#include "filter_policy/rocksdb/live_key_db/live_key_index.h"
 #include "filter_policy/testing/live_key_db_testing.h"
 #include "rocksdb/db.h"
 #include "rocksdb/utilities/optimistic_transaction_db.h"
@@ -115,7 +118,7 @@ int CountLost(TxnDb* t, const std::vector<std::string>& keys) {
 
 class LiveKeyDBTransactions : public ::testing::TestWithParam<Kind> {};
 
-INSTANTIATE_TEST_SUITE_P(Kinds, LiveKeyDBTransactions, ::testing::Values(Kind::kPessimistic, Kind::kOptimistic),
+INSTANTIATE_TEST_SUITE_P(LiveKeyDB, LiveKeyDBTransactions, ::testing::Values(Kind::kPessimistic, Kind::kOptimistic),
                          [](const ::testing::TestParamInfo<Kind>& i) {
                            return i.param == Kind::kPessimistic ? std::string("TransactionDB")
                                                                 : std::string("OptimisticTransactionDB");
@@ -289,6 +292,93 @@ TEST_P(LiveKeyDBTransactions, ReadsInsideATransaction) {
   EXPECT_TRUE(t.db()->Get(ReadOptions(), "mine", &v).ok());
   txn.reset();
   t.Close();
+}
+
+// A read-modify-write commits like a Put of a key known to be live: no
+// liveness read, no deferred check (rep.h, LiveHint).
+TEST_P(LiveKeyDBTransactions, ReadModifyWriteNeedsNoCheck) {
+  {
+    TxnDb t;
+    ASSERT_TRUE(TxnDb::Open(GetParam(), TestDir("rmw"), &t).ok());
+    LiveKeyDB* live = LiveKeyDB::FromTransactionDB(t.db());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(t.db()->Put(WriteOptions(), Key("rmw", i), "0").ok());
+    ASSERT_TRUE(live->WaitForDeferredChecks(10000));
+    const LiveKeyStats before = t.Stats();
+    for (int i = 0; i < 50; ++i) {
+      std::unique_ptr<Transaction> txn(t.Begin());
+      std::string v;
+      ASSERT_TRUE(txn->GetForUpdate(ReadOptions(), Key("rmw", i), &v).ok());
+      ASSERT_TRUE(txn->Put(Key("rmw", i), v + "1").ok());
+      ASSERT_TRUE(txn->Commit().ok());
+    }
+    const LiveKeyStats after = t.Stats();
+    EXPECT_EQ(after.deferred_checks, before.deferred_checks) << "no check for a key the transaction read live";
+    EXPECT_EQ(after.liveness_reads, before.liveness_reads);
+    EXPECT_EQ(after.known_writes - before.known_writes, 50u);
+    EXPECT_EQ(after.index_inserts, before.index_inserts);
+
+    t.Close();
+  }
+}
+
+// What a stale hint would cost. k and j share one true fingerprint of the
+// index. A transaction reads k live; another writer deletes k (erasing
+// one copy of the fingerprint, which j's copy keeps "contained"); the
+// transaction then writes k again. Trusting the read would add no copy for
+// k, and deleting j later would lose k. The stripe's stamp changed with
+// the delete, so the commit reads k's liveness and inserts. Negative
+// control: a hint whose stamp always matches loses k.
+TEST_P(LiveKeyDBTransactions, StaleReadHintNeverSkipsAnInsert) {
+  LiveKeyIndexOptions io;
+  io.expected_keys = 64;
+  io.auto_rebuild_drift = 0;
+  io.defer_liveness_checks = false;  // deletes erase at once
+  io.checkpoint_interval_seconds = 0;
+  // Two keys of one true fingerprint, found with a filter of the index's
+  // geometry and seed.
+  dlcbf::DenseDLeftOptions d;
+  ASSERT_TRUE(dlcbf::live_key::LiveKeyIndex::DenseOptions(io, io.expected_keys, &d).ok());
+  std::unique_ptr<dlcbf::DenseDLeftFilter> probe;
+  ASSERT_TRUE(dlcbf::DenseDLeftFilter::Create(d, &probe).ok());
+  auto fp = [&](const std::string& key) {
+    const auto f = probe->FingerprintOfHash(dlcbf::internal::HashKey(key.data(), key.size(), io.seed));
+    return std::make_pair(f.bucket, f.remainder);
+  };
+  const std::string k = "k";
+  std::string j;
+  for (int i = 0; i < 10000000 && j.empty(); ++i) {
+    if (fp(Key("j", i)) == fp(k)) j = Key("j", i);
+  }
+  ASSERT_FALSE(j.empty()) << "no colliding key found";
+  for (bool control : {false, true}) {
+    SCOPED_TRACE(control ? "negative control: stale hints trusted" : "stamps checked");
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    TxnDb t;
+    t.kind = GetParam();
+    const std::string dir = TestDir(control ? "stale_nc" : "stale");
+    if (GetParam() == Kind::kPessimistic) {
+      ASSERT_TRUE(LiveKeyDB::OpenTransactionDB(o, rocksdb::TransactionDBOptions(), io, dir, &t.pess).ok());
+    } else {
+      ASSERT_TRUE(LiveKeyDB::OpenOptimisticTransactionDB(o, io, dir, &t.occ).ok());
+    }
+    ASSERT_TRUE(t.db()->Put(WriteOptions(), k, "1").ok());
+    ASSERT_TRUE(t.db()->Put(WriteOptions(), j, "1").ok());
+    std::unique_ptr<FaultScope> f(control ? new FaultScope(LiveKeyFault::kStaleLiveHint) : nullptr);
+    std::unique_ptr<Transaction> txn(t.Begin());
+    std::string v;
+    ASSERT_TRUE(txn->Get(ReadOptions(), k, &v).ok());  // live: a hint
+    ASSERT_TRUE(t.db()->Delete(WriteOptions(), k).ok());
+    ASSERT_TRUE(txn->Put(k, "again").ok());
+    ASSERT_TRUE(txn->Commit().ok());
+    txn.reset();
+    f.reset();
+    ASSERT_TRUE(t.db()->Delete(WriteOptions(), j).ok());
+    const bool lost = t.db()->Get(ReadOptions(), k, &v).IsNotFound();
+    EXPECT_TRUE(t.db()->GetRootDB()->Get(ReadOptions(), k, &v).ok());
+    EXPECT_EQ(lost, control) << (control ? "the control must lose k" : "k lost");
+    t.Close();
+  }
 }
 
 // The TransactionDB's own Put takes the key's lock before LiveKeyDB's

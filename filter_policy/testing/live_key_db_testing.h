@@ -74,6 +74,11 @@ enum class LiveKeyFault : int {
   // A transaction's GetForUpdate answers from the index alone, ignoring
   // the transaction's own batch: a key it wrote itself reads NotFound.
   kTxnReadIgnoresOwnBatch = 12,
+  // A transaction's read records its liveness hint with a stamp that
+  // always matches (rep.h, LiveHint): a key deleted by another writer
+  // between the read and the commit is then written as if still held by
+  // the index.
+  kStaleLiveHint = 13,
 };
 
 // While true, a rebuild's scan waits before each key (until the DB is

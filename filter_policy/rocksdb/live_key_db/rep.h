@@ -606,13 +606,35 @@ struct LiveKeyDB::Rep {
   static constexpr size_t kCheckMultiGet = 64;    // keys per MultiGet
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
+  // A read that found `key` live in the DB at the latest state, with its
+  // stripe's stamp and the all-stripes epoch taken before the read
+  // (Stripes::StampBeforeRead, AllEpochBeforeRead). At a later write of the
+  // key, with the stripe held: if both are unchanged, no LiveKeyDB write
+  // released that stripe (or every stripe) since the read, so
+  // no LiveKeyDB write changed the key: it is still live and its copy is
+  // in the index (the index's invariant; writes behind LiveKeyDB's back
+  // add keys or leave stale copies, never remove one). The write then
+  // needs neither a liveness read nor a deferred check (IndexedWrite;
+  // counted in known_writes). A changed stamp only costs the hint: the
+  // write takes the ordinary path. A transaction's Get and GetForUpdate
+  // record these (transactions.cc): a read-modify-write commits like a
+  // Put of a known-live key.
+  struct LiveHint {
+    uint32_t cf;
+    uint64_t hash;
+    uint32_t si;
+    uint64_t stamp;
+    uint64_t epoch;
+    std::string key;
+  };
   // What `batches` write, applied in order as one atomic write by `write`
   // (which must also account its sequence numbers to the ledger), kept
   // exact in the index as Write keeps a batch (write_batch.cc). A
   // transaction's commit comes here (transactions.cc); prepare_markers
   // admits its prepared batch's markers.
   rocksdb::Status IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
-                               const std::function<rocksdb::Status()>& write);
+                               const std::function<rocksdb::Status()>& write,
+                               const std::vector<LiveHint>* hints = nullptr);
   // ingest.cc
   struct IngestIndexer;
   rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);

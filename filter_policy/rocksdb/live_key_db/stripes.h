@@ -84,18 +84,30 @@ class Stripes {
 
   void Lock(uint32_t i) { mu_[i].lock(); }
   void Unlock(uint32_t i, uint64_t seq) {
-    released_at_[i].store(seq, std::memory_order_relaxed);
+    released_at_[i].store(seq, std::memory_order_release);
     mu_[i].unlock();
   }
   void LockAll() {
     for (uint32_t i = 0; i <= mask_; ++i) mu_[i].lock();
   }
   void UnlockAll(uint64_t seq) {
+    all_epoch_.fetch_add(1, std::memory_order_release);
     for (uint32_t i = mask_ + 1; i-- > 0;) Unlock(i, seq);
   }
+  // Bumped by every UnlockAll (rebuild swaps, ingestion, range deletes,
+  // clips, checkpoints): those may change keys or the index without a
+  // sequence number of their own, so a stripe's stamp alone cannot tell.
+  // Read with StampBeforeRead, before the read.
+  uint64_t AllEpochBeforeRead() const { return all_epoch_.load(std::memory_order_acquire); }
   // For holders that write nothing to the DB (they leave ReleasedAt as is).
   std::mutex& mutex(uint32_t i) { return mu_[i]; }
   uint64_t ReleasedAt(uint32_t i) const { return released_at_[i].load(std::memory_order_relaxed); }
+  // The stamp of stripe i, read without holding it, BEFORE a read of one of
+  // its keys (LiveHint, rep.h): seeing a writer's stamp (release, acquire)
+  // makes its DB write visible to that read. Writers that release the
+  // stripe with Unlock after a write move the stamp past every stamp before
+  // it (the DB's latest number after their write).
+  uint64_t StampBeforeRead(uint32_t i) const { return released_at_[i].load(std::memory_order_acquire); }
 
   // ---- known key states (KnownKey); stripe si held -------------------------
   KnownKey* Find(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
@@ -157,6 +169,7 @@ class Stripes {
   std::unique_ptr<std::atomic<uint64_t>[]> released_at_;
   std::unique_ptr<KnownMap[]> known_;  // per stripe, guarded by it
   uint32_t mask_;
+  std::atomic<uint64_t> all_epoch_{0};
 };
 
 }  // namespace live_key

@@ -111,6 +111,7 @@ class IndexedTransaction : public Transaction {
   // BeginTransaction reused `inner_` for a new transaction.
   void Restart() {
     id_ = 0;
+    hints_.clear();
     Mirror();
   }
 
@@ -140,26 +141,23 @@ class IndexedTransaction : public Transaction {
       return Mirrored(commit());
     }
 #endif
-    return Mirrored(r->IndexedWrite(parts, /*prepare_markers=*/true, commit));
+    rocksdb::Status s = r->IndexedWrite(parts, /*prepare_markers=*/true, commit, &hints_);
+    hints_.clear();
+    return Mirrored(s);
   }
   rocksdb::Status Prepare() override { return Mirrored(inner_->Prepare()); }
-  rocksdb::Status Rollback() override { return Mirrored(inner_->Rollback()); }
+  rocksdb::Status Rollback() override {
+    hints_.clear();
+    return Mirrored(inner_->Rollback());
+  }
   rocksdb::Status SetName(const rocksdb::TransactionName& name) override { return Mirrored(inner_->SetName(name)); }
 
   // ---- reads: the index first ---------------------------------------------------
   rocksdb::Status Get(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key, std::string* value) override {
-    if (Absent(ro, cf, key)) {
-      value->clear();
-      return rocksdb::Status::NotFound();
-    }
-    return inner_->Get(ro, cf, key, value);
+    return ReadThrough(ro, cf, key, value, [&] { value->clear(); });
   }
   rocksdb::Status Get(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key, PinnableSlice* value) override {
-    if (Absent(ro, cf, key)) {
-      value->Reset();
-      return rocksdb::Status::NotFound();
-    }
-    return inner_->Get(ro, cf, key, value);
+    return ReadThrough(ro, cf, key, value, [&] { value->Reset(); });
   }
   rocksdb::Status Get(const ReadOptions& ro, const Slice& key, std::string* value) override {
     return Get(ro, Default(), key, value);
@@ -424,23 +422,62 @@ class IndexedTransaction : public Transaction {
   }
   ColumnFamilyHandle* Default() { return host_->live()->DefaultColumnFamily(); }
 
-  // True: the key is in no state this read could see. Neither in the
-  // transaction's batch (found, deleted, or a merge to resolve: RocksDB
-  // answers) nor in the index (Rep::MayBeLive, which also applies the
-  // bypass rules and the ledger's trust check).
-  bool Absent(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key) {
-    if (cf == nullptr) return false;
+  enum class Where { kAbsent, kBatch, kDb };
+  // kAbsent: the key is in no state this read could see: neither in the
+  // transaction's batch nor in the index (Rep::MayBeLive, which also
+  // applies the bypass rules and the ledger's trust check). kBatch: the
+  // batch has an entry for it (found, or a merge to resolve: RocksDB
+  // answers). kDb: RocksDB's committed state answers.
+  Where Locate(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key) {
+    if (cf == nullptr) return Where::kBatch;  // (RocksDB's answer, whatever it is)
     WriteBatchWithIndex* wbwi = inner_->GetWriteBatch();
     if (wbwi->GetWriteBatch()->Count() != 0) {
       std::string v;
       const rocksdb::Status in_batch = wbwi->GetFromBatch(cf, host_->db_options(), key, &v);
-      if (!in_batch.IsNotFound()) return false;  // found, or a merge to resolve
-      // NotFound: not in the batch, or deleted by it; either way the DB's
-      // committed state decides only if it was not deleted, and a deleted
-      // key's answer (NotFound) is what RocksDB gives too.
+      if (!in_batch.IsNotFound()) return Where::kBatch;
+      // NotFound: not in the batch, or deleted by it (then RocksDB answers
+      // NotFound too, whatever the DB holds).
     }
-    return !LiveKeyTransactions::RepOf(host_->live())->MayBeLive(ro, cf, key);
+    return LiveKeyTransactions::RepOf(host_->live())->MayBeLive(ro, cf, key) ? Where::kDb : Where::kAbsent;
   }
+  bool Absent(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key) {
+    return Locate(ro, cf, key) == Where::kAbsent;
+  }
+
+  // A read of the latest state: NotFound from the index, or RocksDB's
+  // answer; a key RocksDB found live in the DB is remembered for the
+  // commit (LiveHint, rep.h): its write then needs no check.
+  template <class Value, class Clear>
+  rocksdb::Status ReadThrough(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key, Value* value,
+                              Clear&& clear) {
+    const Where w = Locate(ro, cf, key);
+    if (w == Where::kAbsent) {
+      clear();
+      return rocksdb::Status::NotFound();
+    }
+    LiveKeyDB::Rep* r = LiveKeyTransactions::RepOf(host_->live());
+    const bool hint = w == Where::kDb && hints_.size() < kMaxHints && !LiveKeyDB::Rep::BypassRead(ro);
+    LiveKeyDB::Rep::LiveHint h{};
+    if (hint) {
+      h.cf = cf->GetID();
+      h.hash = r->Hash(key);
+      h.si = r->stripes.Of(h.cf, h.hash);
+      h.epoch = r->stripes.AllEpochBeforeRead();
+      h.stamp = r->stripes.StampBeforeRead(h.si);
+#ifdef DLCBF_TESTING
+      if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kStaleLiveHint) h.stamp = ~uint64_t{0};
+#endif
+    }
+    rocksdb::Status s = inner_->Get(ro, cf, key, value);
+    if (hint && s.ok()) {
+      h.key = key.ToString();
+      hints_.push_back(std::move(h));
+    }
+    return s;
+  }
+  // Reads remembered per transaction (each a key and two numbers).
+  static constexpr size_t kMaxHints = 64;
+  std::vector<LiveKeyDB::Rep::LiveHint> hints_;
 
   TxnHost* host_;
   Transaction* inner_;

@@ -107,11 +107,34 @@ rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatc
   return IndexedWrite({batch}, /*prepare_markers=*/false, [&] { return LedgerWrite(wo, batch); });
 }
 
+namespace {
+// A read of the key found it live and no LiveKeyDB write released its
+// stripe since (rep.h, LiveHint). The stripe is held.
+template <class Stripes>
+bool HintMatches(const std::vector<LiveKeyDB::Rep::LiveHint>* hints, const Stripes& stripes, uint32_t cf,
+                 uint64_t hash, uint32_t si, const std::string& key) {
+  if (hints == nullptr) return false;
+  for (const auto& h : *hints) {
+    if (h.hash == hash && h.cf == cf && h.si == si && h.key == key) {
+#ifdef DLCBF_TESTING
+      if (h.stamp == ~uint64_t{0} &&
+          internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kStaleLiveHint) {
+        return true;
+      }
+#endif
+      return stripes.ReleasedAt(si) == h.stamp && stripes.AllEpochBeforeRead() == h.epoch;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 // The batches are read before `write` runs and never after it (a
 // transaction's commit clears its batch): the overlay keeps its own copy
 // of every key.
 rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
-                                             const std::function<rocksdb::Status()>& write) {
+                                             const std::function<rocksdb::Status()>& write,
+                                             const std::vector<LiveHint>* hints) {
   WriterScope in_flight(this);
   BatchCollector col(prepare_markers);
   rocksdb::Status s;
@@ -120,32 +143,46 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
     if (!s.ok()) return s;
   }
 
-  // Indexed families of the batch (the table is read once).
-  std::unordered_map<uint32_t, CfState*> fams;
+  // Indexed families of the batch (the table is read once; a batch names
+  // few, so a list).
+  std::vector<std::pair<uint32_t, CfState*>> fams;
+  auto fam = [&](uint32_t id) -> CfState* {
+    for (const auto& f : fams) {
+      if (f.first == id) return f.second;
+    }
+    return nullptr;
+  };
   bool any = false, has_range = false;
   {
     ReadSection rs(&epochs);
     const CfTable* t = table.load();
     for (const BatchOp& op : col.ops) {
-      if (fams.count(op.cf)) continue;
+      bool seen = false;
+      for (const auto& f : fams) seen = seen || f.first == op.cf;
+      if (seen) continue;
       CfState* cf = t ? t->Find(op.cf) : nullptr;
-      fams[op.cf] = (cf != nullptr && cf->indexed) ? cf : nullptr;
+      fams.emplace_back(op.cf, (cf != nullptr && cf->indexed) ? cf : nullptr);
     }
   }
   for (const BatchOp& op : col.ops) {
-    if (fams[op.cf] == nullptr) continue;
+    if (fam(op.cf) == nullptr) continue;
     any = true;
     if (op.kind == OpKind::kRange) has_range = true;
   }
   if (!any) return write();
 
+  // Each point key's hash, once.
+  std::vector<uint64_t> hashes(col.ops.size(), 0);
+  for (size_t i = 0; i < col.ops.size(); ++i) {
+    if (col.ops[i].kind != OpKind::kRange && fam(col.ops[i].cf) != nullptr) hashes[i] = Hash(col.ops[i].key);
+  }
   // Stripes: all of them for range deletions (the scan may meet any key).
   std::vector<uint32_t> taken;
   if (has_range) {
     LockAll();
   } else {
-    for (const BatchOp& op : col.ops) {
-      if (fams[op.cf] != nullptr) taken.push_back(stripes.Of(op.cf, Hash(op.key)));
+    for (size_t i = 0; i < col.ops.size(); ++i) {
+      if (fam(col.ops[i].cf) != nullptr) taken.push_back(stripes.Of(col.ops[i].cf, hashes[i]));
     }
     std::sort(taken.begin(), taken.end());
     taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
@@ -164,15 +201,29 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
     }
   } unlocker{this, has_range, &taken};
 
-  // The overlay, in batch order.
+  // The overlay, in batch order. Small batches (most transactions) find a
+  // key by a scan; larger ones through a map.
+  constexpr size_t kScanOverlay = 16;
   std::vector<Overlay> ov;
   std::unordered_map<std::string, size_t> pos;
-  auto touch = [&](CfState* cf, const Slice& key, uint64_t hash) -> Overlay& {
-    std::string k(reinterpret_cast<const char*>(&cf->id), sizeof(cf->id));
+  auto pos_key = [](uint32_t id, const Slice& key) {
+    std::string k(reinterpret_cast<const char*>(&id), sizeof(id));
     k.append(key.data(), key.size());
-    auto it = pos.find(k);
-    if (it != pos.end()) return ov[it->second];
-    pos.emplace(std::move(k), ov.size());
+    return k;
+  };
+  auto touch = [&](CfState* cf, const Slice& key, uint64_t hash) -> Overlay& {
+    if (ov.size() < kScanOverlay) {
+      for (Overlay& e : ov) {
+        if (e.hash == hash && e.cf == cf && Slice(e.key) == key) return e;
+      }
+    } else {
+      if (pos.empty()) {
+        for (size_t i = 0; i < ov.size(); ++i) pos.emplace(pos_key(ov[i].cf->id, ov[i].key), i);
+      }
+      auto it = pos.find(pos_key(cf->id, key));
+      if (it != pos.end()) return ov[it->second];
+      pos.emplace(pos_key(cf->id, key), ov.size());
+    }
     ov.push_back(Overlay{cf, key.ToString(), hash});
     ov.back().si = stripes.Of(cf->id, hash);
     return ov.back();
@@ -185,26 +236,27 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
     }
   }
   uint64_t scan_budget = opt.delete_range_scan_limit;
-  for (const BatchOp& op : col.ops) {
-    CfState* cf = fams[op.cf];
+  for (size_t op_i = 0; op_i < col.ops.size(); ++op_i) {
+    const BatchOp& op = col.ops[op_i];
+    CfState* cf = fam(op.cf);
     if (cf == nullptr || cf->dropped) continue;
     switch (op.kind) {
       case OpKind::kPut:
       case OpKind::kMerge: {
-        Overlay& e = touch(cf, op.key, Hash(op.key));
+        Overlay& e = touch(cf, op.key, hashes[op_i]);
         e.cur = true;
         e.keep = false;
         e.put = true;
         break;
       }
       case OpKind::kDelete: {
-        Overlay& e = touch(cf, op.key, Hash(op.key));
+        Overlay& e = touch(cf, op.key, hashes[op_i]);
         e.cur = false;
         e.keep = false;
         break;
       }
       case OpKind::kSingleDelete: {
-        Overlay& e = touch(cf, op.key, Hash(op.key));
+        Overlay& e = touch(cf, op.key, hashes[op_i]);
         if (opt.trust_single_delete) {
           e.cur = false;
           e.keep = false;
@@ -288,6 +340,10 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
     if (!WriterContains(e.cf, e.cf->active.load(), e.hash)) {
       e.l0_known = true;
       e.l0 = false;
+    } else if (HintMatches(hints, stripes, e.cf->id, e.hash, e.si, e.key)) {  // live, its copy held (LiveHint)
+      epochs.Bump(kKnownWrites);
+      e.l0_known = true;
+      e.l0 = true;
     } else if (!e.cur && e.keep) {
       e.l0_known = true;  // a kept entry never changes the index:
       e.l0 = false;       // its state before does not matter
