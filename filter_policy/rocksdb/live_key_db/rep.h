@@ -632,9 +632,19 @@ struct LiveKeyDB::Rep {
   // exact in the index as Write keeps a batch (write_batch.cc). A
   // transaction's commit comes here (transactions.cc); prepare_markers
   // admits its prepared batch's markers.
-  rocksdb::Status IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
-                               const std::function<rocksdb::Status()>& write,
-                               const std::vector<LiveHint>* hints = nullptr);
+  // The write, called once: a reference to a callable (no allocation).
+  class WriteFn {
+   public:
+    template <class F>
+    explicit WriteFn(F& f) : obj_(&f), call_([](void* o) { return (*static_cast<F*>(o))(); }) {}
+    rocksdb::Status operator()() const { return call_(obj_); }
+
+   private:
+    void* obj_;
+    rocksdb::Status (*call_)(void*);
+  };
+  rocksdb::Status IndexedWrite(const WriteBatch* const* batches, size_t num_batches, bool prepare_markers,
+                               WriteFn write, const std::vector<LiveHint>* hints = nullptr);
   // ingest.cc
   struct IngestIndexer;
   rocksdb::Status Ingest(const std::vector<rocksdb::IngestExternalFileArg>& args);

@@ -118,17 +118,18 @@ class IndexedTransaction : public Transaction {
   // ---- commits: indexed ------------------------------------------------------
   rocksdb::Status Commit() override {
     LiveKeyDB::Rep* r = LiveKeyTransactions::RepOf(host_->live());
-    std::vector<const WriteBatch*> parts;
+    const WriteBatch* parts[2];
+    size_t num_parts = 0;
     uint64_t consumed = 0;
     // After Prepare, RocksDB writes the commit-time batch followed by the
     // prepared one, as one batch (WriteCommittedTxn::CommitInternal).
     if (inner_->GetState() == PREPARED) {
       const WriteBatch* ctwb = inner_->GetCommitTimeWriteBatch();
-      parts.push_back(ctwb);
+      parts[num_parts++] = ctwb;
       consumed += ctwb->Count();
     }
     const WriteBatch* wb = inner_->GetWriteBatch()->GetWriteBatch();
-    parts.push_back(wb);
+    parts[num_parts++] = wb;
     consumed += wb->Count();
     auto commit = [&] {
       r->ledger.Begin();
@@ -141,7 +142,8 @@ class IndexedTransaction : public Transaction {
       return Mirrored(commit());
     }
 #endif
-    rocksdb::Status s = r->IndexedWrite(parts, /*prepare_markers=*/true, commit, &hints_);
+    rocksdb::Status s =
+        r->IndexedWrite(parts, num_parts, /*prepare_markers=*/true, LiveKeyDB::Rep::WriteFn(commit), &hints_);
     hints_.clear();
     return Mirrored(s);
   }

@@ -38,7 +38,7 @@ struct BatchOp {
 
 class BatchCollector : public WriteBatch::Handler {
  public:
-  std::vector<BatchOp> ops;
+  std::vector<BatchOp>& ops;
   rocksdb::Status PutCF(uint32_t cf, const Slice& key, const Slice&) override { return Add(OpKind::kPut, cf, key); }
   rocksdb::Status PutEntityCF(uint32_t cf, const Slice& key, const Slice&) override {
     return Add(OpKind::kPut, cf, key);
@@ -66,7 +66,7 @@ class BatchCollector : public WriteBatch::Handler {
   }
   // A transaction's prepared batch carries its prepare markers
   // (transactions.cc); a batch handed to Write must not.
-  explicit BatchCollector(bool prepare_markers) : prepare_markers_(prepare_markers) {}
+  BatchCollector(std::vector<BatchOp>* out, bool prepare_markers) : ops(*out), prepare_markers_(prepare_markers) {}
   void LogData(const Slice&) override {}
   rocksdb::Status MarkBeginPrepare(bool) override { return prepare_markers_ ? rocksdb::Status::OK() : Unsupported(); }
   rocksdb::Status MarkEndPrepare(const Slice&) override {
@@ -101,10 +101,48 @@ struct Overlay {
   Known known = Known::kUnknown;  // what its pending check knows (KnownKey)
 };
 
+// The vectors of one IndexedWrite, kept per thread so that a small batch
+// (a transaction's commit, a single Put) allocates none of them. A nested
+// call (none today) would get fresh ones.
+struct WriteScratch {
+  bool busy = false;
+  std::vector<BatchOp> ops;
+  std::vector<std::pair<uint32_t, CfState*>> fams;
+  std::vector<uint64_t> hashes;
+  std::vector<uint32_t> taken;
+  std::vector<SharedSnapshot*> deferred;
+  std::vector<size_t> need_read, inserted;
+};
+class ScratchScope {
+ public:
+  ScratchScope() {
+    static thread_local WriteScratch tls;
+    s_ = tls.busy ? &own_ : &tls;
+    s_->busy = true;
+    s_->ops.clear();
+    s_->fams.clear();
+    s_->hashes.clear();
+    s_->taken.clear();
+    s_->deferred.clear();
+    s_->need_read.clear();
+    s_->inserted.clear();
+  }
+  ~ScratchScope() { s_->busy = false; }
+  ScratchScope(const ScratchScope&) = delete;
+  ScratchScope& operator=(const ScratchScope&) = delete;
+  WriteScratch* operator->() { return s_; }
+
+ private:
+  WriteScratch own_;
+  WriteScratch* s_;
+};
+
 }  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch) {
-  return IndexedWrite({batch}, /*prepare_markers=*/false, [&] { return LedgerWrite(wo, batch); });
+  auto write = [&] { return LedgerWrite(wo, batch); };
+  const WriteBatch* const batches[1] = {batch};
+  return IndexedWrite(batches, 1, /*prepare_markers=*/false, WriteFn(write));
 }
 
 namespace {
@@ -132,20 +170,21 @@ bool HintMatches(const std::vector<LiveKeyDB::Rep::LiveHint>* hints, const Strip
 // The batches are read before `write` runs and never after it (a
 // transaction's commit clears its batch): the overlay keeps its own copy
 // of every key.
-rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*>& batches, bool prepare_markers,
-                                             const std::function<rocksdb::Status()>& write,
-                                             const std::vector<LiveHint>* hints) {
+rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const WriteBatch* const* batches, size_t num_batches,
+                                             bool prepare_markers, WriteFn write, const std::vector<LiveHint>* hints) {
   WriterScope in_flight(this);
-  BatchCollector col(prepare_markers);
+  ScratchScope sc;
+  std::vector<BatchOp>& ops = sc->ops;
+  BatchCollector col(&ops, prepare_markers);
   rocksdb::Status s;
-  for (const WriteBatch* batch : batches) {
-    s = batch->Iterate(&col);
+  for (size_t b = 0; b < num_batches; ++b) {
+    s = batches[b]->Iterate(&col);
     if (!s.ok()) return s;
   }
 
   // Indexed families of the batch (the table is read once; a batch names
   // few, so a list).
-  std::vector<std::pair<uint32_t, CfState*>> fams;
+  std::vector<std::pair<uint32_t, CfState*>>& fams = sc->fams;
   auto fam = [&](uint32_t id) -> CfState* {
     for (const auto& f : fams) {
       if (f.first == id) return f.second;
@@ -156,7 +195,7 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
   {
     ReadSection rs(&epochs);
     const CfTable* t = table.load();
-    for (const BatchOp& op : col.ops) {
+    for (const BatchOp& op : ops) {
       bool seen = false;
       for (const auto& f : fams) seen = seen || f.first == op.cf;
       if (seen) continue;
@@ -164,7 +203,7 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
       fams.emplace_back(op.cf, (cf != nullptr && cf->indexed) ? cf : nullptr);
     }
   }
-  for (const BatchOp& op : col.ops) {
+  for (const BatchOp& op : ops) {
     if (fam(op.cf) == nullptr) continue;
     any = true;
     if (op.kind == OpKind::kRange) has_range = true;
@@ -172,17 +211,18 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
   if (!any) return write();
 
   // Each point key's hash, once.
-  std::vector<uint64_t> hashes(col.ops.size(), 0);
-  for (size_t i = 0; i < col.ops.size(); ++i) {
-    if (col.ops[i].kind != OpKind::kRange && fam(col.ops[i].cf) != nullptr) hashes[i] = Hash(col.ops[i].key);
+  std::vector<uint64_t>& hashes = sc->hashes;
+  hashes.assign(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != OpKind::kRange && fam(ops[i].cf) != nullptr) hashes[i] = Hash(ops[i].key);
   }
   // Stripes: all of them for range deletions (the scan may meet any key).
-  std::vector<uint32_t> taken;
+  std::vector<uint32_t>& taken = sc->taken;
   if (has_range) {
     LockAll();
   } else {
-    for (size_t i = 0; i < col.ops.size(); ++i) {
-      if (fam(col.ops[i].cf) != nullptr) taken.push_back(stripes.Of(col.ops[i].cf, hashes[i]));
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (fam(ops[i].cf) != nullptr) taken.push_back(stripes.Of(ops[i].cf, hashes[i]));
     }
     std::sort(taken.begin(), taken.end());
     taken.erase(std::unique(taken.begin(), taken.end()), taken.end());
@@ -236,8 +276,8 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
     }
   }
   uint64_t scan_budget = opt.delete_range_scan_limit;
-  for (size_t op_i = 0; op_i < col.ops.size(); ++op_i) {
-    const BatchOp& op = col.ops[op_i];
+  for (size_t op_i = 0; op_i < ops.size(); ++op_i) {
+    const BatchOp& op = ops[op_i];
     CfState* cf = fam(op.cf);
     if (cf == nullptr || cf->dropped) continue;
     switch (op.kind) {
@@ -318,14 +358,15 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
   // and the batch acts as if the key were not live: a key live after the
   // batch gets a blind copy, a key the batch deletes keeps its copy until
   // its check. The others are read in one MultiGet.
-  std::vector<SharedSnapshot*> deferred(ov.size(), nullptr);
+  std::vector<SharedSnapshot*>& deferred = sc->deferred;
+  deferred.assign(ov.size(), nullptr);
   auto release_deferred = [&] {
     for (SharedSnapshot*& d : deferred) {
       if (d != nullptr) ReleaseSnapshotRef(d);
       d = nullptr;
     }
   };
-  std::vector<size_t> need_read;
+  std::vector<size_t>& need_read = sc->need_read;
   for (size_t i = 0; i < ov.size(); ++i) {
     Overlay& e = ov[i];
     epochs.Bump(kWriteKeys);
@@ -373,7 +414,7 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const std::vector<const WriteBatch*
   }
 
   // Insert the keys that become live, write, erase the keys that stopped.
-  std::vector<size_t> inserted;
+  std::vector<size_t>& inserted = sc->inserted;
   for (size_t i = 0; i < ov.size(); ++i) {
     Overlay& e = ov[i];
     if (!e.cur || e.l0) continue;
