@@ -363,6 +363,20 @@ class IndexedTransaction : public Transaction {
   }
   rocksdb::Status SetCommitTimestamp(rocksdb::TxnTimestamp ts) override { return inner_->SetCommitTimestamp(ts); }
   rocksdb::TxnTimestamp GetCommitTimestamp() const override { return inner_->GetCommitTimestamp(); }
+#if DLCBF_ROCKSDB_AT_LEAST(8, 7)
+  rocksdb::Status CollapseKey(const ReadOptions& ro, const Slice& key, ColumnFamilyHandle* cf) override {
+    return inner_->CollapseKey(ro, key, cf);
+  }
+#endif
+#if DLCBF_ROCKSDB_AT_LEAST(9, 1)
+  rocksdb::Status GetForUpdate(const ReadOptions& ro, const Slice& key, PinnableSlice* value, bool exclusive,
+                               const bool do_validate) override {
+    return GetForUpdate(ro, Default(), key, value, exclusive, do_validate);
+  }
+#endif
+#if DLCBF_ROCKSDB_AT_LEAST(9, 10) && !DLCBF_ROCKSDB_AT_LEAST(9, 11)
+  bool GetCommitBypassMemTable() const override { return inner_->GetCommitBypassMemTable(); }
+#endif
   // Wide columns (RocksDB >= 9.3). GetEntity uses the index as Get does.
 #if DLCBF_ROCKSDB_AT_LEAST(9, 3)
   rocksdb::Status GetEntity(const ReadOptions& ro, ColumnFamilyHandle* cf, const Slice& key,
