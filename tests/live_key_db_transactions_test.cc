@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -416,39 +417,52 @@ TEST(LiveKeyDBTransactionsLocks, WriteWaitingForALockDoesNotBlockTheCommit) {
 
 // ---- two-phase commit across a crash ------------------------------------------------
 
-// A child prepares named transactions (each with a commit-time batch),
-// commits half, and is killed. The parent reopens: the other half comes
-// back prepared, is committed through the wrappers, and every key of both
+constexpr int kTwoPhaseTxns = 40;
+
+// The child of PreparedTransactionsSurviveSigkill, run as this binary with
+// DLCBF_TXN_TEST_DIR set (exec'd: a fork of a threaded process may not
+// start threads under TSan): prepares named transactions (each with a
+// commit-time batch), commits half, and kills itself.
+TEST(LiveKeyDBTransactionsChild, DISABLED_PrepareThenDie) {
+  const char* dir = std::getenv("DLCBF_TXN_TEST_DIR");
+  ASSERT_NE(dir, nullptr);
+  TxnDb t;
+  ASSERT_TRUE(TxnDb::Open(Kind::kPessimistic, dir, &t).ok());
+  for (int i = 0; i < kTwoPhaseTxns; ++i) {
+    WriteOptions wo;
+    wo.sync = true;
+    Transaction* txn = t.pess->BeginTransaction(wo, rocksdb::TransactionOptions());
+    ASSERT_TRUE(txn->SetName("t" + std::to_string(i)).ok());
+    for (int j = 0; j < 5; ++j) ASSERT_TRUE(txn->Put(Key("x", i * 5 + j), "v").ok());
+    ASSERT_TRUE(txn->GetCommitTimeWriteBatch()->Put(Key("ct", i), "v").ok());
+    ASSERT_TRUE(txn->Prepare().ok());
+    if (i % 2 == 0) {
+      ASSERT_TRUE(txn->Commit().ok());
+    }
+  }
+  raise(SIGKILL);
+}
+
+// The parent reopens: the half the child left prepared comes back
+// prepared, is committed through the wrappers, and every key of both
 // halves is found. Negative control: the same with commits not indexed.
 TEST(LiveKeyDBTransactionsTwoPhase, PreparedTransactionsSurviveSigkill) {
   for (bool control : {false, true}) {
     SCOPED_TRACE(control ? "negative control" : "indexed");
     const std::string dir = TestDir(control ? "2pc_nc" : "2pc");
-    constexpr int kTxns = 40;
+    constexpr int kTxns = kTwoPhaseTxns;
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      TxnDb t;
-      if (!TxnDb::Open(Kind::kPessimistic, dir, &t).ok()) _exit(2);
-      for (int i = 0; i < kTxns; ++i) {
-        WriteOptions wo;
-        wo.sync = true;
-        rocksdb::TransactionOptions to;
-        Transaction* txn = t.pess->BeginTransaction(wo, to);
-        if (!txn->SetName("t" + std::to_string(i)).ok()) _exit(3);
-        for (int j = 0; j < 5; ++j) {
-          if (!txn->Put(Key("x", i * 5 + j), "v").ok()) _exit(4);
-        }
-        if (!txn->GetCommitTimeWriteBatch()->Put(Key("ct", i), "v").ok()) _exit(5);
-        if (!txn->Prepare().ok()) _exit(6);
-        if (i % 2 == 0 && !txn->Commit().ok()) _exit(7);
-      }
-      raise(SIGKILL);
-      _exit(8);
+      setenv("DLCBF_TXN_TEST_DIR", dir.c_str(), 1);
+      execl("/proc/self/exe", "live_key_db_transactions_test", "--gtest_also_run_disabled_tests",
+            "--gtest_filter=LiveKeyDBTransactionsChild.DISABLED_PrepareThenDie", static_cast<char*>(nullptr));
+      _exit(127);
     }
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "child exit " << WEXITSTATUS(status);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "the child must die by SIGKILL after preparing (exit " << WEXITSTATUS(status) << ")";
     std::unique_ptr<FaultScope> f(control ? new FaultScope(LiveKeyFault::kCommitUnindexed) : nullptr);
     TxnDb t;
     ASSERT_TRUE(TxnDb::Open(Kind::kPessimistic, dir, &t).ok());
