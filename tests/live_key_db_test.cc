@@ -29,7 +29,9 @@
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/live_key_db_testing.h"
 #endif
+#include "rocksdb/cache.h"
 #include "rocksdb/db.h"
+#include "rocksdb/table.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb_test_util.h"
@@ -170,6 +172,77 @@ TEST(LiveKeyDBTest, OptionsValidation) {
 }
 
 // ---------------------------------------------------------------------------
+// LiveKeyIndexOptions::charge_cache: the cache's usage follows the
+// indexes' bytes (LiveKeyStats::index_bytes and the property) through
+// Open, a rebuild to a bigger index and Close; without the option nothing
+// is charged; a strict cache too small for the index refuses the charge
+// (counted), and the DB works on.
+TEST(LiveKeyDBTest, IndexMemoryIsChargedToTheCache) {
+  std::shared_ptr<rocksdb::Cache> cache = rocksdb::NewLRUCache(256 << 20);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 200000;
+  io.charge_cache = cache;
+  io.checkpoint_interval_seconds = 0;
+  const std::string dir = TestDir("charge");
+  LiveKeyDB* db = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &db).ok());
+  // The cache's own entries for a charge: within 1 KiB of the bytes.
+  auto near = [](uint64_t a, uint64_t b) { return a >= b && a - b < 1024; };
+  LiveKeyStats st = db->GetLiveKeyStats();
+  ASSERT_GT(st.index_bytes, 100000u);
+  EXPECT_EQ(st.cache_charged_bytes, st.index_bytes);
+  EXPECT_TRUE(near(cache->GetUsage(), st.index_bytes)) << cache->GetUsage() << " vs " << st.index_bytes;
+  std::string prop;
+  ASSERT_TRUE(db->GetProperty("dlcbf.livekey.index-bytes", &prop));
+  EXPECT_EQ(prop, std::to_string(st.index_bytes));
+  uint64_t iprop = 0;
+  ASSERT_TRUE(db->GetIntProperty(db->DefaultColumnFamily(), "dlcbf.livekey.index-bytes", &iprop));
+  EXPECT_EQ(iprop, st.index_bytes);
+  // A rebuild for more keys: a bigger index, charged once swapped in.
+  for (int i = 0; i < 300000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), "k" + std::to_string(i), "v").ok());
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(120000));
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  const LiveKeyStats grown = db->GetLiveKeyStats();
+  EXPECT_GT(grown.index_bytes, st.index_bytes);
+  EXPECT_EQ(grown.cache_charged_bytes, grown.index_bytes);
+  EXPECT_TRUE(near(cache->GetUsage(), grown.index_bytes)) << cache->GetUsage() << " vs " << grown.index_bytes;
+  EXPECT_EQ(grown.cache_charge_failures, 0u);
+  ASSERT_TRUE(db->Close().ok());
+  EXPECT_EQ(cache->GetUsage(), 0u) << "Close releases the charge";
+  delete db;
+
+  // Without the option: nothing charged, the bytes still reported.
+  std::shared_ptr<rocksdb::Cache> untouched = rocksdb::NewLRUCache(256 << 20);
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = untouched;
+  t.no_block_cache = false;
+  io.charge_cache.reset();
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &db).ok());
+  st = db->GetLiveKeyStats();
+  EXPECT_GT(st.index_bytes, 0u);
+  EXPECT_EQ(st.cache_charged_bytes, 0u);
+  EXPECT_EQ(untouched->GetUsage(), 0u);
+  ASSERT_TRUE(db->Close().ok());
+  delete db;
+
+  // A strict cache smaller than the index: the charge is refused and
+  // counted; reads and writes go on.
+  std::shared_ptr<rocksdb::Cache> tiny = rocksdb::NewLRUCache(64 << 10, -1, /*strict_capacity_limit=*/true);
+  io.charge_cache = tiny;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &db).ok());
+  st = db->GetLiveKeyStats();
+  EXPECT_GE(st.cache_charge_failures, 1u);
+  EXPECT_EQ(st.cache_charged_bytes, 0u);
+  EXPECT_LE(tiny->GetUsage(), size_t{64} << 10);
+  std::string v;
+  EXPECT_TRUE(db->Get(ReadOptions(), "k7", &v).ok());
+  ASSERT_TRUE(db->Close().ok());
+  delete db;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(LiveKeyDBTest, ExactMaintenanceAndReadPaths) {
   const std::string dir = TestDir("basic");
   LiveKeyDB* raw = nullptr;

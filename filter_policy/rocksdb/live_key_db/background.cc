@@ -138,6 +138,7 @@ void LiveKeyDB::Rep::BackgroundLoop() {
       bg_busy = true;
       l.unlock();
       rocksdb::Status cs = Checkpoint();
+      UpdateCacheCharge();  // (an index may have grown: a stash, a migration)
       if (!cs.ok() && !closing.load()) {
         rocksdb::Warn(log, "LiveKeyDB: checkpoint failed (the last good one stays): %s", cs.ToString().c_str());
       }

@@ -166,6 +166,7 @@ rocksdb::Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
   if (retired) {
     r.epochs.Synchronize();
     retired.reset();
+    r.UpdateCacheCharge();
   }
   return s;
 }

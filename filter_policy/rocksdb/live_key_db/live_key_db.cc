@@ -208,6 +208,37 @@ class FlushListener : public rocksdb::EventListener {
 };
 }  // namespace
 
+uint64_t LiveKeyDB::Rep::IndexBytes() {
+  std::vector<const CfState*> fams;
+  {
+    std::lock_guard<std::mutex> l(cf_mu);
+    for (auto& kv : cfs) fams.push_back(kv.second.get());
+  }
+  uint64_t total = 0;
+  std::lock_guard<std::mutex> sl(swap_mu);
+  for (const CfState* cf : fams) {
+    if (cf->dropped || !cf->indexed || !cf->owned) continue;
+    LiveKeyCfStats c;
+    cf->owned->Describe(&c);
+    total += c.bytes;
+  }
+  return total;
+}
+
+void LiveKeyDB::Rep::UpdateCacheCharge(uint64_t extra) {
+  if (!opt.charge_cache) return;
+  const uint64_t want = IndexBytes() + extra;
+  std::lock_guard<std::mutex> l(charge_mu);
+  if (!charge) charge.reset(new CacheCharge(opt.charge_cache));
+  const rocksdb::Status s = charge->Set(want);
+  charged_bytes.store(charge->charged(), std::memory_order_relaxed);
+  if (!s.ok()) {
+    charge_failures.fetch_add(1);
+    rocksdb::Warn(log, "LiveKeyDB: the cache refused a charge of %" PRIu64 " index bytes (%s); %" PRIu64
+                  " stay charged", want, s.ToString().c_str(), charge->charged());
+  }
+}
+
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   // Everything RocksDB recovered is what the index is built or loaded
   // for; from here on every sequence number must be a LiveKeyDB write's.
@@ -252,6 +283,7 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   }
   // (The file stays: from here on it is a checkpoint. A later crash loads
   // it and reads the keys written since; Close and checkpoints replace it.)
+  UpdateCacheCharge();
   bg = std::thread([this] { BackgroundLoop(); });
   checker = std::thread([this] { CheckLoop(); });
   if (flush_signal) flush_signal->Set([this] { RequestCheckpoint(); });
@@ -359,13 +391,32 @@ rocksdb::Status LiveKeyDB::Close() {
       }
     }
   }
+  {
+    std::lock_guard<std::mutex> l(r.charge_mu);
+    r.charge.reset();  // the indexes' memory is released with the DB
+    r.charged_bytes.store(0);
+  }
   r.closed = true;
   return db_->Close();
 }
 
 rocksdb::Status LiveKeyDB::Resume() { return db_->Resume(); }
 
+bool LiveKeyDB::GetIntProperty(ColumnFamilyHandle* column_family, const Slice& property, uint64_t* value) {
+  if (property == Slice("dlcbf.livekey.index-bytes")) {
+    if (value == nullptr) return false;
+    *value = rep_->IndexBytes();
+    return true;
+  }
+  return db_->GetIntProperty(column_family, property, value);
+}
+
 bool LiveKeyDB::GetProperty(ColumnFamilyHandle* column_family, const Slice& property, std::string* value) {
+  if (property == Slice("dlcbf.livekey.index-bytes")) {
+    if (value == nullptr) return false;
+    *value = std::to_string(rep_->IndexBytes());
+    return true;
+  }
   const bool state = property == Slice("dlcbf.livekey.state");
   if (!state && property != Slice("dlcbf.livekey.stats")) {
     return db_->GetProperty(column_family, property, value);
@@ -464,6 +515,8 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.checkpoint_replays = r.checkpoint_replays.load();
   st.checkpoint_replayed_keys = r.checkpoint_replayed_keys.load();
   st.index_file_rejections = r.file_rejections.load();
+  st.cache_charged_bytes = r.charged_bytes.load();
+  st.cache_charge_failures = r.charge_failures.load();
   {
     std::lock_guard<std::mutex> l(r.reject_mu);
     st.last_rejection = r.last_rejection;
@@ -499,6 +552,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
       c.last_rebuild_deltas = cf->last_deltas;
       c.last_rebuild_pause_micros = cf->last_pause_micros;
     }
+    st.index_bytes += c.bytes;
     st.column_families.push_back(std::move(c));
   }
   return st;

@@ -98,7 +98,8 @@ std::string LiveKeyStats::ToString() const {
     << " checkpoints=" << checkpoints << " last_checkpoint_seq=" << last_checkpoint_seq
     << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys
     << " index_file_loads=" << index_file_loads
-    << " index_file_rejections=" << index_file_rejections;
+    << " index_file_rejections=" << index_file_rejections << " index_bytes=" << index_bytes
+    << " cache_charged_bytes=" << cache_charged_bytes << " cache_charge_failures=" << cache_charge_failures;
   if (!last_rejection.empty()) o << " last_rejection=\"" << last_rejection << "\"";
   for (const LiveKeyCfStats& c : column_families) {
     o << "\n  cf " << c.id << " '" << c.name << "': ";

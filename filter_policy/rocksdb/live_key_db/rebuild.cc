@@ -193,6 +193,11 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     failed_rebuilds.fetch_add(1);
     return s;
   }
+  if (opt.charge_cache) {  // the index being built is memory too
+    LiveKeyCfStats fs;
+    fresh->Describe(&fs);
+    UpdateCacheCharge(fs.bytes);
+  }
   rocksdb::Info(log, "LiveKeyDB: rebuilding the index of column family '%s' (%s), %s", cf->name.c_str(),
                 reason.c_str(),
                 from_checkpoint ? ("from the checkpoint at sequence " + std::to_string(cf->checkpoint_seq)).c_str()
@@ -405,6 +410,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     retired.reset();
   }
   cf->rebuild_running.store(false);
+  UpdateCacheCharge();
   if (!s.ok()) {
     failed_rebuilds.fetch_add(1);
     rocksdb::Warn(log, "LiveKeyDB: rebuild of '%s' abandoned after %" PRIu64 " keys: %s%s",

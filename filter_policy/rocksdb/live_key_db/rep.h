@@ -32,6 +32,7 @@
 #include "filter_policy/testing/live_key_db_testing.h"
 #endif
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "filter_policy/rocksdb/live_key_db/cache_charge.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
 #include "filter_policy/rocksdb/live_key_db/live_key_index.h"
 #include "filter_policy/rocksdb/live_key_db/checker.h"
@@ -695,6 +696,16 @@ struct LiveKeyDB::Rep {
   // Makes every write with a sequence number up to the one just taken
   // durable (the WAL synced, memtables holding disableWAL writes flushed).
   rocksdb::Status MakeDurable(const std::vector<CfState*>& fams);
+
+  // ---- memory in RocksDB's accounting (LiveKeyIndexOptions::charge_cache) -------------
+  // Every owned index's bytes (swap_mu keeps them in place).
+  uint64_t IndexBytes();
+  // Sets the charge to IndexBytes() + extra (an index being built). No-op
+  // without charge_cache; a refused charge is counted and logged.
+  void UpdateCacheCharge(uint64_t extra = 0);
+  std::mutex charge_mu;
+  std::unique_ptr<CacheCharge> charge;  // guarded by charge_mu
+  std::atomic<uint64_t> charged_bytes{0}, charge_failures{0};
 
   // ---- persistence -------------------------------------------------------------------
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }

@@ -268,6 +268,7 @@
 #include <vector>
 
 #include "dlcbf/core/elastic_filter.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
@@ -429,6 +430,19 @@ struct LiveKeyIndexOptions {
   // Close saves the index, and a crash costs a full build. >= 0.
   double checkpoint_interval_seconds = 1.0;
 
+  // Charge the memory of every index to this cache (usually the block
+  // cache), as RocksDB charges filter construction and memtables: the
+  // indexes' bytes (LiveKeyStats::index_bytes) are held there as one
+  // pinned entry of that size (CacheEntryRole::kMisc on RocksDB >= 8), so
+  // the cache evicts blocks to make room and its usage shows them. Updated
+  // at Open, around every rebuild (the index being built is charged too
+  // while it exists), after each checkpoint and after a column family is
+  // dropped; released at Close. With strict_capacity_limit, a charge the
+  // cache cannot hold fails: the previous one stays, and the failure is
+  // counted (LiveKeyStats::cache_charge_failures) and logged; the index is
+  // not changed. nullptr (default): no charge.
+  std::shared_ptr<rocksdb::Cache> charge_cache;
+
   // OK, or InvalidArgument naming the field.
   rocksdb::Status Validate() const;
 };
@@ -529,6 +543,12 @@ struct LiveKeyStats {
   uint64_t index_file_loads = 0;       // column families loaded from file
   uint64_t index_file_rejections = 0;  // files (or entries) not trusted
   std::string last_rejection;          // why
+  // Memory: every index's bytes (the sum of LiveKeyCfStats::bytes; also
+  // the DB property "dlcbf.livekey.index-bytes"), and what is charged to
+  // LiveKeyIndexOptions::charge_cache now, with the charges it refused.
+  uint64_t index_bytes = 0;
+  uint64_t cache_charged_bytes = 0;
+  uint64_t cache_charge_failures = 0;
 
   std::vector<LiveKeyCfStats> column_families;
 
@@ -620,10 +640,15 @@ class LiveKeyDB : public rocksdb::StackableDB {
   //   "dlcbf.livekey.state": "ready", "building <keys scanned>" or
   //     "failed: <status>" (background_open_build);
   //   "dlcbf.livekey.stats": GetLiveKeyStats().ToString().
+  // And, for any family: "dlcbf.livekey.index-bytes": the bytes of every
+  // index (LiveKeyStats::index_bytes; also through GetIntProperty).
   // Other properties go to RocksDB.
   using rocksdb::StackableDB::GetProperty;
   bool GetProperty(rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& property,
                    std::string* value) override;
+  using rocksdb::StackableDB::GetIntProperty;
+  bool GetIntProperty(rocksdb::ColumnFamilyHandle* column_family, const rocksdb::Slice& property,
+                      uint64_t* value) override;
 
   const LiveKeyIndexOptions& index_options() const;
 
