@@ -35,6 +35,12 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
   PutFixed64(out, m.opt.seed);
   PutFixed64(out, m.items);
   for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+  // The blocks are stored as their little-endian words: on a
+  // little-endian host the table is the encoding, one copy (a checkpoint
+  // holds writers off while it runs: LiveKeyDB's checkpoint.cc).
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  out->append(reinterpret_cast<const char*>(m.Blk(0)), 64 * m.nblocks);
+#else
   for (uint64_t b = 0; b < m.nblocks; ++b) {
     const uint8_t* blk = m.Blk(b);
     for (int w = 0; w < dense_detail::kBlockWords; ++w) {
@@ -43,6 +49,7 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
       PutFixed64(out, v);
     }
   }
+#endif
   PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
 }
 

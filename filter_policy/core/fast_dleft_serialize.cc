@@ -38,7 +38,11 @@ void FastDLeftFilter::Serialize(std::string* out) const {
   PutFixed64(out, m.spilled);
   const uint64_t words = 8 * (m.nblocks + m.nspare);
   out->reserve(out->size() + words * 8 + 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  out->append(reinterpret_cast<const char*>(m.mem.get()), words * 8);  // the encoding itself: one copy
+#else
   for (uint64_t i = 0; i < words; ++i) PutFixed64(out, m.mem[i]);
+#endif
   PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
 }
 

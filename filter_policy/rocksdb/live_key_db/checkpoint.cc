@@ -62,6 +62,20 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   std::vector<SavedIndex> saved;
   std::vector<uint64_t> ssts;
   uint64_t seq = 0;
+  // The blobs' memory is allocated and touched before the writers pause:
+  // the copy under the stripes then only copies (no page faults).
+  std::vector<std::string> buffers(fams.size());
+  {
+    std::lock_guard<std::mutex> sl(swap_mu);
+    for (size_t i = 0; i < fams.size(); ++i) {
+      if (fams[i]->dropped || !fams[i]->owned) continue;
+      LiveKeyCfStats c;
+      fams[i]->owned->Describe(&c);
+      buffers[i].resize(c.bytes + 4096);
+      buffers[i].clear();  // (keeps the touched capacity)
+    }
+  }
+  const auto p0 = std::chrono::steady_clock::now();
   {
     // Stripes first, then swap_mu: the order of Rebuild and
     // DropColumnFamily (the stripes alone already keep `owned` in place).
@@ -69,11 +83,18 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
     std::lock_guard<std::mutex> sl(swap_mu);
     seq = base->GetLatestSequenceNumber();
     s = LiveSsts(&ssts, nullptr);
-    for (CfState* cf : fams) {
+    for (size_t i = 0; i < fams.size(); ++i) {
+      CfState* cf = fams[i];
       if (!s.ok() || cf->dropped || !cf->owned) continue;
-      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
+      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::move(buffers[i])};
       if (cf->owned->Serialize(&e.blob, &e.kind)) saved.push_back(std::move(e));
     }
+  }
+  const uint64_t pause_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - p0).count());
+  last_checkpoint_pause_us.store(pause_us, std::memory_order_relaxed);
+  uint64_t prev = max_checkpoint_pause_us.load(std::memory_order_relaxed);
+  while (pause_us > prev && !max_checkpoint_pause_us.compare_exchange_weak(prev, pause_us)) {
   }
   if (!s.ok()) return s;
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one

@@ -511,6 +511,8 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.failed_rebuilds = r.failed_rebuilds.load();
   st.index_file_loads = r.file_loads.load();
   st.checkpoints = r.checkpoints.load();
+  st.last_checkpoint_pause_micros = r.last_checkpoint_pause_us.load();
+  st.max_checkpoint_pause_micros = r.max_checkpoint_pause_us.load();
   st.last_checkpoint_seq = r.last_checkpoint_seq.load();
   st.checkpoint_replays = r.checkpoint_replays.load();
   st.checkpoint_replayed_keys = r.checkpoint_replayed_keys.load();

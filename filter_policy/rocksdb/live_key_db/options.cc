@@ -96,6 +96,7 @@ std::string LiveKeyStats::ToString() const {
     << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
     << " index_migrations=" << index_migrations
     << " checkpoints=" << checkpoints << " last_checkpoint_seq=" << last_checkpoint_seq
+    << " max_checkpoint_pause_micros=" << max_checkpoint_pause_micros
     << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys
     << " index_file_loads=" << index_file_loads
     << " index_file_rejections=" << index_file_rejections << " index_bytes=" << index_bytes

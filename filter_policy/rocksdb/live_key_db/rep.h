@@ -231,6 +231,7 @@ struct LiveKeyDB::Rep {
   std::chrono::steady_clock::time_point last_checkpoint{};  // valid once checkpointed
   bool checkpointed = false;                                // (both under bg_mu)
   std::atomic<uint64_t> checkpoints{0}, last_checkpoint_seq{0};
+  std::atomic<uint64_t> last_checkpoint_pause_us{0}, max_checkpoint_pause_us{0};
   std::atomic<uint64_t> checkpoint_replays{0}, checkpoint_replayed_keys{0};
   std::atomic<uint64_t> file_loads{0}, file_rejections{0};
   std::mutex reject_mu;

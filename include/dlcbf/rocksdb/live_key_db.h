@@ -537,6 +537,10 @@ struct LiveKeyStats {
   // rebuild_at_capacity is there to avoid.
   uint64_t index_migrations = 0;
   uint64_t checkpoints = 0;            // index files written by checkpoints
+  // Writers paused by checkpoints (every stripe held while the tables are
+  // copied): the last one's pause and the longest since Open.
+  uint64_t last_checkpoint_pause_micros = 0;
+  uint64_t max_checkpoint_pause_micros = 0;
   uint64_t last_checkpoint_seq = 0;    // the sequence number the last one covers
   uint64_t checkpoint_replays = 0;     // families brought forward from a checkpoint
   uint64_t checkpoint_replayed_keys = 0;  // keys counted to bring them forward
