@@ -71,11 +71,73 @@
 //   and brings it forward) and verifies.
 //   --duration > 0 runs rounds until that many seconds have passed.
 //
+// Transactions (--txn)
+//   Each Open (in-process and in the crash child) opens the session as
+//   --txn says: none (LiveKeyDB::Open), pessimistic
+//   (LiveKeyDB::OpenTransactionDB), optimistic
+//   (LiveKeyDB::OpenOptimisticTransactionDB), or mixed (the default: each
+//   Open draws one of the three from the run's RNG; printed with the index
+//   options). A transaction session keeps RocksDB's TransactionDB /
+//   OptimisticTransactionDB and uses LiveKeyDB::FromTransactionDB's
+//   LiveKeyDB for everything that needs it (stats, RebuildIndex,
+//   ingestion, Flush, CompactRange, every check); the single-key writes,
+//   the SingleDelete-key writes, WriteBatches and the chaos rewrites go
+//   through the transaction DB's own Put/Merge/Delete/SingleDelete/
+//   PutEntity/Write (--txn_db_writes=false, a diagnostic: in pessimistic
+//   sessions as explicit transactions instead). DeleteRange goes through
+//   the OptimisticTransactionDB, and in a pessimistic session through the
+//   LiveKeyDB (the TransactionDB's own is NotSupported). What RocksDB
+//   refuses there is learned at the first refusal (NotSupported or
+//   InvalidArgument) and skipped from then on in that kind of session
+//   (counted, never an error): with RocksDB 7.8.3 a DeleteRange in both
+//   kinds (the LiveKeyDB writes its batch through RocksDB's transaction
+//   DB, which refuses range deletions: "DeleteRangeCF not implemented",
+//   "Not implemented"), and PutEntity in pessimistic sessions
+//   (TransactionDB writes are rebuilt as transactions: "PutEntityCF not
+//   implemented"; batches then write such entries as Puts).
+//   Found by this mode (both fixed in transactions.cc, each with a
+//   regression test): the TransactionDB's own writes once built their
+//   one-batch transaction with RocksDB's RebuildFromWriteBatch, which takes
+//   each entry's family from DBImpl::GetColumnFamilyHandle (one handle the
+//   write thread re-points): concurrent writers put entries into the other
+//   family (ConcurrentDbWritesLandInTheirFamily); and a disableWAL commit
+//   was not counted for the next checkpoint, which then claimed it before
+//   it was durable (ctest livekey_stress_txn_disablewal_checkpoint).
+//   --txn_db_writes=false runs those writes as explicit transactions
+//   instead (a diagnostic).
+//   The op kTxn (--txn_weight) runs a transaction over 1..4 keys of both
+//   families with all their tool stripes held: Get / GetForUpdate /
+//   MultiGet (a key the transaction wrote must read back as written, a key
+//   it deleted NotFound: an ERROR otherwise; a key it did not write is
+//   compared with the base DB like a check: the base finds it, the
+//   transaction does not => LOST), Put / Merge (merge keys) / Delete /
+//   PutEntity (RocksDB >= 9.3; before that, Put), savepoints rolled back
+//   to or kept, 1 in 8 rolled back instead of committed; in pessimistic
+//   sessions 1 in 4 are named, Prepared, get a commit-time batch entry
+//   (Put, or PutEntity on a non-merge key) and commit (half of them
+//   pause up to --txn_prepare_pause_ms after Prepare, so crash kills find
+//   prepared transactions). Busy, TimedOut, TryAgain and Expired are
+//   conflicts (rolled back, counted in txn_conflicts). SingleDelete keys
+//   are never written by transactions. A reopened pessimistic session
+//   commits half of the recovered prepared transactions
+//   (GetAllPreparedTransactions) and rolls back the rest before its
+//   checks. RocksDB recovers two-phase WAL sections (Prepare markers,
+//   committed or not) only through TransactionDB::Open: a plain or
+//   optimistic Open returns NotSupported ("WAL contains prepared
+//   transactions"), and with assertions on, as in the system RocksDB
+//   7.8.3 here, aborts the process instead (an assert in
+//   WriteBatchInternal::Iterate). So once a run has had a pessimistic
+//   session, a non-transaction Open (the parent's, or the crash child's,
+//   decided by the parent) is first tried read-only in a process of its
+//   own (--role=probe); if that is refused or aborts, the session opens
+//   pessimistic instead, and an Open that returns the refusal is redone
+//   pessimistic (both printed, counted in txn_open_fallbacks).
+//
 // Output
 //   The seed and the drawn options first, a progress line every ~10 s,
 //   one line per round (rebuild counts, index modes), the first few losses
 //   (key, family, the read paths that missed), and at the end:
-//     livekey_stress: seed=S rounds=R ops=N puts=.. merges=.. deletes=.. single_deletes=.. delete_ranges=.. batches=.. entities=.. ingests=.. flushes=.. compactions=.. manual_rebuilds=.. auto_rebuilds=.. checkpoints=.. reopens=.. kills=.. checks=C lost=L
+//     livekey_stress: seed=S rounds=R ops=N puts=.. merges=.. deletes=.. single_deletes=.. delete_ranges=.. batches=.. entities=.. ingests=.. flushes=.. compactions=.. manual_rebuilds=.. auto_rebuilds=.. checkpoints=.. reopens=.. kills=.. txns=.. txn_commits=.. txn_rollbacks=.. txn_prepared=.. txn_conflicts=.. txn_reads=.. recovered_prepared=.. (committed/rolled back) skipped_delete_ranges=.. skipped_entities=.. batch_entities_as_puts=.. sessions=none:a,pessimistic:b,optimistic:c txn_open_fallbacks=.. checks=C lost=L
 //   (auto_rebuilds and checkpoints summed from GetLiveKeyStats() over
 //   every session, the crash children's included). Exit 1 on any loss, on
 //   a rebuild storm (more than --max_auto_rebuilds_per_kop automatic
@@ -84,10 +146,11 @@
 //   open build past --hang_seconds) and on unexpected errors; 0 otherwise.
 //   --expect_loss (negative control) inverts it: exit 0 iff a loss was
 //   found. With --fault=N (filter_policy/testing/live_key_db_testing.h)
-//   it catches faults 2, 3, 6, 7, 9 and 10 within a few rounds (8 now and
-//   then); fault 1 (a window between the base write and the index insert)
-//   is invisible to it by construction, since no check of a key runs
-//   during a write to it (tests/live_key_db_oracle_test.cc catches it).
+//   it catches faults 2, 3, 6, 7, 9, 10 and (with --txn=pessimistic) 11
+//   within a few rounds (8 now and then); fault 1 (a window between the
+//   base write and the index insert) is invisible to it by construction,
+//   since no check of a key runs during a write to it
+//   (tests/live_key_db_oracle_test.cc catches it).
 //
 // Examples
 //   build/tools/livekey_stress                           (4 rounds, time seed)
@@ -99,7 +162,10 @@
 //   build/tools/livekey_stress --crash --fault=9 --expect_loss --kill_after_checkpoint_prob=1
 //       --disable_wal_prob=0.4 --index_options=checkpoint_interval_seconds=0.05,persist_index=1
 //   build/tools/livekey_stress --foreign_write_prob=0.01 (writes LiveKeyDB cannot see)
-// ctest: livekey_stress_short, livekey_stress_negative_erase_without_read.
+//   build/tools/livekey_stress --txn=pessimistic --crash --duration=45  (transactions only)
+//   build/tools/livekey_stress --seed=3 --rounds=3 --txn=pessimistic --txn_db_writes=false --txn_weight=200
+//       --fault=11 --expect_loss      (commits not indexed: the negative control of ctest)
+// ctest: livekey_stress_short, livekey_stress_negative_* (tests/CMakeLists.txt).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -140,6 +206,10 @@
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
+#include "rocksdb/utilities/transaction.h"
+#include "rocksdb/utilities/transaction_db.h"
+#include "rocksdb/utilities/write_batch_with_index.h"
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
 #include "tests/test_scale.h"
@@ -152,7 +222,9 @@
 extern "C" const char* __tsan_default_options() { return "detect_deadlocks=0"; }
 #endif
 
-DEFINE_string(role, "parent", "parent (runs the rounds) or child (a crash cycle's writer, killed by the parent)");
+DEFINE_string(role, "parent",
+              "parent (runs the rounds), child (a crash cycle's writer, killed by the parent) or probe (opens the DB "
+              "read-only as a non-transaction Open would: see RunProbe)");
 DEFINE_uint64(seed, 0, "random seed (0 = from the clock; printed)");
 DEFINE_int32(rounds, 4, "rounds (each: an in-process phase, checks, Close; with --crash a SIGKILL cycle)");
 DEFINE_double(duration, 0,
@@ -218,6 +290,22 @@ DEFINE_double(disable_wal_prob, 0.1, "probability of WriteOptions::disableWAL on
 DEFINE_double(sync_prob, 0.02, "probability of WriteOptions::sync on a write");
 DEFINE_double(x_value_prob, 0.05, "probability that a Put value starts with 'X' (dropped by the compaction filter)");
 DEFINE_int32(value_size, 24, "bytes of padding in Put values");
+// Transactions.
+DEFINE_string(txn, "mixed",
+              "sessions: none (LiveKeyDB::Open), pessimistic (LiveKeyDB::OpenTransactionDB), optimistic "
+              "(LiveKeyDB::OpenOptimisticTransactionDB) or mixed (each Open, the crash child's included, "
+              "draws one of the three)");
+DEFINE_double(txn_weight, 10,
+              "weight of a transaction over 1..4 keys of both families (ignored in sessions without "
+              "transactions)");
+DEFINE_bool(txn_db_writes, true,
+            "transaction sessions: the single-key writes, batches and chaos rewrites go through the "
+            "transaction DB's own Put/Merge/Delete/SingleDelete/PutEntity/Write; false (a diagnostic): in "
+            "pessimistic sessions they run as explicit transactions instead (BeginTransaction, the batch's "
+            "entries through the transaction's Put/Merge/Delete/SingleDelete, Commit)");
+DEFINE_int32(txn_prepare_pause_ms, 2,
+             "named transactions: half of them pause 0..this many ms between Prepare and Commit (crash "
+             "kills then find prepared transactions)");
 // Child only.
 DEFINE_string(side_file, "", "child: the side file (counters, losses) the parent reads");
 DEFINE_uint64(child_seed, 1, "child: random seed");
@@ -260,6 +348,12 @@ struct Counters {
       checks{0}, lost{0}, errors{0}, write_keys{0};
   // From GetLiveKeyStats(), per session, and the parent's own.
   std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
+  // Transactions (kTxn), recovered prepared transactions, DeleteRange ops
+  // skipped in pessimistic sessions, sessions by kind (none, pessimistic,
+  // optimistic) and Opens redone pessimistic.
+  std::atomic<uint64_t> txns{0}, txn_commits{0}, txn_rollbacks{0}, txn_prepared{0}, txn_conflicts{0}, txn_reads{0},
+      recovered_prepared{0}, recovered_commits{0}, recovered_rollbacks{0}, skipped_delete_ranges{0},
+      sessions[3] = {{0}, {0}, {0}}, open_fallbacks{0}, skipped_entities{0}, batch_entities_as_puts{0};
 };
 Counters g;                          // this process
 std::atomic<bool> g_stop{false};     // workers stop (end of phase, or a negative control caught)
@@ -299,12 +393,21 @@ std::string SummaryLine() {
              " deletes=%" PRIu64 " single_deletes=%" PRIu64 " delete_ranges=%" PRIu64 " batches=%" PRIu64
              " entities=%" PRIu64 " ingests=%" PRIu64 " flushes=%" PRIu64 " compactions=%" PRIu64
              " manual_rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64 " checkpoints=%" PRIu64 " reopens=%" PRIu64
-             " kills=%" PRIu64 " checks=%" PRIu64 " lost=%" PRIu64,
+             " kills=%" PRIu64 " txns=%" PRIu64 " txn_commits=%" PRIu64 " txn_rollbacks=%" PRIu64
+             " txn_prepared=%" PRIu64 " txn_conflicts=%" PRIu64 " txn_reads=%" PRIu64 " recovered_prepared=%" PRIu64
+             " (%" PRIu64 "/%" PRIu64 ") skipped_delete_ranges=%" PRIu64 " skipped_entities=%" PRIu64
+             " batch_entities_as_puts=%" PRIu64 " sessions=none:%" PRIu64
+             ",pessimistic:%" PRIu64 ",optimistic:%" PRIu64 " txn_open_fallbacks=%" PRIu64 " checks=%" PRIu64
+             " lost=%" PRIu64,
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
-             g.auto_rebuilds.load(), g.checkpoints.load(), g.reopens.load(), g.kills.load(), g.checks.load(),
-             g.lost.load());
+             g.auto_rebuilds.load(), g.checkpoints.load(), g.reopens.load(), g.kills.load(), g.txns.load(),
+             g.txn_commits.load(), g.txn_rollbacks.load(), g.txn_prepared.load(), g.txn_conflicts.load(),
+             g.txn_reads.load(), g.recovered_prepared.load(), g.recovered_commits.load(),
+             g.recovered_rollbacks.load(), g.skipped_delete_ranges.load(), g.skipped_entities.load(),
+             g.batch_entities_as_puts.load(), g.sessions[0].load(),
+             g.sessions[1].load(), g.sessions[2].load(), g.open_fallbacks.load(), g.checks.load(), g.lost.load());
 }
 
 void RemoveTempDb() {
@@ -654,8 +757,47 @@ struct StripesHold {
 // DB to learn it), absent, or exactly one Put since the last SingleDelete.
 enum class SdState : uint8_t { kUnknown, kAbsent, kOnePut };
 
+// How a session opens the DB (--txn).
+enum class TxnKind : int { kNone = 0, kPessimistic = 1, kOptimistic = 2 };
+const char* TxnKindName(TxnKind k) {
+  return k == TxnKind::kPessimistic ? "pessimistic" : k == TxnKind::kOptimistic ? "optimistic" : "none";
+}
+bool ParseTxnKind(const std::string& v, TxnKind* k) {
+  if (v == "none") {
+    *k = TxnKind::kNone;
+  } else if (v == "pessimistic") {
+    *k = TxnKind::kPessimistic;
+  } else if (v == "optimistic") {
+    *k = TxnKind::kOptimistic;
+  } else {
+    return false;
+  }
+  return true;
+}
+// --txn, or with --txn=mixed one of the three from `rng`.
+TxnKind DrawTxnKind(std::mt19937_64& rng) {
+  TxnKind k = TxnKind::kNone;
+  if (FLAGS_txn == "mixed") return static_cast<TxnKind>(rng() % 3);
+  if (!ParseTxnKind(FLAGS_txn, &k)) Die("--txn must be none, pessimistic, optimistic or mixed");
+  return k;
+}
+
 struct Session {
+  // The LiveKeyDB: opened by LiveKeyDB::Open (kind kNone, owned here), or
+  // LiveKeyDB::FromTransactionDB of txn_db / occ_db (owned by it).
   LiveKeyDB* db = nullptr;
+  TxnKind kind = TxnKind::kNone;
+  rocksdb::TransactionDB* txn_db = nullptr;            // kPessimistic
+  rocksdb::OptimisticTransactionDB* occ_db = nullptr;  // kOptimistic
+  // What the ordinary writes go through: the transaction DB, else the
+  // LiveKeyDB.
+  rocksdb::DB* writer() const {
+    if (txn_db != nullptr) return txn_db;
+    if (occ_db != nullptr) return occ_db;
+    return db;
+  }
+  // What owns everything (handles are destroyed, Close called, deleted).
+  rocksdb::DB* top() const { return writer(); }
   std::vector<ColumnFamilyHandle*> h;
   LiveKeyIndexOptions io;
   KeyLocks locks;
@@ -664,17 +806,196 @@ struct Session {
   std::atomic<uint64_t> sst_serial{0};
 };
 
-Status OpenSession(Session* s, const LiveKeyIndexOptions& io) {
+// One Open of `kind` (same options and families whatever the kind).
+Status OpenAs(Session* s, const LiveKeyIndexOptions& io, TxnKind kind) {
   rocksdb::Options o = BaseOptions();
   std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
   for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
+  s->h.clear();
+  s->db = nullptr;
+  s->txn_db = nullptr;
+  s->occ_db = nullptr;
+  Status st;
+  switch (kind) {
+    case TxnKind::kNone: {
+      HangGuard hg("LiveKeyDB::Open");
+      st = LiveKeyDB::Open(rocksdb::DBOptions(o), io, g_db_dir, cfds, &s->h, &s->db);
+      break;
+    }
+    case TxnKind::kPessimistic: {
+      HangGuard hg("LiveKeyDB::OpenTransactionDB");
+      rocksdb::TransactionDB* t = nullptr;
+      st = LiveKeyDB::OpenTransactionDB(rocksdb::DBOptions(o), rocksdb::TransactionDBOptions(), io, g_db_dir, cfds,
+                                        &s->h, &t);
+      if (st.ok()) {
+        s->txn_db = t;
+        s->db = LiveKeyDB::FromTransactionDB(t);
+        if (s->db == nullptr) Die("LiveKeyDB::FromTransactionDB returned null for OpenTransactionDB's DB");
+      }
+      break;
+    }
+    case TxnKind::kOptimistic: {
+      HangGuard hg("LiveKeyDB::OpenOptimisticTransactionDB");
+      rocksdb::OptimisticTransactionDB* t = nullptr;
+      st = LiveKeyDB::OpenOptimisticTransactionDB(rocksdb::DBOptions(o), rocksdb::OptimisticTransactionDBOptions(),
+                                                  io, g_db_dir, cfds, &s->h, &t);
+      if (st.ok()) {
+        s->occ_db = t;
+        s->db = LiveKeyDB::FromTransactionDB(t);
+        if (s->db == nullptr) Die("LiveKeyDB::FromTransactionDB returned null for OpenOptimisticTransactionDB's DB");
+      }
+      break;
+    }
+  }
+  if (st.ok()) s->kind = kind;
+  return st;
+}
+
+// RocksDB refuses DB::Open (so LiveKeyDB::Open and the optimistic route,
+// allow_2pc off) while the WAL holds two-phase sections, committed or not
+// (MemTableInserter::MarkBeginPrepare: NotSupported "WAL contains prepared
+// transactions. Open with TransactionDB::Open()").
+bool RefusedFor2pc(const Status& st) {
+  return st.IsNotSupported() && st.ToString().find("prepared transactions") != std::string::npos;
+}
+
+// The probe (--role=probe, a process of its own): the DB opened read-only
+// as a non-transaction Open recovers it (allow_2pc off: LiveKeyDB::Open,
+// the optimistic route). Exit 0: it opened; 3: RocksDB refused it for
+// two-phase WAL sections; 4: another error (the DB may not exist yet).
+// With assertions on (the system RocksDB 7.8.3 here), RocksDB does not
+// refuse: it aborts (db/write_batch.cc, WriteBatchInternal::Iterate:
+// assert(s.ok()) after MarkBeginPrepare returned that NotSupported), which
+// is why this runs in a process of its own.
+int RunProbe() {
+  g_db_dir = FLAGS_db;
+  rocksdb::Options o = BaseOptions();
+  o.create_if_missing = false;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
+  for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
+  std::vector<ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  const Status st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(o), g_db_dir, cfds, &hs, &db);
+  if (!st.ok()) return RefusedFor2pc(st) ? 3 : 4;
+  for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  delete db;
+  return 0;
+}
+
+std::string g_self;  // this binary (re-executed for crash children and probes)
+// Set once this run opened (or launched a crash child with) a pessimistic
+// session: from then on the WAL may hold two-phase sections, and a
+// non-transaction Open is probed first.
+bool g_maybe_2pc = false;
+
+// True if a non-transaction Open of the (closed) DB would be refused for
+// two-phase WAL sections (RunProbe); *why says how.
+bool NeedsTwoPhaseOpen(std::string* why) {
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) Die("fork (probe)");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) std::_Exit(127);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+    }
+    std::string a0 = g_self, a1 = "--role=probe", a2 = "--db=" + g_db_dir;
+    char* argv[] = {&a0[0], &a1[0], &a2[0], nullptr};
+    ::execv(argv[0], argv);
+    std::_Exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT) {
+    *why = "aborted in RocksDB's recovery (the WAL holds two-phase sections; this RocksDB asserts instead of "
+           "returning NotSupported)";
+    return true;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+    *why = "refused by RocksDB (\"WAL contains prepared transactions\")";
+    return true;
+  }
+  return false;
+}
+
+// Opens the session as `kind`. A non-transaction Open that RocksDB would
+// refuse (or abort in) because the WAL holds two-phase sections is made
+// pessimistic instead (*note says so): probed first once this run has had
+// pessimistic sessions, and redone if RocksDB returns the refusal.
+Status OpenSession(Session* s, const LiveKeyIndexOptions& io, TxnKind kind, std::string* note) {
   s->io = io;
   for (auto& v : s->sd) v.assign(static_cast<size_t>(NumKeys()), SdState::kUnknown);
   s->sst_dir = g_db_dir + ".sst";
   std::error_code ec;
   std::filesystem::create_directories(s->sst_dir, ec);
-  HangGuard hg("LiveKeyDB::Open");
-  return LiveKeyDB::Open(rocksdb::DBOptions(o), io, g_db_dir, cfds, &s->h, &s->db);
+  note->clear();
+  std::string why;
+  if (kind != TxnKind::kPessimistic && g_maybe_2pc && NeedsTwoPhaseOpen(&why)) {
+    *note = Fmt("txn=%s: a non-transaction open of this DB %s: opened txn=pessimistic", TxnKindName(kind),
+                why.c_str());
+    g.open_fallbacks++;
+    kind = TxnKind::kPessimistic;
+  }
+  if (kind == TxnKind::kPessimistic) g_maybe_2pc = true;
+  Status st = OpenAs(s, io, kind);
+  if (!st.ok() && kind != TxnKind::kPessimistic && RefusedFor2pc(st)) {
+    *note = Fmt("txn=%s refused (%s): reopened txn=pessimistic", TxnKindName(kind), st.ToString().c_str());
+    g.open_fallbacks++;
+    g_maybe_2pc = true;
+    st = OpenAs(s, io, TxnKind::kPessimistic);
+  }
+  if (st.ok()) g.sessions[static_cast<int>(s->kind)]++;
+  return st;
+}
+
+// A pessimistic session's recovered prepared transactions (a crash child
+// killed between Prepare and Commit): half committed, half rolled back, at
+// random, each deleted after. Before any check or write.
+void ResolvePrepared(Session* s, std::mt19937_64& rng, const std::string& label) {
+  if (s->txn_db == nullptr) return;
+  std::vector<rocksdb::Transaction*> prepared;
+  s->txn_db->GetAllPreparedTransactions(&prepared);
+  if (prepared.empty()) return;
+  std::shuffle(prepared.begin(), prepared.end(), rng);
+  const size_t commit = (prepared.size() + (rng() & 1)) / 2;
+  uint64_t committed = 0, rolled_back = 0;
+  std::string names;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    rocksdb::Transaction* p = prepared[i];
+    const std::string name = p->GetName();
+    if (names.size() < 200) names += " " + name + (i < commit ? ":commit" : ":rollback");
+    Status st;
+    if (p->GetState() != rocksdb::Transaction::PREPARED) {
+      ReportError(Fmt("%s: recovered transaction %s is not PREPARED (state %d)", label.c_str(), name.c_str(),
+                      static_cast<int>(p->GetState())));
+    }
+    if (i < commit) {
+      st = p->Commit();
+      if (st.ok()) committed++;
+    } else {
+      st = p->Rollback();
+      if (st.ok()) rolled_back++;
+    }
+    if (!st.ok()) {
+      ReportError(Fmt("%s: %s of recovered prepared transaction %s: %s", label.c_str(),
+                      i < commit ? "Commit" : "Rollback", name.c_str(), st.ToString().c_str()));
+    }
+    delete p;
+  }
+  g.recovered_prepared += prepared.size();
+  g.recovered_commits += committed;
+  g.recovered_rollbacks += rolled_back;
+  if (g_side_fd < 0) {
+    std::printf("%s: %zu recovered prepared transactions: committed %" PRIu64 ", rolled back %" PRIu64 ":%s%s\n",
+                label.c_str(), prepared.size(), committed, rolled_back, names.c_str(),
+                names.size() >= 200 ? " ..." : "");
+    std::fflush(stdout);
+  }
 }
 
 // Folds the session's stats into the totals (auto rebuilds, checkpoints).
@@ -696,15 +1017,21 @@ void CloseSession(Session* s) {
   g.auto_rebuilds += st.auto_rebuilds;
   g.checkpoints += st.checkpoints;
   HangGuard hg("Close");
+  // A transaction session: through the transaction DB, which owns the
+  // LiveKeyDB (its Close closes it, deleting it deletes it).
+  rocksdb::DB* top = s->top();
   for (auto* h : s->h) {
-    const Status ds = s->db->DestroyColumnFamilyHandle(h);
+    const Status ds = top->DestroyColumnFamilyHandle(h);
     if (!ds.ok()) ReportError("DestroyColumnFamilyHandle: " + ds.ToString());
   }
   s->h.clear();
-  const Status cs = s->db->Close();
+  const Status cs = top->Close();
   if (!cs.ok()) ReportError("Close: " + cs.ToString());
-  delete s->db;
+  delete top;
   s->db = nullptr;
+  s->txn_db = nullptr;
+  s->occ_db = nullptr;
+  s->kind = TxnKind::kNone;
 }
 
 // ---- the oracle ------------------------------------------------------------------------------
@@ -829,21 +1156,130 @@ struct Mix {
 };
 enum Op {
   kPut, kMerge, kDelete, kSingleDelete, kDeleteRange, kBatch, kEntity, kIngest, kFlush, kCompact, kRebuild,
-  kCheck, kVerifyAll, kNumOps
+  kCheck, kVerifyAll, kTxn, kNumOps
 };
-Mix MakeMix() {
+// with_txn: the mix of a transaction session (kTxn weighs --txn_weight;
+// else 0).
+Mix MakeMix(bool with_txn) {
   const double w[kNumOps] = {FLAGS_put_weight,    FLAGS_merge_weight,  FLAGS_delete_weight,
                              FLAGS_single_delete_weight, FLAGS_delete_range_weight, FLAGS_batch_weight,
                              FLAGS_entity_weight, FLAGS_ingest_weight, FLAGS_flush_weight,
                              FLAGS_compact_weight, FLAGS_rebuild_weight, FLAGS_check_weight,
-                             FLAGS_verify_all_weight};
+                             FLAGS_verify_all_weight, with_txn ? FLAGS_txn_weight : 0.0};
   Mix m;
   for (double x : w) {
     m.total += std::max(0.0, x);
     m.cum.push_back(m.total);
   }
-  if (!(m.total > 0)) Die("every op weight is 0");
   return m;
+}
+
+// What a transaction session may not be able to write (see the header
+// comment): a DeleteRange (pessimistic: through the LiveKeyDB, which
+// writes through RocksDB's TransactionDB; optimistic: through the
+// OptimisticTransactionDB) and a PutEntity (through the transaction DB).
+// Per session kind and write: 0 = not tried yet in this process, 1 =
+// works, 2 = refused (from then on skipped, or in batches written as
+// Puts).
+enum TxnWrite { kTwDeleteRange = 0, kTwEntity = 1 };
+std::atomic<int> g_txn_support[3][2] = {{{0}, {0}}, {{0}, {0}}, {{0}, {0}}};
+bool TxnRefuses(TxnKind k, TxnWrite w) {
+  return k != TxnKind::kNone && g_txn_support[static_cast<int>(k)][w].load() == 2;
+}
+// After a transaction session's write of kind `w`: true if `st` is the
+// refusal (learned; printed once per process and kind), false otherwise
+// (an OK marks the write as working).
+bool NoteRefusal(TxnKind k, TxnWrite w, const Status& st, const char* what) {
+  if (k == TxnKind::kNone) return false;
+  std::atomic<int>& support = g_txn_support[static_cast<int>(k)][w];
+  if (st.ok()) {
+    int expected = 0;
+    support.compare_exchange_strong(expected, 1);
+    return false;
+  }
+  if (!st.IsNotSupported() && !st.IsInvalidArgument()) return false;
+  if (support.exchange(2) != 2 && g_side_fd < 0) {
+    std::lock_guard<std::mutex> l(g_print_mu);
+    std::printf("livekey_stress: %s (txn=%s session) returned \"%s\": %s ops are skipped in txn=%s sessions%s\n", what,
+                TxnKindName(k), st.ToString().c_str(), w == kTwDeleteRange ? "DeleteRange" : "PutEntity",
+                TxnKindName(k),
+                w == kTwDeleteRange
+                    ? " (skipped_delete_ranges)"
+                    : ", their batch entries written as Puts (skipped_entities, batch_entities_as_puts)");
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+// Statuses of a transaction conflict (tolerated: rolled back, counted).
+bool IsTxnConflict(const Status& st) { return st.IsBusy() || st.IsTimedOut() || st.IsTryAgain() || st.IsExpired(); }
+
+// --txn_db_writes=false in a pessimistic session: the ordinary writes run
+// as explicit transactions (the TransactionDB's own writes do not run).
+bool ExplicitTxnWrites(const Session* s) { return !FLAGS_txn_db_writes && s->txn_db != nullptr; }
+
+// Replays a batch into a transaction through its own calls, with the
+// session's handles (as LiveKeyDB's TransactionDB::Write does).
+class TxnApplier : public rocksdb::WriteBatch::Handler {
+ public:
+  TxnApplier(const Session* s, rocksdb::Transaction* t) : s_(s), t_(t) {}
+  Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h == nullptr ? Unknown(cf) : t_->Put(h, k, v);
+  }
+  Status MergeCF(uint32_t cf, const Slice& k, const Slice& v) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h == nullptr ? Unknown(cf) : t_->Merge(h, k, v);
+  }
+  Status DeleteCF(uint32_t cf, const Slice& k) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h == nullptr ? Unknown(cf) : t_->Delete(h, k);
+  }
+  Status SingleDeleteCF(uint32_t cf, const Slice& k) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h == nullptr ? Unknown(cf) : t_->SingleDelete(h, k);
+  }
+  Status PutEntityCF(uint32_t, const Slice&, const Slice&) override {
+    return Status::NotSupported("livekey_stress: PutEntity in an explicit transaction");
+  }
+  Status DeleteRangeCF(uint32_t, const Slice&, const Slice&) override {
+    return Status::NotSupported("livekey_stress: DeleteRange in an explicit transaction");
+  }
+
+ private:
+  ColumnFamilyHandle* Handle(uint32_t id) const {
+    for (ColumnFamilyHandle* h : s_->h) {
+      if (h->GetID() == id) return h;
+    }
+    return nullptr;
+  }
+  static Status Unknown(uint32_t id) { return Status::InvalidArgument(Fmt("livekey_stress: no family %u", id)); }
+  const Session* s_;
+  rocksdb::Transaction* t_;
+};
+
+// One batch as an explicit pessimistic transaction (--txn_db_writes=false,
+// a diagnostic): the same writes as the TransactionDB's own Write, made by
+// the tool.
+Status ExplicitTxnWrite(Session* s, const WriteOptions& wo, rocksdb::WriteBatch* wb) {
+  std::unique_ptr<rocksdb::Transaction> t(s->txn_db->BeginTransaction(wo, rocksdb::TransactionOptions()));
+  if (t == nullptr) return Status::Aborted("livekey_stress: BeginTransaction returned null");
+  TxnApplier apply(s, t.get());
+  Status st = wb->Iterate(&apply);
+  if (st.ok()) {
+    st = t->Commit();
+  } else {
+    t->Rollback().PermitUncheckedError();
+  }
+  return st;
+}
+
+// A Put of the session's ordinary writes (the chaos rewrites).
+Status SessionPut(Session* s, const WriteOptions& wo, ColumnFamilyHandle* h, const Slice& k, const Slice& v) {
+  if (!ExplicitTxnWrites(s)) return s->writer()->Put(wo, h, k, v);
+  rocksdb::WriteBatch b;
+  Status st = b.Put(h, k, v);
+  return st.ok() ? ExplicitTxnWrite(s, wo, &b) : st;
 }
 
 class Worker {
@@ -872,6 +1308,25 @@ class Worker {
     return IsMergeKey(k) ? k - 1 : k;
   }
   ColumnFamilyHandle* H(int cf) { return s_->h[static_cast<size_t>(cf)]; }
+  // The ordinary writes' DB: the transaction DB of a transaction session.
+  rocksdb::DB* W() { return s_->writer(); }
+  // One single-key write: `direct` on W(), or with --txn_db_writes=false
+  // in a pessimistic session the batch `fill` builds as an explicit
+  // transaction.
+  template <class Direct, class Fill>
+  Status WOne(const WriteOptions& wo, Direct&& direct, Fill&& fill) {
+    if (!ExplicitTxnWrites(s_)) return direct(W());
+    rocksdb::WriteBatch b;
+    const Status st = fill(&b);
+    return st.ok() ? ExplicitTxnWrite(s_, wo, &b) : st;
+  }
+  Status WPut(const WriteOptions& wo, int cf, const std::string& k, const std::string& v) {
+    return WOne(wo, [&](rocksdb::DB* d) { return d->Put(wo, H(cf), k, v); },
+                [&](rocksdb::WriteBatch* b) { return b->Put(H(cf), k, v); });
+  }
+  std::string MergeOperand(const char* prefix) {
+    return prefix + std::to_string(tid_) + "." + std::to_string(++serial_);
+  }
   WriteOptions Wo(bool allow_no_wal = true) {
     WriteOptions wo;
     const double r = U();
@@ -899,6 +1354,7 @@ class Worker {
     switch (std::min(op, kNumOps - 1)) {
       case kPut: case kMerge: case kDelete: case kEntity: SingleKey(op); break;
       case kSingleDelete: SingleDeleteOp(); break;
+      case kTxn: TxnOp(); break;
       case kDeleteRange: DeleteRangeOp(); break;
       case kBatch: BatchOp(); break;
       case kIngest: IngestOp(); break;
@@ -962,22 +1418,36 @@ class Worker {
           Check(s_->db->GetBaseDB()->Put(wo, H(cf), k, Value()), "foreign Put");
           g.foreign_puts++;
         } else {
-          Check(s_->db->Put(wo, H(cf), k, Value()), "Put");
+          Check(WPut(wo, cf, k, Value()), "Put");
         }
         g.puts++;
         break;
       case kMerge:
-        Check(s_->db->Merge(wo, H(cf), k, "m" + std::to_string(tid_) + "." + std::to_string(++serial_)), "Merge");
+        Check(WOne(wo, [&](rocksdb::DB* d) { return d->Merge(wo, H(cf), k, MergeOperand("m")); },
+                   [&](rocksdb::WriteBatch* b) { return b->Merge(H(cf), k, MergeOperand("m")); }),
+              "Merge");
         g.merges++;
         break;
       case kDelete:
-        Check(s_->db->Delete(wo, H(cf), k), "Delete");
+        Check(WOne(wo, [&](rocksdb::DB* d) { return d->Delete(wo, H(cf), k); },
+                   [&](rocksdb::WriteBatch* b) { return b->Delete(H(cf), k); }),
+              "Delete");
         g.deletes++;
         break;
       case kEntity: {
+        if (TxnRefuses(s_->kind, kTwEntity)) {
+          g.skipped_entities++;
+          return;
+        }
         const std::string v = Value(false), c1 = "x" + std::to_string(serial_);
         const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", c1}};
-        Check(s_->db->PutEntity(wo, H(cf), k, cols), "PutEntity");
+        const Status es = WOne(wo, [&](rocksdb::DB* d) { return d->PutEntity(wo, H(cf), k, cols); },
+                               [&](rocksdb::WriteBatch* b) { return b->PutEntity(H(cf), k, cols); });
+        if (NoteRefusal(s_->kind, kTwEntity, es, "the transaction DB's PutEntity")) {
+          g.skipped_entities++;
+          return;
+        }
+        Check(es, "PutEntity");
         g.entities++;
         break;
       }
@@ -1007,11 +1477,12 @@ class Worker {
     const WriteOptions wo = Wo(false);
     Status w;
     if (state == SdState::kAbsent) {
-      w = s_->db->Put(wo, H(cf), k, Value(false));
+      w = WPut(wo, cf, k, Value(false));
       g.puts++;
       if (w.ok()) state = SdState::kOnePut;
     } else {
-      w = s_->db->SingleDelete(wo, H(cf), k);
+      w = WOne(wo, [&](rocksdb::DB* d) { return d->SingleDelete(wo, H(cf), k); },
+               [&](rocksdb::WriteBatch* b) { return b->SingleDelete(H(cf), k); });
       g.single_deletes++;
       if (w.ok()) state = SdState::kAbsent;
     }
@@ -1026,8 +1497,23 @@ class Worker {
   void DeleteRangeOp() {
     const int cf = Cf(), a = KKey(), len = I(1, 16);
     const std::string b = KeyOf(a), e = a + len >= NumKKeys() ? std::string("k~") : KeyOf(a + len);
+    const bool pessimistic = s_->kind == TxnKind::kPessimistic;
+    if (TxnRefuses(s_->kind, kTwDeleteRange)) {
+      g.skipped_delete_ranges++;
+      return;
+    }
     ExclusiveHold x(&s_->locks);
-    Check(s_->db->DeleteRange(Wo(), H(cf), b, e), "DeleteRange");
+    // Optimistic: the transaction DB's own DeleteRange (the DB's: it goes
+    // to the LiveKeyDB, which writes through RocksDB's
+    // OptimisticTransactionDB). Pessimistic: the TransactionDB's is
+    // NotSupported (RocksDB's), so through the LiveKeyDB while that works.
+    const Status st = (pessimistic ? static_cast<rocksdb::DB*>(s_->db) : W())->DeleteRange(Wo(), H(cf), b, e);
+    if (NoteRefusal(s_->kind, kTwDeleteRange, st,
+                    pessimistic ? "LiveKeyDB::DeleteRange" : "OptimisticTransactionDB::DeleteRange")) {
+      g.skipped_delete_ranges++;
+      return;
+    }
+    Check(st, "DeleteRange");
     g.delete_ranges++;
     // Every key of the range, at once (still exclusive).
     std::vector<int> cfs, keys;
@@ -1041,6 +1527,9 @@ class Worker {
   // 2..8 entries over 1..4 keys of both families: the same key several
   // times in one batch.
   void BatchOp() {
+    // Entities the transaction DB refuses are written as Puts.
+    const bool entities_as_puts = TxnRefuses(s_->kind, kTwEntity);
+    bool has_entity = false;
     const int distinct = I(1, 4);
     std::vector<std::pair<int, int>> pool;
     for (int i = 0; i < distinct; ++i) pool.emplace_back(Cf(), KKey());
@@ -1063,18 +1552,298 @@ class Worker {
         wb.Delete(H(p.first), k);
       } else if (IsMergeKey(p.second)) {
         wb.Merge(H(p.first), k, "b" + std::to_string(tid_) + "." + std::to_string(++serial_));
+      } else if (entities_as_puts) {
+        wb.Put(H(p.first), k, Value(false));
+        g.batch_entities_as_puts++;
       } else {
         const std::string v = Value(false);
         const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", "b"}};
         wb.PutEntity(H(p.first), k, cols);
+        has_entity = true;
       }
     }
     SharedHold sh(&s_->locks);
     StripesHold st(&s_->locks, stripes);
-    Check(s_->db->Write(Wo(), &wb), "Write(batch)");
+    const Status ws = ExplicitTxnWrites(s_) ? ExplicitTxnWrite(s_, Wo(), &wb) : W()->Write(Wo(), &wb);
+    if (has_entity && NoteRefusal(s_->kind, kTwEntity, ws, "the transaction DB's Write of a batch with PutEntity")) {
+      g.skipped_entities++;  // the whole batch (nothing was written)
+      return;
+    }
+    Check(ws, "Write(batch)");
     g.batches++;
     g.write_keys += static_cast<uint64_t>(n);
     if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-batch", U() < 0.5);
+  }
+
+  // What a transaction wrote to a key so far: nothing (its reads see the
+  // committed state, compared with the base DB), a value, a delete, or a
+  // merge onto the committed state (not checked).
+  struct TxnKey {
+    enum Kind { kUntouched, kValue, kDeleted, kOpaque } kind = kUntouched;
+    std::string value;
+  };
+  using TxnState = std::map<std::pair<int, int>, TxnKey>;
+
+  // A read inside the transaction, checked against what it wrote (an ERROR
+  // if it differs) or, for a key it did not write, against the base DB (the
+  // base finds it and the transaction does not: LOST). The tool's stripes
+  // of the key are held: nobody else writes it meanwhile.
+  void CheckTxnRead(const std::pair<int, int>& p, const TxnKey& ks, const Status& rs, const std::string& v,
+                    const char* how) {
+    g.txn_reads++;
+    const std::string k = KeyOf(p.second);
+    const char* fam = kFamilies[p.first];
+    switch (ks.kind) {
+      case TxnKey::kValue:
+        if (!rs.ok() || v != ks.value) {
+          ReportError(Fmt("%s of %s in %s inside the transaction that wrote \"%s\": %s \"%s\"", how, k.c_str(), fam,
+                          ks.value.c_str(), rs.ToString().c_str(), rs.ok() ? v.c_str() : ""));
+        }
+        break;
+      case TxnKey::kDeleted:
+        if (!rs.IsNotFound()) {
+          ReportError(Fmt("%s of %s in %s inside the transaction that deleted it: %s \"%s\"", how, k.c_str(), fam,
+                          rs.ToString().c_str(), rs.ok() ? v.c_str() : ""));
+        }
+        break;
+      case TxnKey::kUntouched: {
+        if (!rs.IsNotFound()) break;
+        PinnableSlice bv;
+        const Status b = s_->db->GetBaseDB()->Get(ReadOptions(), H(p.first), k, &bv);
+        g.checks.fetch_add(1, std::memory_order_relaxed);
+        if (!b.ok() && !b.IsNotFound()) {
+          ReportError(Fmt("base read of %s in %s (txn-read): %s", k.c_str(), fam, b.ToString().c_str()));
+        } else if (b.ok()) {
+          std::string val = bv.ToString();
+          if (val.size() > 40) val = val.substr(0, 40) + "...";
+          ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=txn-read(%s) round=%d base_value=\"%s\"", k.c_str(), fam,
+                         how, TxnKindName(s_->kind), g_round.load(), val.c_str()));
+        }
+        break;
+      }
+      case TxnKey::kOpaque:
+        break;
+    }
+  }
+
+  // A transaction over 1..4 keys of both families ("k" keys only: the
+  // SingleDelete keys are never written by transactions), every tool
+  // stripe of them held for the whole transaction (as a batch does).
+  void TxnOp() {
+    if (s_->kind == TxnKind::kNone) return;
+    std::vector<std::pair<int, int>> pool;
+    const int distinct = I(1, 4);
+    for (int i = 0; i < distinct; ++i) pool.emplace_back(Cf(), KKey());
+    std::sort(pool.begin(), pool.end());
+    pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+    std::vector<uint32_t> stripes;
+    std::vector<int> cfs, keys;
+    for (const auto& p : pool) {
+      stripes.push_back(KeyLocks::StripeOf(p.first, p.second));
+      cfs.push_back(p.first);
+      keys.push_back(p.second);
+    }
+    auto pick = [&]() -> const std::pair<int, int>& {
+      return pool[static_cast<size_t>(I(0, static_cast<int>(pool.size()) - 1))];
+    };
+    SharedHold sh(&s_->locks);
+    StripesHold hold(&s_->locks, stripes);
+    const WriteOptions wo = Wo();
+    const bool pessimistic = s_->kind == TxnKind::kPessimistic;
+    const bool named = pessimistic && I(0, 3) == 0;
+    const bool set_snapshot = U() < 0.25;
+    std::unique_ptr<rocksdb::Transaction> txn;
+    if (pessimistic) {
+      rocksdb::TransactionOptions to;
+      to.set_snapshot = set_snapshot;
+      txn.reset(s_->txn_db->BeginTransaction(wo, to));
+    } else {
+      rocksdb::OptimisticTransactionOptions to;
+      to.set_snapshot = set_snapshot;
+      txn.reset(s_->occ_db->BeginTransaction(wo, to));
+    }
+    if (txn == nullptr) {
+      ReportError(Fmt("BeginTransaction (%s) returned null", TxnKindName(s_->kind)));
+      return;
+    }
+    g.txns++;
+    Status failed;  // the first failure (a conflict, or an error already reported)
+    auto fail = [&](const Status& st, const char* what) {
+      if (st.ok() || !failed.ok()) return;
+      failed = st;
+      if (!IsTxnConflict(st)) {
+        ReportError(Fmt("transaction (%s) %s: %s", TxnKindName(s_->kind), what, st.ToString().c_str()));
+      }
+    };
+    if (named) {
+      const std::string name =
+          Fmt("t%d.%d.%d.%" PRIu64, static_cast<int>(::getpid()), g_round.load(), tid_, ++serial_);
+      fail(txn->SetName(name), "SetName");
+    }
+    TxnState state;
+    auto read = [&](const std::pair<int, int>& p) {
+      ReadOptions ro;
+      if (set_snapshot && U() < 0.3) ro.snapshot = txn->GetSnapshot();
+      const std::string k = KeyOf(p.second);
+      std::string v;
+      const bool for_update = U() < 0.5;
+      const Status rs = for_update ? txn->GetForUpdate(ro, H(p.first), k, &v) : txn->Get(ro, H(p.first), k, &v);
+      if (!rs.ok() && !rs.IsNotFound()) {
+        fail(rs, for_update ? "GetForUpdate" : "Get");
+        return;
+      }
+      CheckTxnRead(p, state[p], rs, v, for_update ? "TxnGetForUpdate" : "TxnGet");
+    };
+    auto multi_get = [&]() {
+      std::vector<ColumnFamilyHandle*> hs;
+      std::vector<std::string> ks;
+      for (const auto& p : pool) {
+        hs.push_back(H(p.first));
+        ks.push_back(KeyOf(p.second));
+      }
+      std::vector<Slice> slices(ks.begin(), ks.end());
+      std::vector<std::string> vals;
+      const std::vector<Status> rs = txn->MultiGet(ReadOptions(), hs, slices, &vals);
+      for (size_t i = 0; i < pool.size(); ++i) {
+        if (!rs[i].ok() && !rs[i].IsNotFound()) {
+          fail(rs[i], "MultiGet");
+          return;
+        }
+        CheckTxnRead(pool[i], state[pool[i]], rs[i], vals[i], "TxnMultiGet");
+      }
+    };
+    auto write = [&](const std::pair<int, int>& p) {
+      const std::string k = KeyOf(p.second);
+      TxnKey& ks = state[p];
+      const double r = U();
+      if (r < 0.4) {
+        const std::string v = Value();
+        const Status w = txn->Put(H(p.first), k, v);
+        fail(w, "Put");
+        if (w.ok()) ks = {TxnKey::kValue, v};
+      } else if (r < 0.6) {
+        const Status w = txn->Delete(H(p.first), k);
+        fail(w, "Delete");
+        if (w.ok()) ks = {TxnKey::kDeleted, ""};
+      } else if (IsMergeKey(p.second)) {
+        const std::string op = "t" + std::to_string(tid_) + "." + std::to_string(++serial_);
+        const Status w = txn->Merge(H(p.first), k, op);
+        fail(w, "Merge");
+        if (w.ok()) {
+          if (ks.kind == TxnKey::kValue) {
+            ks.value += "," + op;
+          } else if (ks.kind == TxnKey::kDeleted) {
+            ks = {TxnKey::kValue, op};
+          } else {
+            ks = {TxnKey::kOpaque, ""};
+          }
+        }
+      } else {
+        const std::string v = Value(false);
+#if DLCBF_ROCKSDB_AT_LEAST(9, 3)
+        const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", "t"}};
+        const Status w = txn->PutEntity(H(p.first), k, cols);
+        fail(w, "PutEntity");
+#else
+        // Transaction::PutEntity came with RocksDB 9.3: a Put instead.
+        const Status w = txn->Put(H(p.first), k, v);
+        fail(w, "Put");
+#endif
+        if (w.ok()) ks = {TxnKey::kValue, v};  // Get reads the default column
+      }
+    };
+    const int steps = I(1, 5);
+    for (int i = 0; i < steps && failed.ok(); ++i) {
+      if (U() < 0.35) {
+        read(pick());
+      } else {
+        write(pick());
+      }
+    }
+    if (failed.ok() && U() < 0.3) {
+      txn->SetSavePoint();
+      const TxnState saved = state;
+      const int more = I(1, 3);
+      for (int i = 0; i < more && failed.ok(); ++i) write(pick());
+      if (failed.ok() && U() < 0.5) read(pick());
+      if (failed.ok() && U() < 0.7) {
+        const Status rs = txn->RollbackToSavePoint();
+        fail(rs, "RollbackToSavePoint");
+        if (rs.ok()) state = saved;
+      }
+    }
+    // Read back what it wrote (and sometimes every key at once).
+    for (const auto& p : pool) {
+      if (!failed.ok()) break;
+      const TxnKey::Kind kind = state[p].kind;
+      if ((kind == TxnKey::kValue || kind == TxnKey::kDeleted) && U() < 0.5) read(p);
+    }
+    if (failed.ok() && U() < 0.2) multi_get();
+    const bool rollback = I(0, 7) == 0;
+    uint64_t entries = txn->GetWriteBatch()->GetWriteBatch()->Count();
+    if (failed.ok() && named) {
+      const Status ps = txn->Prepare();
+      fail(ps, "Prepare");
+      if (ps.ok()) {
+        g.txn_prepared++;
+        // A commit-time batch entry on one of its keys (a PutEntity on a
+        // key that takes no merges, now and then).
+        const auto& p = pick();
+        const std::string k = KeyOf(p.second);
+        rocksdb::WriteBatch* ctwb = txn->GetCommitTimeWriteBatch();
+        Status cs;
+        if (!IsMergeKey(p.second) && U() < 0.3) {
+          const std::string v = Value(false);
+          const rocksdb::WideColumns cols{{rocksdb::kDefaultWideColumnName, v}, {"c1", "ct"}};
+          cs = ctwb->PutEntity(H(p.first), k, cols);
+        } else {
+          cs = ctwb->Put(H(p.first), k, Value());
+        }
+        fail(cs, "commit-time batch");
+        entries += ctwb->Count();
+        // A crash child killed now leaves a prepared transaction.
+        if (FLAGS_txn_prepare_pause_ms > 0 && U() < 0.5) {
+          std::this_thread::sleep_for(std::chrono::microseconds(I(0, FLAGS_txn_prepare_pause_ms * 1000)));
+        }
+      }
+    }
+    if (!failed.ok()) {
+      // A conflict (counted) or an error (reported): roll back.
+      if (IsTxnConflict(failed)) g.txn_conflicts++;
+      const Status rs = txn->Rollback();
+      if (!rs.ok()) {
+        ReportError(Fmt("transaction (%s) Rollback after %s: %s", TxnKindName(s_->kind), failed.ToString().c_str(),
+                        rs.ToString().c_str()));
+      }
+      return;
+    }
+    if (rollback) {
+      const Status rs = txn->Rollback();
+      if (rs.ok()) {
+        g.txn_rollbacks++;
+      } else {
+        ReportError(Fmt("transaction (%s) Rollback: %s", TxnKindName(s_->kind), rs.ToString().c_str()));
+      }
+      return;
+    }
+    const Status cs = txn->Commit();
+    if (!cs.ok()) {
+      if (IsTxnConflict(cs)) {
+        g.txn_conflicts++;
+      } else {
+        ReportError(Fmt("transaction (%s%s) Commit: %s", TxnKindName(s_->kind), named ? ", prepared" : "",
+                        cs.ToString().c_str()));
+      }
+      const Status rs = txn->Rollback();
+      if (!rs.ok() && !IsTxnConflict(cs)) {
+        ReportError(Fmt("transaction (%s) Rollback after a failed Commit: %s", TxnKindName(s_->kind),
+                        rs.ToString().c_str()));
+      }
+      return;
+    }
+    g.txn_commits++;
+    g.write_keys += entries;
+    if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-txn", U() < 0.5);
   }
 
   void IngestOp() {
@@ -1166,7 +1935,7 @@ class Chaos {
           auto put_all = [&](const char* prefix) {
             for (const auto& p : picked) {
               const std::string v = std::string(prefix) + std::to_string(rng() % 1000000);
-              Note(s->db->Put(WriteOptions(), s->h[static_cast<size_t>(p.first)], KeyOf(p.second), v), "Put");
+              Note(SessionPut(s, WriteOptions(), s->h[static_cast<size_t>(p.first)], KeyOf(p.second), v), "Put");
               g.puts++;
               g.write_keys++;
               if (prefix[0] != 'X') CheckKeys(s, {p.first}, {p.second}, "chaos-rewrite", false);
@@ -1223,14 +1992,16 @@ class Chaos {
 // Runs the workload with --threads threads for `ops` operations (or until
 // g_stop), with --chaos.
 void RunPhase(Session* s, int64_t ops, uint64_t seed) {
-  static const Mix mix = MakeMix();
+  static const Mix plain = MakeMix(false), with_txn = MakeMix(true);
+  const Mix* mix = s->kind == TxnKind::kNone ? &plain : &with_txn;
+  if (!(mix->total > 0)) Die(Fmt("every op weight is 0 (txn=%s)", TxnKindName(s->kind)));
   std::atomic<int64_t> budget{ops};
   std::vector<std::thread> ts;
   std::mt19937_64 rng(seed);
   Chaos chaos(s, FLAGS_chaos, rng());
   for (int t = 0; t < std::max(1, FLAGS_threads); ++t) {
-    ts.emplace_back([s, seed = rng(), t, &budget] {
-      Worker w(s, &mix, seed, t);
+    ts.emplace_back([s, mix, seed = rng(), t, &budget] {
+      Worker w(s, mix, seed, t);
       w.Run(&budget);
     });
   }
@@ -1239,14 +2010,26 @@ void RunPhase(Session* s, int64_t ops, uint64_t seed) {
 
 // ---- child (crash cycles) ---------------------------------------------------------------------------
 
+// The counters a crash child reports (its side file's "C" line), in this
+// order: the parent adds them to its own. Indexes 0 (ops), 13 (written
+// keys), 14 (automatic rebuilds) and 15 (checkpoints) are read by name
+// below.
+constexpr size_t kChildCounters = 33;
+std::atomic<uint64_t>* const kChildCounterFields[kChildCounters] = {
+    &g.ops,           &g.puts,          &g.merges,           &g.deletes,
+    &g.single_deletes, &g.delete_ranges, &g.batches,          &g.entities,
+    &g.ingests,       &g.flushes,       &g.compactions,      &g.manual_rebuilds,
+    &g.checks,        &g.write_keys,    &g.auto_rebuilds,    &g.checkpoints,
+    &g.foreign_puts,  &g.txns,          &g.txn_commits,      &g.txn_rollbacks,
+    &g.txn_prepared,  &g.txn_conflicts, &g.txn_reads,        &g.recovered_prepared,
+    &g.recovered_commits, &g.recovered_rollbacks, &g.skipped_delete_ranges, &g.sessions[0],
+    &g.sessions[1],   &g.sessions[2],   &g.open_fallbacks,   &g.skipped_entities,
+    &g.batch_entities_as_puts};
+
 std::string CounterLine() {
-  return Fmt("C %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-             " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-             " %" PRIu64 "\n",
-             g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(), g.single_deletes.load(),
-             g.delete_ranges.load(), g.batches.load(), g.entities.load(), g.ingests.load(), g.flushes.load(),
-             g.compactions.load(), g.manual_rebuilds.load(), g.checks.load(), g.write_keys.load(),
-             g.auto_rebuilds.load(), g.checkpoints.load(), g.foreign_puts.load());
+  std::string line = "C";
+  for (std::atomic<uint64_t>* c : kChildCounterFields) line += " " + std::to_string(c->load());
+  return line + "\n";
 }
 
 int RunChild() {
@@ -1258,12 +2041,18 @@ int RunChild() {
   g_db_dir = FLAGS_db;
   if (g_db_dir.empty()) Die("--db is required for --role=child");
   std::mt19937_64 rng(FLAGS_child_seed);
-  // The parent drew them all (--index_options names every field).
+  // The parent drew them all (--index_options names every field; --txn
+  // is the session kind it drew).
   const LiveKeyIndexOptions io = DrawIndexOptions(rng);
-  WriteLine(g_side_fd, "O " + Describe(io) + "\n");
+  const TxnKind kind = DrawTxnKind(rng);
+  WriteLine(g_side_fd, "O txn=" + std::string(TxnKindName(kind)) + " " + Describe(io) + "\n");
   Session s;
-  const Status os = OpenSession(&s, io);
+  std::string note;
+  const Status os = OpenSession(&s, io, kind, &note);
   if (!os.ok()) Die("child open: " + os.ToString());
+  // The session's kind (pessimistic if RocksDB refused the drawn one).
+  WriteLine(g_side_fd, "K " + std::string(TxnKindName(s.kind)) + (note.empty() ? "" : " " + note) + "\n");
+  ResolvePrepared(&s, rng, "crash child");
   WriteLine(g_side_fd, "R\n");
   // Counters every 10 ms (and the index's rebuild and checkpoint counts:
   // the parent may kill right after a checkpoint).
@@ -1288,6 +2077,7 @@ struct ChildReport {
   std::string options;
   std::vector<uint64_t> c;  // the last counter line
   std::vector<std::string> losses, errors;
+  std::string session;  // the kind it opened ("K" line), and why if not the drawn one
 };
 
 ChildReport ReadSideFile(const std::string& path) {
@@ -1304,6 +2094,7 @@ ChildReport ReadSideFile(const std::string& path) {
     switch (line[0]) {
       case 'R': r.ready = true; break;
       case 'O': r.options = line.substr(2); break;
+      case 'K': r.session = line.substr(2); break;
       case 'L': r.losses.push_back(line.substr(2)); break;
       case 'E': r.errors.push_back(line.substr(2)); break;
       case 'C': {
@@ -1311,7 +2102,7 @@ ChildReport ReadSideFile(const std::string& path) {
         std::vector<uint64_t> v;
         uint64_t x;
         while (ls >> x) v.push_back(x);
-        if (v.size() == 17) r.c = v;
+        if (v.size() == kChildCounters) r.c = v;
         break;
       }
       default: break;
@@ -1321,8 +2112,6 @@ ChildReport ReadSideFile(const std::string& path) {
 }
 
 // ---- parent -------------------------------------------------------------------------------------------
-
-std::string g_self;
 
 // Every field, as --index_options overrides (the crash child's options).
 std::string ToOverrides(const LiveKeyIndexOptions& io) {
@@ -1357,20 +2146,32 @@ LiveKeyIndexOptions DrawSessionOptions(std::mt19937_64& rng, const LiveKeyIndexO
 // Returns the child's index options.
 LiveKeyIndexOptions CrashCycle(std::mt19937_64& rng, int round, const LiveKeyIndexOptions& fixed) {
   const LiveKeyIndexOptions cio = FLAGS_redraw_options ? DrawSessionOptions(rng, fixed) : fixed;
+  const TxnKind drawn_kind = DrawTxnKind(rng);
+  // The child opens as drawn, unless a non-transaction open would meet
+  // two-phase WAL sections (probed here: the DB is closed).
+  TxnKind child_kind = drawn_kind;
+  std::string launch_note, why;
+  if (child_kind != TxnKind::kPessimistic && g_maybe_2pc && NeedsTwoPhaseOpen(&why)) {
+    launch_note = Fmt(" (drawn txn=%s: a non-transaction open of this DB %s)", TxnKindName(drawn_kind), why.c_str());
+    g.open_fallbacks++;
+    child_kind = TxnKind::kPessimistic;
+  }
+  if (child_kind == TxnKind::kPessimistic) g_maybe_2pc = true;
   const std::string side = g_db_dir + ".side/round" + std::to_string(round);
   std::error_code ec;
   std::filesystem::create_directories(g_db_dir + ".side", ec);
   std::filesystem::remove(side, ec);
   std::vector<std::string> args = {g_self, "--role=child", "--side_file=" + side,
                                    "--child_seed=" + std::to_string(rng()), "--round=" + std::to_string(round),
-                                   "--index_options=" + ToOverrides(cio)};
+                                   "--index_options=" + ToOverrides(cio),
+                                   "--txn=" + std::string(TxnKindName(child_kind))};
   // Every flag of this file as the parent has it (the child's own flags aside).
   std::vector<gflags::CommandLineFlagInfo> all;
   gflags::GetAllFlags(&all);
   for (const auto& f : all) {
     if (f.filename != __FILE__) continue;
     if (f.name == "role" || f.name == "side_file" || f.name == "child_seed" || f.name == "round" ||
-        f.name == "index_options") {
+        f.name == "index_options" || f.name == "txn") {
       continue;
     }
     args.push_back("--" + f.name + "=" + f.current_value);
@@ -1438,12 +2239,7 @@ LiveKeyIndexOptions CrashCycle(std::mt19937_64& rng, int round, const LiveKeyInd
     g.kills++;
   }
   if (!r.c.empty()) {
-    std::atomic<uint64_t>* dst[17] = {&g.ops,         &g.puts,       &g.merges,      &g.deletes,
-                                      &g.single_deletes, &g.delete_ranges, &g.batches, &g.entities,
-                                      &g.ingests,     &g.flushes,    &g.compactions, &g.manual_rebuilds,
-                                      &g.checks,      &g.write_keys, &g.auto_rebuilds, &g.checkpoints,
-                                      &g.foreign_puts};
-    for (size_t i = 0; i < 17; ++i) *dst[i] += r.c[i];
+    for (size_t i = 0; i < kChildCounters; ++i) *kChildCounterFields[i] += r.c[i];
   }
   for (const auto& l : r.losses) {
     const uint64_t n = g.lost.fetch_add(1) + 1;
@@ -1457,11 +2253,14 @@ LiveKeyIndexOptions CrashCycle(std::mt19937_64& rng, int round, const LiveKeyInd
   const uint64_t autos = r.c.empty() ? 0 : r.c[14];
   const double per_kop = static_cast<double>(autos) * 1000.0 / static_cast<double>(std::max<uint64_t>(writes, 1000));
   std::printf("round %d crash: %s after %d ms (%s%s), child ops=%" PRIu64 " writes=%" PRIu64
-              " auto_rebuilds=%" PRIu64 " (%.1f per 1000 writes) checkpoints=%" PRIu64 " lost=%zu\n"
-              "  child options: %s\n",
+              " auto_rebuilds=%" PRIu64 " (%.1f per 1000 writes) checkpoints=%" PRIu64 " txns=%" PRIu64
+              " txn_commits=%" PRIu64 " txn_prepared=%" PRIu64 " lost=%zu\n"
+              "  child options: %s\n  child session: txn=%s%s\n",
               round, exited ? "exited" : "killed", delay, r.ready ? "in the workload" : "inside Open",
               checkpoint_kill ? ", just after a checkpoint" : "", r.c.empty() ? 0 : r.c[0], writes, autos,
-              per_kop, r.c.empty() ? 0 : r.c[15], r.losses.size(), r.options.c_str());
+              per_kop, r.c.empty() ? 0 : r.c[15], r.c.empty() ? 0 : r.c[17], r.c.empty() ? 0 : r.c[18],
+              r.c.empty() ? 0 : r.c[20], r.losses.size(), r.options.c_str(),
+              r.session.empty() ? "(not opened)" : r.session.c_str(), launch_note.c_str());
   if (per_kop > FLAGS_max_auto_rebuilds_per_kop) {
     std::printf("livekey_stress: rebuild storm in round %d's crash child: %" PRIu64 " automatic rebuilds for %" PRIu64
                 " written keys (%.1f per 1000 > %.1f)\n",
@@ -1488,14 +2287,20 @@ bool OpenAndVerify(Session* s, std::mt19937_64& rng, const LiveKeyIndexOptions& 
       if (load.Validate().ok()) io = load;
     }
   }
-  std::printf("%s open: %s\n", label.c_str(), Describe(io).c_str());
+  const TxnKind kind = DrawTxnKind(rng);
+  std::printf("%s open: txn=%s %s\n", label.c_str(), TxnKindName(kind), Describe(io).c_str());
   std::fflush(stdout);
-  const Status os = OpenSession(s, io);
+  std::string note;
+  const Status os = OpenSession(s, io, kind, &note);
+  if (!note.empty()) std::printf("%s open: %s\n", label.c_str(), note.c_str());
   if (!os.ok()) {
-    ReportError("LiveKeyDB::Open: " + os.ToString());
+    ReportError(Fmt("LiveKeyDB::Open (txn=%s): %s", TxnKindName(note.empty() ? kind : TxnKind::kPessimistic),
+                    os.ToString().c_str()));
     return false;
   }
   if (!first) g.reopens++;
+  // Prepared transactions a crash child left: resolved before the checks.
+  ResolvePrepared(s, rng, label);
   VerifyAll(s, "reopen-immediate");
   if (!WaitServing(s, "reopen")) return false;
   VerifyAll(s, "reopen-serving");
@@ -1547,11 +2352,12 @@ int RunParent() {
   const std::string scale_note =
       dlcbf::testing_util::TestScale() != 1.0 ? Fmt(" (DLCBF_TEST_SCALE=%g)", dlcbf::testing_util::TestScale()) : "";
   std::printf("livekey_stress: seed=%" PRIu64 " db=%s threads=%d keys=%d sd_keys=%d ops_per_round=%" PRIu64
-              "%s rounds=%d duration=%.0f crash=%d fault=%d foreign_write_prob=%g expect_loss=%d\n",
+              "%s rounds=%d duration=%.0f crash=%d fault=%d foreign_write_prob=%g expect_loss=%d txn=%s "
+              "txn_weight=%g\n",
               g_seed, g_db_dir.c_str(), FLAGS_threads, NumKKeys(), NumSKeys(), ops_per_round,
               scale_note.c_str(),
               FLAGS_rounds, duration, FLAGS_crash ? 1 : 0, FLAGS_fault, FLAGS_foreign_write_prob,
-              FLAGS_expect_loss ? 1 : 0);
+              FLAGS_expect_loss ? 1 : 0, FLAGS_txn.c_str(), FLAGS_txn_weight);
   std::fflush(stdout);
   g_start = Clock::now();
   // Progress every ~10 s.
@@ -1674,8 +2480,13 @@ int main(int argc, char** argv) {
   dlcbf::internal::SetLiveKeyFaultForTesting(static_cast<dlcbf::internal::LiveKeyFault>(FLAGS_fault));
   if (FLAGS_keys < 1 || FLAGS_threads < 1) Die("--keys and --threads must be >= 1");
   if (FLAGS_min_kill_ms < 0 || FLAGS_max_kill_ms < FLAGS_min_kill_ms) Die("need 0 <= --min_kill_ms <= --max_kill_ms");
+  if (FLAGS_txn != "mixed") {
+    TxnKind k;
+    if (!ParseTxnKind(FLAGS_txn, &k)) Die("--txn must be none, pessimistic, optimistic or mixed");
+  }
+  if (FLAGS_role == "probe") return RunProbe();
   if (FLAGS_role == "child") return RunChild();
-  if (FLAGS_role != "parent") Die("--role must be parent or child");
+  if (FLAGS_role != "parent") Die("--role must be parent, child or probe");
   // Re-exec this very binary for the crash child (RocksDB's threads do not
   // survive fork alone).
   char self[4096];

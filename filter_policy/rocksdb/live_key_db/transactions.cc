@@ -131,6 +131,10 @@ class IndexedTransaction : public Transaction {
     const WriteBatch* wb = inner_->GetWriteBatch()->GetWriteBatch();
     parts[num_parts++] = wb;
     consumed += wb->Count();
+    // A disableWAL commit is counted before it writes, as every LiveKeyDB
+    // write is: a checkpoint then flushes before it claims it
+    // (Rep::MakeDurable).
+    r->NoteWrite(*inner_->GetWriteOptions());
     auto commit = [&] {
       r->ledger.Begin();
       rocksdb::Status c = inner_->Commit();
@@ -551,6 +555,50 @@ void Unregister(const DB* outer) {
   Registry().erase(outer);
 }
 
+// A batch's entries as a transaction's writes (each takes its key's lock),
+// the family of each entry by its id among the handles LiveKeyDB keeps.
+class BatchIntoTransaction : public WriteBatch::Handler {
+ public:
+  BatchIntoTransaction(Transaction* t, LiveKeyDB::Rep* r) : t_(t), r_(r) {}
+  rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h ? t_->Put(h, k, v) : Unknown(cf);
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const Slice& k) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h ? t_->Delete(h, k) : Unknown(cf);
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice& k) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h ? t_->SingleDelete(h, k) : Unknown(cf);
+  }
+  rocksdb::Status MergeCF(uint32_t cf, const Slice& k, const Slice& v) override {
+    ColumnFamilyHandle* h = Handle(cf);
+    return h ? t_->Merge(h, k, v) : Unknown(cf);
+  }
+  void LogData(const Slice& blob) override { t_->PutLogData(blob); }
+  // Everything else (range deletions, entities, blob indexes, markers):
+  // the Handler's default, an error, as RocksDB's own TransactionDB::Write
+  // returns for them. (PutEntity of the DB: RocksDB >= 9.3, below.)
+
+ private:
+  ColumnFamilyHandle* Handle(uint32_t id) {
+    if (id == last_id_ && last_ != nullptr) return last_;
+    CfState* cf = r_->FindState(id);
+    last_id_ = id;
+    last_ = (cf != nullptr && !cf->dropped) ? cf->handle : nullptr;
+    return last_;
+  }
+  static rocksdb::Status Unknown(uint32_t id) {
+    return rocksdb::Status::InvalidArgument("LiveKeyDB: a batch names column family " + std::to_string(id) +
+                                            ", which this DB did not open");
+  }
+  Transaction* t_;
+  LiveKeyDB::Rep* r_;
+  uint32_t last_id_ = 0;
+  ColumnFamilyHandle* last_ = nullptr;
+};
+
 // ---------------------------------------------------------------------------
 // The pessimistic TransactionDB.
 // ---------------------------------------------------------------------------
@@ -647,10 +695,27 @@ class TxnDB : public TransactionDB, public TxnHost {
   }
   using TransactionDB::PutEntity;
   rocksdb::Status PutEntity(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k,
-                   const rocksdb::WideColumns& columns) override {
+                            const rocksdb::WideColumns& columns) override {
+#if DLCBF_ROCKSDB_AT_LEAST(9, 3)
+    if (skip_cc_) return live_->PutEntity(wo, cf, k, columns);
+    rocksdb::TransactionOptions to;
+    to.lock_timeout = lock_timeout_;
+    std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
+    if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for PutEntity");
+    rocksdb::Status s = t->PutEntity(cf, k, columns);
+    if (s.ok()) {
+      s = t->Commit();
+    } else {
+      t->Rollback().PermitUncheckedError();
+    }
+    return s;
+#else
+    // (A transaction has no PutEntity before RocksDB 9.3; RocksDB's own
+    // TransactionDB refuses it too.)
     WriteBatch b;
     rocksdb::Status s = b.PutEntity(cf, k, columns);
     return s.ok() ? Write(wo, &b) : s;
+#endif
   }
   using TransactionDB::Write;
   rocksdb::Status Write(const WriteOptions& wo, const rocksdb::TransactionDBWriteOptimizations&,
@@ -667,7 +732,12 @@ class TxnDB : public TransactionDB, public TxnHost {
     std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
     if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for Write");
     t->DisableIndexing();  // (as RocksDB's own Write: nothing reads it)
-    rocksdb::Status s = t->RebuildFromWriteBatch(updates);
+    // Not Transaction::RebuildFromWriteBatch: it finds each entry's family
+    // through DBImpl::GetColumnFamilyHandle, one shared handle that only
+    // the write thread (or the DB mutex holder) may use; concurrent Writes
+    // then put entries into the wrong family, unindexed there.
+    BatchIntoTransaction into(t.get(), LiveKeyTransactions::RepOf(live_));
+    rocksdb::Status s = updates->Iterate(&into);
     if (s.ok()) {
       s = t->Commit();
     } else {
