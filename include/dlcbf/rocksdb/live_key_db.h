@@ -188,6 +188,9 @@
 //     Write batch returns what RocksDB's transaction returns.
 //   - Do not write through GetBaseDB() of these DBs: such a write holds a
 //     LiveKeyDB lock while RocksDB may wait for a transaction's lock.
+//   - A DB whose WAL holds prepared transactions opens only through
+//     OpenTransactionDB (RocksDB refuses any other Open; a build of
+//     RocksDB with assertions aborts).
 //   LiveKeyDB::FromTransactionDB gives the LiveKeyDB of such a DB (stats,
 //   RebuildIndex, properties).
 //
