@@ -32,8 +32,9 @@
 //   never the other way round. A transaction takes its key locks at Put /
 //   GetForUpdate time and the stripes only inside Commit, which waits for
 //   no key lock. The TransactionDB's non-transactional writes are run as a
-//   transaction of one batch (RebuildFromWriteBatch takes its locks, then
-//   the indexed commit), as RocksDB itself runs them; going through
+//   transaction of one batch (its Put/Delete/... calls take the locks, the
+//   families named by the handles LiveKeyDB keeps: BatchIntoTransaction),
+//   then the indexed commit, as RocksDB itself runs them; going through
 //   LiveKeyDB::Write instead would hold stripes while RocksDB's Write waits
 //   for a key lock that a committing transaction holds while it waits for
 //   the stripe.
@@ -46,7 +47,9 @@
 //   takes the lock (or records the key, optimistic) exactly as RocksDB does
 //   (its GetForUpdate with a null value, which validates and locks but
 //   does not read), then reads as Get: RocksDB's own GetForUpdate is that
-//   lock followed by Get (TransactionBaseImpl::GetForUpdate).
+//   lock followed by Get (TransactionBaseImpl::GetForUpdate). A read that
+//   RocksDB answered from the DB with the key live leaves a hint for the
+//   commit (rep.h, LiveHint): the key's write then needs no check.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <mutex>
