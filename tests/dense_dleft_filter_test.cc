@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -398,6 +399,27 @@ TEST_P(DenseGeometryTest, SerializeRoundTripAndCorruption) {
   }
 }
 
+// With no writer between the chunks, the chunked copy is Serialize's
+// bytes, whatever the chunk size; d != 2 is refused, `out` untouched.
+TEST_P(DenseGeometryTest, SerializeInChunksEqualsSerializeWhenQuiet) {
+  auto f = Make(Geometry(r(), d(), 16, ts()));
+  for (uint64_t i = 0; i < 300; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i)), OpResult::kOk);
+  const std::string whole = Bytes(*f);
+  for (uint64_t chunk : {uint64_t{1}, uint64_t{3}, uint64_t{1000}}) {
+    std::string out = "prefix";
+    uint64_t items = 0;
+    const bool ok = f->SerializeInChunks(&out, nullptr, chunk, &items);
+    if (d() != 2) {
+      EXPECT_FALSE(ok);
+      EXPECT_EQ(out, "prefix");
+      continue;
+    }
+    ASSERT_TRUE(ok) << chunk;
+    EXPECT_EQ(out, "prefix" + whole) << chunk;
+    EXPECT_EQ(items, 300u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ClassesAndD, DenseGeometryTest,
                          ::testing::Combine(::testing::Values(8u, 16u), ::testing::Values(2u, 3u, 4u),
                                             ::testing::Bool()),
@@ -406,6 +428,82 @@ INSTANTIATE_TEST_SUITE_P(ClassesAndD, DenseGeometryTest,
                                   std::to_string(std::get<1>(i.param)) +
                                   (std::get<2>(i.param) ? "_ts" : "");
                          });
+
+// The chunked copy while writers run between its chunks (one block per
+// chunk, so every block is copied at its own instant): the rollback
+// pattern of LiveKeyDB (a second copy of a counted key inserted, then one
+// copy erased: the erase may take the older copy from the first candidate
+// block while the new one went to the second), transient keys inserted and
+// erased. Every key counted throughout the copy must be in the image
+// (dense_dleft_serialize.cc: per fingerprint, at least the fewest copies
+// held during the copy), and the image loads with its own item count.
+TEST(DenseDLeftFilter, SerializeInChunksHoldsEveryKeyCountedThroughout) {
+  for (uint32_t r : {8u, 16u}) {
+    for (bool ts : {false, true}) {
+      auto f = Make(Geometry(r, 2, 64, ts, 7));
+      const uint64_t slots = 2 * 64 * f->options().SlotsPerBlock();
+      std::mt19937_64 rng(r + (ts ? 1 : 0));
+      std::vector<uint64_t> stable, transient;
+      while (stable.size() < slots * 80 / 100) {
+        const uint64_t h = rng();
+        ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+        stable.push_back(h);
+      }
+      uint64_t rollbacks = 0;
+      const std::function<void(uint64_t)> between = [&](uint64_t) {
+        for (int k = 0; k < 4; ++k) {
+          const uint64_t h = stable[rng() % stable.size()];
+          ASSERT_EQ(f->InsertHash(h), OpResult::kOk);
+          ASSERT_EQ(f->EraseHash(h), OpResult::kOk);
+          ++rollbacks;
+          if (transient.size() < slots / 20 && (rng() & 1)) {
+            transient.push_back(rng());
+            ASSERT_EQ(f->InsertHash(transient.back()), OpResult::kOk);
+          } else if (!transient.empty()) {
+            ASSERT_EQ(f->EraseHash(transient.back()), OpResult::kOk);
+            transient.pop_back();
+          }
+        }
+      };
+      std::string image;
+      uint64_t items = 0;
+      ASSERT_TRUE(f->SerializeInChunks(&image, nullptr, 1, &items, &between)) << "r=" << r;
+      EXPECT_GT(rollbacks, 500u);
+      std::unique_ptr<DenseDLeftFilter> g;
+      const Status st = DenseDLeftFilter::Deserialize(image, &g);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(g->Stats().items, items);
+      uint64_t missed = 0;
+      for (uint64_t h : stable) missed += g->ContainsHash(h) ? 0 : 1;
+      EXPECT_EQ(missed, 0u) << "r=" << r << " ts=" << ts;
+    }
+  }
+}
+
+// A relocation during the copy (an insert into full candidate blocks
+// moves a resident to its other block) could hide the resident from the
+// image: the copy is refused and `out` left as it was.
+TEST(DenseDLeftFilter, SerializeInChunksRefusesARelocation) {
+  auto f = Make(Geometry(8, 2, 8, false, 3));
+  std::mt19937_64 rng(11);
+  const uint64_t slots = 2 * 8 * f->options().SlotsPerBlock();
+  while (f->Stats().items < slots * 85 / 100) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
+  ASSERT_EQ(f->Stats().relocations, 0u);
+  bool moved = false;
+  const std::function<void(uint64_t)> between = [&](uint64_t) {
+    for (int i = 0; i < 10000 && !moved; ++i) {
+      if (f->InsertHash(rng()) != OpResult::kOk) break;
+      moved = f->Stats().relocations > 0;
+    }
+  };
+  std::string out = "x";
+  EXPECT_FALSE(f->SerializeInChunks(&out, nullptr, 1, nullptr, &between));
+  ASSERT_TRUE(moved) << "the test must make a relocation happen";
+  EXPECT_EQ(out, "x");
+  // Without a writer the same filter copies again.
+  EXPECT_TRUE(f->SerializeInChunks(&out, nullptr, 1, nullptr, nullptr));
+  EXPECT_EQ(out, "x" + Bytes(*f));
+}
 
 // A directory that is not a valid encoding is Corruption, even with a
 // good checksum (the checksum is recomputed here).

@@ -2,7 +2,10 @@
 // validating Deserialize. The byte layout is drawn in
 // filter_policy/FORMATS.md ("Dense dlCBF"); the block encoding in the
 // design note of dense_dleft_filter.cc.
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <string>
 
 #include "dlcbf/internal/coding.h"
@@ -51,6 +54,90 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
   }
 #endif
   PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
+}
+
+// The same bytes as Serialize, copied a chunk of blocks at a time with the
+// writers' lock held only around each chunk (LiveKeyDB's checkpoints: the
+// writers pause for one chunk, never for the table).
+//
+// What the image holds, d = 2. A key's fingerprint f lives in its two
+// candidate blocks A < B (A in subtable 0). Writers change one block at a
+// time under the lock: an insert adds a copy of f to A or B, an erase
+// takes one from A if A holds one, else from B; no entry leaves its block
+// (but by a relocation, below). The copy takes A at time tA, then B at
+// tB > tA (ascending block order; both in one chunk: one instant). The
+// image holds a(tA) + b(tB) copies. If no erase took from B in (tA, tB],
+// b(tB) >= b(tA) and the image holds >= n(tA), n = a + b. Else let t be
+// the last such erase: A held none then, so n(t+) = b(t+) <= b(tB). Either
+// way: the image holds at least the fewest copies of f the filter held at
+// any instant of the copy. (The order matters: copies taken in descending
+// order, an insert into B after its copy and the erase of A's copy before
+// A's would leave none.)
+// A relocation (an insert into full candidates: past MaxLoad) moves a
+// resident out of one block into another, where the copy could see it in
+// neither. The relocation counter is read under the lock before the first
+// chunk and after the last: any change, and the image is refused.
+// The header's item count is the image's own (each block's used slots,
+// counted under the lock as it is copied), so it loads like Serialize's.
+bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks,
+                                         uint64_t* items,
+                                         const std::function<void(uint64_t)>* between_chunks) const {
+  Impl& m = *impl_;
+  if (m.d != 2) return false;  // the argument above is for d = 2
+  std::mutex* mu = writers != nullptr ? writers : (m.lock_writers ? &m.mu : nullptr);
+  chunk_blocks = std::max<uint64_t>(1, chunk_blocks);
+  using namespace internal;
+  const size_t start = out->size();
+  out->reserve(start + kHeader + 64 * m.nblocks + 8);
+  // The header's fields are fixed at Create, but the item count: it is
+  // written at the end.
+  out->append(kMagic, 4);
+  PutFixed16(out, kVersion);
+  PutFixed8(out, static_cast<uint8_t>(m.opt.remainder_bits));
+  PutFixed8(out, static_cast<uint8_t>(m.d));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.SlotsPerBlock()));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.BucketsPerBlock()));
+  PutFixed32(out, 0);  // reserved
+  PutFixed64(out, m.nb);
+  PutFixed64(out, m.opt.seed);
+  const size_t items_at = out->size();
+  PutFixed64(out, 0);  // the image's item count, below
+  for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+  const bool r8 = m.opt.remainder_bits == 8;
+  uint64_t used = 0, relocations_before = 0;
+  bool moved = false;
+  for (uint64_t b0 = 0; b0 < m.nblocks; b0 += chunk_blocks) {
+    const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
+    if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
+    std::unique_lock<std::mutex> g;
+    if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
+    if (b0 == 0) relocations_before = m.relocations;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    out->append(reinterpret_cast<const char*>(m.Blk(b0)), 64 * (b1 - b0));
+#else
+    for (uint64_t b = b0; b < b1; ++b) {
+      const uint8_t* blk = m.Blk(b);
+      for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+        uint64_t v;
+        std::memcpy(&v, blk + 8 * w, 8);
+        PutFixed64(out, v);
+      }
+    }
+#endif
+    for (uint64_t b = b0; b < b1; ++b) {
+      used += static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
+                                       : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
+    }
+    if (b1 == m.nblocks) moved = m.relocations != relocations_before;
+  }
+  if (moved) {
+    out->resize(start);
+    return false;
+  }
+  EncodeFixed64(&(*out)[items_at], used);
+  PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
+  if (items != nullptr) *items = used;
+  return true;
 }
 
 Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,

@@ -121,6 +121,12 @@ class CountingKernel {
   virtual void FillStats(ElasticStats* st) const = 0;
   // The kernel's serialized form, where the filter offers it (kFast).
   virtual bool Serialize(std::string*) const { return false; }
+  // The same, chunk by chunk under `writers` (kDense only:
+  // DenseDLeftFilter::SerializeInChunks).
+  virtual bool SerializeInChunks(std::string*, std::mutex*, uint64_t, uint64_t*,
+                                 const std::function<void(uint64_t)>*) const {
+    return false;
+  }
 };
 }  // namespace internal
 
@@ -196,6 +202,10 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
   bool Serialize(std::string* out) const override {
     f_->Serialize(out);
     return true;
+  }
+  bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items,
+                         const std::function<void(uint64_t)>* between_chunks) const override {
+    return f_->SerializeInChunks(out, writers, chunk_blocks, items, between_chunks);
   }
   void FillStats(ElasticStats* st) const override {
     st->dense = f_->Stats();
@@ -301,6 +311,20 @@ bool ElasticFilter::SerializeKernel(std::string* out) const {
   if (options_.thread_safe) lock.lock();
   if (abf_ != nullptr || kernel_ == nullptr) return false;
   return kernel_->Serialize(out);
+}
+
+bool ElasticFilter::SerializeKernelInChunks(std::string* out, uint64_t chunk_blocks, uint64_t* items,
+                                            const std::function<void(uint64_t)>* between_chunks) const {
+  // The dense kernel without migrate_on_overflow stays this filter's for
+  // its life (no migration can start during the copy).
+  if (options_.kernel != ElasticKernel::kDense || options_.migrate_on_overflow) return false;
+  {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (options_.thread_safe) lock.lock();
+    if (abf_ != nullptr || kernel_ == nullptr) return false;
+  }
+  return kernel_->SerializeInChunks(out, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
+                                    between_chunks);
 }
 
 Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {

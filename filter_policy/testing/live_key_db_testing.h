@@ -9,6 +9,8 @@
 // negative control can prove that. Never set outside tests.
 #pragma once
 
+#include <functional>
+
 #ifndef DLCBF_TESTING
 #error "live_key_db_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
 #endif
@@ -79,7 +81,22 @@ enum class LiveKeyFault : int {
   // between the read and the commit is then written as if still held by
   // the index.
   kStaleLiveHint = 13,
+  // A checkpoint copied in chunks takes its sequence number after the copy
+  // instead of before it (checkpoint.cc): a key written during the copy
+  // into a block already copied is then in neither the image nor the
+  // replay.
+  kCheckpointSeqAfterCopy = 14,
 };
+
+// Called by a checkpoint between two chunks of a chunked copy (no lock
+// held) with the blocks copied so far; empty: nothing. Process-wide.
+void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)> hook);
+void RunLiveKeyCheckpointChunkHookForTesting(uint64_t blocks);
+// The blocks per chunk of a chunked checkpoint copy; 0 (the default):
+// LiveKeyDB's own (4096). livekey_stress draws small ones, so writers run
+// between many chunks of its small indexes. Process-wide.
+void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t blocks);
+uint64_t GetLiveKeyCheckpointChunkBlocksForTesting();
 
 // While true, a rebuild's scan waits before each key (until the DB is
 // closing, which aborts the scan). Process-wide.

@@ -652,6 +652,10 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     io.rebuild_scan_threads = static_cast<uint32_t>(I(1, 4));
     io.background_open_build = I(0, 3) != 0;
     io.checkpoint_interval_seconds = I(0, 3) == 0 ? 0.0 : U(0.05, 0.5);
+    // Dense checkpoints copy their table in chunks while writers run
+    // (checkpoint.cc): small chunks put many writes between chunks of
+    // these small tables (0: LiveKeyDB's 4096 blocks, one chunk here).
+    dlcbf::internal::SetLiveKeyCheckpointChunkBlocksForTesting(I(0, 3) == 0 ? 0 : I(1, 64));
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
@@ -667,13 +671,13 @@ std::string Describe(const LiveKeyIndexOptions& io) {
              "auto_rebuild_drift=%.3f rebuild_at_capacity=%.3f rebuild_headroom=%.3f lock_stripes=%u "
              "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u trust_single_delete=%d "
              "delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
-             "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64,
+             "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64 ")",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
              io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit, io.rebuild_scan_threads,
              io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.persist_index ? 1 : 0,
-             io.seed);
+             io.seed, dlcbf::internal::GetLiveKeyCheckpointChunkBlocksForTesting());
 }
 
 // ---- keys and locks -----------------------------------------------------------------------

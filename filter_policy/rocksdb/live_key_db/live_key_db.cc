@@ -188,6 +188,25 @@ void SetLiveKeyRebuildPauseForTesting(bool paused) { g_rebuild_pause.store(pause
 bool GetLiveKeyRebuildPauseForTesting() { return g_rebuild_pause.load(); }
 void SetLiveKeyRebuildWaitingForTesting(bool waiting) { g_rebuild_waiting.store(waiting); }
 bool GetLiveKeyRebuildWaitingForTesting() { return g_rebuild_waiting.load(); }
+namespace {
+std::mutex g_chunk_hook_mu;
+std::function<void(uint64_t)> g_chunk_hook;
+}  // namespace
+std::atomic<uint64_t> g_chunk_blocks{0};
+void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t blocks) { g_chunk_blocks.store(blocks); }
+uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return g_chunk_blocks.load(); }
+void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)> hook) {
+  std::lock_guard<std::mutex> l(g_chunk_hook_mu);
+  g_chunk_hook = std::move(hook);
+}
+void RunLiveKeyCheckpointChunkHookForTesting(uint64_t blocks) {
+  std::function<void(uint64_t)> hook;
+  {
+    std::lock_guard<std::mutex> l(g_chunk_hook_mu);
+    hook = g_chunk_hook;
+  }
+  if (hook) hook(blocks);
+}
 }  // namespace internal
 #endif  // DLCBF_TESTING
 

@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <type_traits>
@@ -258,6 +259,27 @@ class LiveKeyIndex {
     *kind = KindOf(elastic_->options().kernel);
     if (stash_.load(std::memory_order_acquire) != nullptr) return false;  // two parts: rebuilt instead
     return elastic_->SerializeKernel(out);
+  }
+
+  // Serialize's bytes copied in chunks, the kernel's writer lock held
+  // around each chunk only (ElasticFilter::SerializeKernelInChunks: for
+  // every fingerprint the image holds at least the fewest copies the
+  // kernel held at any instant of the copy); `items` gets the entries it
+  // holds. Dense kernel only. False, appending nothing, for the fast
+  // kernel, after a relocation, and with a stash at the start or at the
+  // end (the stash is never removed, so none at the end means none
+  // throughout: the kernel held every copy).
+  bool SerializeInChunks(std::string* out, uint8_t* kind, uint64_t* items, uint64_t chunk_blocks,
+                         const std::function<void(uint64_t)>* between_chunks) const {
+    *kind = KindOf(elastic_->options().kernel);
+    if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return false;
+    const size_t start = out->size();
+    if (!elastic_->SerializeKernelInChunks(out, chunk_blocks, items, between_chunks)) return false;
+    if (stash_.load(std::memory_order_acquire) != nullptr) {
+      out->resize(start);
+      return false;
+    }
+    return true;
   }
 
   void Describe(LiveKeyCfStats* st) const {

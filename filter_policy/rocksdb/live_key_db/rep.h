@@ -713,9 +713,15 @@ struct LiveKeyDB::Rep {
   rocksdb::Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
   rocksdb::Status Persist();
   std::vector<CfState*> SavableFamilies();
-  // Saves every serving index with the sequence number it covers, writers
-  // paused while the tables are copied (checkpoint.cc).
+  // Saves every serving index with the sequence number it covers
+  // (checkpoint.cc): dense tables copied in chunks after the writers
+  // resume, others with the writers paused.
   rocksdb::Status Checkpoint();
+  // One attempt; TryAgain when a chunked copy was refused.
+  rocksdb::Status CheckpointOnce(bool chunked);
+  // 4096 blocks of 64 bytes (256 KiB): the longest a writer waits for a
+  // checkpoint's copy is one such memcpy (about 20 us).
+  static constexpr uint64_t kCheckpointChunkBlocks = 4096;
   // The index file's bytes (format version 4) for `blobs`: (family, its
   // kernel kind, its serialized kernel).
   struct SavedIndex {

@@ -66,6 +66,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -238,6 +239,24 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   void SetWritersSerializedByCaller();
   // Serialize: see Create above.
   void Serialize(std::string* out) const;
+  // Serialize's bytes, copied `chunk_blocks` blocks at a time while holding
+  // `writers` (the mutex that serializes this filter's writers: the
+  // owner's after SetWritersSerializedByCaller, or null for the filter's
+  // own writer lock in thread-safe mode) around each chunk only, so
+  // writers wait for one chunk, never for the whole table. The image is no
+  // single state of the filter; for every fingerprint it holds at least
+  // the fewest copies the filter held at any instant of the call (the
+  // argument: dense_dleft_serialize.cc). So a key counted throughout the
+  // call is in it; one inserted or erased meanwhile may or may not be. Its
+  // header counts the entries it holds (`items`, if not null), so it
+  // loads like Serialize's. Returns false, `out` as it was, for d != 2 and
+  // when a relocation (an insert into full candidate blocks, past MaxLoad)
+  // moved an entry during the copy. `between_chunks`, if set, is called
+  // between two chunks with the blocks copied so far, no lock held.
+  // Without thread safety the caller must keep writers out, as for
+  // Serialize.
+  bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items = nullptr,
+                         const std::function<void(uint64_t)>* between_chunks = nullptr) const;
 
   const DenseDLeftOptions& options() const;
   // The kernel instances this filter runs (see DenseSimdPath).

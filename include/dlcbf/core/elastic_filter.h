@@ -85,6 +85,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
 
@@ -266,6 +267,15 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // kernel is complete); false, appending nothing, for the general kernel
   // or after migration. Takes the writer lock in thread_safe mode.
   bool SerializeKernel(std::string* out) const;
+  // SerializeKernel's bytes, copied `chunk_blocks` blocks at a time with
+  // the writer lock held around each chunk only
+  // (DenseDLeftFilter::SerializeInChunks: its guarantee, the entries the
+  // image holds in `items`, `between_chunks`). Only for the dense kernel with
+  // migrate_on_overflow = false (the kernel then stays the filter's for
+  // its life); false, appending nothing, otherwise, and when a relocation
+  // moved an entry during the copy.
+  bool SerializeKernelInChunks(std::string* out, uint64_t chunk_blocks, uint64_t* items,
+                               const std::function<void(uint64_t)>* between_chunks = nullptr) const;
 
   ~ElasticFilter();
 

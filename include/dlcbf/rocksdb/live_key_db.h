@@ -424,8 +424,11 @@ struct LiveKeyIndexOptions {
 
   // Checkpoints: after a memtable flush, at most once per this many
   // seconds, the background thread saves every serving index to the index
-  // file with the sequence number it covers (writers pause while the
-  // indexes are copied: a memcpy of the tables; the file is written after).
+  // file with the sequence number it covers. Writers pause only while that
+  // number is taken; a dense index (kernel kDense, the default) is then
+  // copied 256 KiB at a time under its writer lock, so a writer waits for
+  // one such chunk at most; a fast-kernel index is copied with the writers
+  // paused (a memcpy of its table). The file is written after.
   // After a crash, Open loads the newest checkpoint and brings it forward
   // with only the keys written since it (the SST files whose largest
   // sequence number is past it, and the memtables), in the background
@@ -540,8 +543,10 @@ struct LiveKeyStats {
   // rebuild_at_capacity is there to avoid.
   uint64_t index_migrations = 0;
   uint64_t checkpoints = 0;            // index files written by checkpoints
-  // Writers paused by checkpoints (every stripe held while the tables are
-  // copied): the last one's pause and the longest since Open.
+  // Writers paused by checkpoints (every stripe held while the sequence
+  // number, the SST set and the fast-kernel tables are taken; dense tables
+  // are copied after, a chunk at a time): the last one's pause and the
+  // longest since Open.
   uint64_t last_checkpoint_pause_micros = 0;
   uint64_t max_checkpoint_pause_micros = 0;
   uint64_t last_checkpoint_seq = 0;    // the sequence number the last one covers
