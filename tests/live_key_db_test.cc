@@ -821,8 +821,9 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   reopen_expect_rejected("identity");
   // 5. Older and newer format versions with a valid checksum: version 2
   // (the DLeftCountingBloomFilter layout), version 3 (no kernel byte) and
-  // an unknown version 5 are rejected and rebuilt, never trusted. First a current file at the
-  // current sequence number (so only the version differs).
+  // an unknown version 6 are rejected and rebuilt, never trusted; version
+  // 4 (5's base without delta segments) still loads. First a current file
+  // at the current sequence number (so only the version differs).
   {
     LiveKeyDB* r = nullptr;
     ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
@@ -831,7 +832,7 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   }
   const std::string current = ReadFile(file);
   ASSERT_GT(current.size(), 100u);
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 4u) << "the current version is 4";
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 5u) << "the current version is 5";
   auto with_version = [&](uint32_t v) {
     std::string f = current.substr(0, current.size() - 8);
     std::string enc;
@@ -844,8 +845,26 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   reopen_expect_rejected("format version 2");
   WriteFile(file, with_version(3));
   reopen_expect_rejected("format version 3");
-  // The rebuilt index was saved again at Close: as version 4, and it loads.
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 4u);
+  // The rebuilt index was saved again at Close: as version 5, and it loads;
+  // so does the same file marked version 4.
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 5u);
+  {
+    const std::string v5 = ReadFile(file);
+    std::string f = v5.substr(0, v5.size() - 8);
+    std::string enc;
+    dlcbf::internal::PutFixed32(&enc, 4);
+    f.replace(8, 4, enc);
+    dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
+    WriteFile(file, f);
+    LiveKeyDB* r = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
+    std::unique_ptr<LiveKeyDB> d(r);
+    LiveKeyStats st = Settled(d);
+    EXPECT_EQ(st.index_file_loads, 1u) << "version 4 loads: " << st.last_rejection;
+    EXPECT_EQ(st.rebuilds, 0u);
+    CheckAgainst(d.get(), oracle, Probes(1100, "c"));
+    ASSERT_TRUE(d->Close().ok());
+  }
   {
     LiveKeyDB* r = nullptr;
     ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
@@ -861,12 +880,12 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
     // Same checks on the unknown future version, against the file just saved.
     std::string f = saved.substr(0, saved.size() - 8);
     std::string enc;
-    dlcbf::internal::PutFixed32(&enc, 5);
+    dlcbf::internal::PutFixed32(&enc, 6);
     f.replace(8, 4, enc);
     dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
     WriteFile(file, f);
   }
-  reopen_expect_rejected("unsupported version 5");
+  reopen_expect_rejected("unsupported version 6");
   // A file of the other kernel: its entry is rejected, the family rebuilt.
   {
     LiveKeyDB* r = nullptr;

@@ -112,6 +112,10 @@ class DenseDLeftFilter::Impl {
   // thread_safe, unless SetWritersSerializedByCaller turned it off.
   bool lock_writers = false;
   std::unique_ptr<std::atomic<uint32_t>[]> seq;
+  // TrackChangedBlocks: a bit per block, set by every block write
+  // (Mutate), cleared by the chunked copies as they copy the block; all
+  // under the writers' lock. Null: not tracked.
+  std::unique_ptr<uint64_t[]> changed;
 
   uint8_t* Blk(uint64_t b) const { return mem.get() + 64 * b; }
   std::atomic<uint32_t>& Stripe(uint64_t b) const { return seq[b & (kStripes - 1)]; }
@@ -323,6 +327,7 @@ class DenseDLeftFilter::Impl {
   // copy stored back word by word with release stores.
   template <bool TS, class Fn>
   void Mutate(uint64_t b, Fn&& fn) {
+    if (changed) changed[b >> 6] |= uint64_t{1} << (b & 63);
     if constexpr (!TS) {
       fn(Blk(b));
     } else {

@@ -18,7 +18,131 @@ namespace {
 constexpr char kMagic[4] = {'d', 'L', 'D', 'N'};
 constexpr uint16_t kVersion = 1;
 constexpr size_t kHeader = 64;  // FORMATS.md: fields at 0..63, then the blocks
+constexpr size_t kItemsAt = 32;  // the header's item count
+constexpr size_t kRecord = 8 + 64;  // a changed-block record: block number, block
+
+// Clears the changed bits of blocks [b0, b1).
+void ClearChanged(uint64_t* bits, uint64_t b0, uint64_t b1) {
+  for (uint64_t b = b0; b < b1;) {
+    if ((b & 63) == 0 && b + 64 <= b1) {
+      bits[b >> 6] = 0;
+      b += 64;
+    } else {
+      bits[b >> 6] &= ~(uint64_t{1} << (b & 63));
+      ++b;
+    }
+  }
+}
+
+void MarkAllChanged(DenseDLeftFilter::Impl* m, std::mutex* mu) {
+  std::unique_lock<std::mutex> g;
+  if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
+  std::memset(m->changed.get(), 0xff, 8 * ((m->nblocks + 63) / 64));
+}
+
+// Appends block b as stored: its little-endian words.
+void AppendBlock(const DenseDLeftFilter::Impl& m, uint64_t b, std::string* out) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  out->append(reinterpret_cast<const char*>(m.Blk(b)), 64);
+#else
+  const uint8_t* blk = m.Blk(b);
+  for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+    uint64_t v;
+    std::memcpy(&v, blk + 8 * w, 8);
+    internal::PutFixed64(out, v);
+  }
+#endif
+}
 }  // namespace
+
+bool DenseDLeftFilter::TrackChangedBlocks() {
+  Impl& m = *impl_;
+  if (!m.opt.thread_safe) return false;
+  std::lock_guard<std::mutex> g(m.mu);  // (before the filter is shared: see the header)
+  if (!m.changed) {
+    m.changed.reset(new (std::nothrow) uint64_t[(m.nblocks + 63) / 64]);
+    if (!m.changed) return false;
+  }
+  std::memset(m.changed.get(), 0xff, 8 * ((m.nblocks + 63) / 64));
+  return true;
+}
+
+// The blocks changed since they were last copied (by this call or by
+// SerializeInChunks), a chunk of blocks at a time under the writers' lock,
+// as records: block number (fixed64), then the block's 64 bytes as
+// Serialize stores them. Each block copied has its bit cleared in the same
+// hold, so a write after that sets it again for the next call: applied to
+// the image the last copy produced (PatchSerializedBlocks), the records
+// give an image in which every block is as the filter held it at some
+// instant of this call, blocks in ascending order: the chunked image of
+// SerializeInChunks, so its guarantee holds (an unchanged block skipped
+// at instant t is the block as of t).
+bool DenseDLeftFilter::CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks,
+                                         uint64_t* blocks_copied,
+                                         const std::function<void(uint64_t)>* between_chunks) const {
+  Impl& m = *impl_;
+  if (m.d != 2 || !m.changed) return false;
+  std::mutex* mu = writers != nullptr ? writers : (m.lock_writers ? &m.mu : nullptr);
+  chunk_blocks = std::max<uint64_t>(64, chunk_blocks & ~uint64_t{63});  // whole bitmap words
+  const size_t start = out->size();
+  uint64_t relocations_before = 0, copied = 0;
+  bool moved = false;
+  for (uint64_t b0 = 0; b0 < m.nblocks; b0 += chunk_blocks) {
+    const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
+    if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
+    std::unique_lock<std::mutex> g;
+    if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
+    if (b0 == 0) relocations_before = m.relocations;
+    for (uint64_t w = b0 >> 6; w < (b1 + 63) >> 6; ++w) {
+      uint64_t bits = m.changed[w];
+      while (bits != 0) {
+        const uint64_t b = (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits));
+        bits &= bits - 1;
+        if (b >= m.nblocks) break;
+        internal::PutFixed64(out, b);
+        AppendBlock(m, b, out);
+        ++copied;
+      }
+      m.changed[w] = 0;
+    }
+    if (b1 == m.nblocks) moved = m.relocations != relocations_before;
+  }
+  if (moved) {
+    out->resize(start);
+    MarkAllChanged(&m, mu);  // what this copy cleared is not saved
+    return false;
+  }
+  if (blocks_copied != nullptr) *blocks_copied = copied;
+  return true;
+}
+
+Status DenseDLeftFilter::PatchSerializedBlocks(std::string* image, std::string_view records, uint64_t* items) {
+  auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
+  if (image->size() < kHeader + 8 || std::memcmp(image->data(), kMagic, 4) != 0) return corrupt("not an image");
+  const uint64_t nblocks = (image->size() - kHeader - 8) / 64;
+  if ((image->size() - kHeader - 8) % 64 != 0) return corrupt("image size");
+  if (records.size() % kRecord != 0) return corrupt("truncated changed-block record");
+  for (size_t i = 0; i < records.size(); i += kRecord) {
+    const uint64_t b = internal::DecodeFixed64(records.data() + i);
+    if (b >= nblocks) return corrupt("changed block " + std::to_string(b) + " out of range");
+    std::memcpy(&(*image)[kHeader + 64 * b], records.data() + i + 8, 64);
+  }
+  const uint8_t r = static_cast<uint8_t>((*image)[6]);
+  uint64_t used = 0;
+  for (uint64_t b = 0; b < nblocks; ++b) {
+    uint64_t w[dense_detail::kBlockWords];
+    for (int k = 0; k < dense_detail::kBlockWords; ++k) {
+      w[k] = internal::DecodeFixed64(image->data() + kHeader + 64 * b + 8 * k);
+    }
+    const uint8_t* blk = reinterpret_cast<const uint8_t*>(w);
+    used += static_cast<uint64_t>(r == 8 ? dense_detail::Used<dense_detail::Class8>(blk)
+                                         : dense_detail::Used<dense_detail::Class16>(blk));
+  }
+  internal::EncodeFixed64(&(*image)[kItemsAt], used);
+  if (items != nullptr) *items = used;
+  internal::EncodeFixed64(&(*image)[image->size() - 8], internal::HashKey(image->data(), image->size() - 8, 0));
+  return Status::OK();
+}
 
 void DenseDLeftFilter::Serialize(std::string* out) const {
   Impl& m = *impl_;
@@ -100,7 +224,7 @@ bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, 
   PutFixed32(out, 0);  // reserved
   PutFixed64(out, m.nb);
   PutFixed64(out, m.opt.seed);
-  const size_t items_at = out->size();
+  const size_t items_at = out->size();  // == start + kItemsAt
   PutFixed64(out, 0);  // the image's item count, below
   for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
   const bool r8 = m.opt.remainder_bits == 8;
@@ -128,10 +252,12 @@ bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, 
       used += static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
                                        : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
     }
+    if (m.changed) ClearChanged(m.changed.get(), b0, b1);
     if (b1 == m.nblocks) moved = m.relocations != relocations_before;
   }
   if (moved) {
     out->resize(start);
+    if (m.changed) MarkAllChanged(&m, mu);  // what this copy cleared is not saved
     return false;
   }
   EncodeFixed64(&(*out)[items_at], used);

@@ -127,6 +127,11 @@ class CountingKernel {
                                  const std::function<void(uint64_t)>*) const {
     return false;
   }
+  virtual bool TrackChangedBlocks() { return false; }
+  virtual bool CopyChangedBlocks(std::string*, std::mutex*, uint64_t, uint64_t*,
+                                 const std::function<void(uint64_t)>*) const {
+    return false;
+  }
 };
 }  // namespace internal
 
@@ -206,6 +211,11 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
   bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items,
                          const std::function<void(uint64_t)>* between_chunks) const override {
     return f_->SerializeInChunks(out, writers, chunk_blocks, items, between_chunks);
+  }
+  bool TrackChangedBlocks() override { return f_->TrackChangedBlocks(); }
+  bool CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* copied,
+                         const std::function<void(uint64_t)>* between_chunks) const override {
+    return f_->CopyChangedBlocks(out, writers, chunk_blocks, copied, between_chunks);
   }
   void FillStats(ElasticStats* st) const override {
     st->dense = f_->Stats();
@@ -324,6 +334,26 @@ bool ElasticFilter::SerializeKernelInChunks(std::string* out, uint64_t chunk_blo
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
   return kernel_->SerializeInChunks(out, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
+                                    between_chunks);
+}
+
+bool ElasticFilter::TrackChangedKernelBlocks() {
+  if (options_.kernel != ElasticKernel::kDense || options_.migrate_on_overflow) return false;
+  std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+  if (options_.thread_safe) lock.lock();
+  if (abf_ != nullptr || kernel_ == nullptr) return false;
+  return kernel_->TrackChangedBlocks();
+}
+
+bool ElasticFilter::CopyChangedKernelBlocks(std::string* out, uint64_t chunk_blocks, uint64_t* copied,
+                                            const std::function<void(uint64_t)>* between_chunks) const {
+  if (options_.kernel != ElasticKernel::kDense || options_.migrate_on_overflow) return false;
+  {
+    std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+    if (options_.thread_safe) lock.lock();
+    if (abf_ != nullptr || kernel_ == nullptr) return false;
+  }
+  return kernel_->CopyChangedBlocks(out, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, copied,
                                     between_chunks);
 }
 

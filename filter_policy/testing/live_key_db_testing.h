@@ -86,6 +86,10 @@ enum class LiveKeyFault : int {
   // into a block already copied is then in neither the image nor the
   // replay.
   kCheckpointSeqAfterCopy = 14,
+  // Open takes a torn delta segment's sequence number (its records lost):
+  // the keys written between the segment before it and that number are
+  // then neither in the index nor read back (persistence.cc).
+  kTornDeltaKeepsItsSeq = 15,
 };
 
 // Called by a checkpoint between two chunks of a chunked copy (no lock

@@ -137,7 +137,7 @@
 //   The seed and the drawn options first, a progress line every ~10 s,
 //   one line per round (rebuild counts, index modes), the first few losses
 //   (key, family, the read paths that missed), and at the end:
-//     livekey_stress: seed=S rounds=R ops=N puts=.. merges=.. deletes=.. single_deletes=.. delete_ranges=.. batches=.. entities=.. ingests=.. flushes=.. compactions=.. manual_rebuilds=.. auto_rebuilds=.. checkpoints=.. reopens=.. kills=.. txns=.. txn_commits=.. txn_rollbacks=.. txn_prepared=.. txn_conflicts=.. txn_reads=.. recovered_prepared=.. (committed/rolled back) skipped_delete_ranges=.. skipped_entities=.. batch_entities_as_puts=.. sessions=none:a,pessimistic:b,optimistic:c txn_open_fallbacks=.. checks=C lost=L
+//     livekey_stress: seed=S rounds=R ops=N puts=.. merges=.. deletes=.. single_deletes=.. delete_ranges=.. batches=.. entities=.. ingests=.. flushes=.. compactions=.. manual_rebuilds=.. auto_rebuilds=.. checkpoints=.. checkpoint_deltas=.. reopens=.. kills=.. txns=.. txn_commits=.. txn_rollbacks=.. txn_prepared=.. txn_conflicts=.. txn_reads=.. recovered_prepared=.. (committed/rolled back) skipped_delete_ranges=.. skipped_entities=.. batch_entities_as_puts=.. sessions=none:a,pessimistic:b,optimistic:c txn_open_fallbacks=.. checks=C lost=L
 //   (auto_rebuilds and checkpoints summed from GetLiveKeyStats() over
 //   every session, the crash children's included). Exit 1 on any loss, on
 //   a rebuild storm (more than --max_auto_rebuilds_per_kop automatic
@@ -348,6 +348,7 @@ struct Counters {
       checks{0}, lost{0}, errors{0}, write_keys{0};
   // From GetLiveKeyStats(), per session, and the parent's own.
   std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
+  std::atomic<uint64_t> checkpoint_deltas{0};  // (the parent's sessions only)
   // Transactions (kTxn), recovered prepared transactions, DeleteRange ops
   // skipped in pessimistic sessions, sessions by kind (none, pessimistic,
   // optimistic) and Opens redone pessimistic.
@@ -392,8 +393,8 @@ std::string SummaryLine() {
   return Fmt("livekey_stress: seed=%" PRIu64 " rounds=%d ops=%" PRIu64 " puts=%" PRIu64 " merges=%" PRIu64
              " deletes=%" PRIu64 " single_deletes=%" PRIu64 " delete_ranges=%" PRIu64 " batches=%" PRIu64
              " entities=%" PRIu64 " ingests=%" PRIu64 " flushes=%" PRIu64 " compactions=%" PRIu64
-             " manual_rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64 " checkpoints=%" PRIu64 " reopens=%" PRIu64
-             " kills=%" PRIu64 " txns=%" PRIu64 " txn_commits=%" PRIu64 " txn_rollbacks=%" PRIu64
+             " manual_rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64 " checkpoints=%" PRIu64 " checkpoint_deltas=%" PRIu64
+             " reopens=%" PRIu64 " kills=%" PRIu64 " txns=%" PRIu64 " txn_commits=%" PRIu64 " txn_rollbacks=%" PRIu64
              " txn_prepared=%" PRIu64 " txn_conflicts=%" PRIu64 " txn_reads=%" PRIu64 " recovered_prepared=%" PRIu64
              " (%" PRIu64 "/%" PRIu64 ") skipped_delete_ranges=%" PRIu64 " skipped_entities=%" PRIu64
              " batch_entities_as_puts=%" PRIu64 " sessions=none:%" PRIu64
@@ -402,7 +403,8 @@ std::string SummaryLine() {
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
-             g.auto_rebuilds.load(), g.checkpoints.load(), g.reopens.load(), g.kills.load(), g.txns.load(),
+             g.auto_rebuilds.load(), g.checkpoints.load(), g.checkpoint_deltas.load(), g.reopens.load(),
+             g.kills.load(), g.txns.load(),
              g.txn_commits.load(), g.txn_rollbacks.load(), g.txn_prepared.load(), g.txn_conflicts.load(),
              g.txn_reads.load(), g.recovered_prepared.load(), g.recovered_commits.load(),
              g.recovered_rollbacks.load(), g.skipped_delete_ranges.load(), g.skipped_entities.load(),
@@ -1020,6 +1022,7 @@ void CloseSession(Session* s) {
   const LiveKeyStats st = SessionStats(s);
   g.auto_rebuilds += st.auto_rebuilds;
   g.checkpoints += st.checkpoints;
+  g.checkpoint_deltas += st.checkpoint_deltas;
   HangGuard hg("Close");
   // A transaction session: through the transaction DB, which owns the
   // LiveKeyDB (its Close closes it, deleting it deletes it).

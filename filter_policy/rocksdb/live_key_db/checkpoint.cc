@@ -79,6 +79,19 @@ namespace dlcbf {
 // index it reads is swapped or freed meanwhile. A refused image (a
 // relocation, a stash: LiveKeyIndex::SerializeInChunks) sends the whole
 // checkpoint back to the copy under the stripes.
+//
+// What changed, not the whole index. A dense index copied in chunks for a
+// new base tracks its changed blocks from before that copy (a bit per
+// block, set by every block write, cleared as a copy takes the block,
+// both under the kernel's writer lock). While the file's base holds these
+// very indexes (file_state: same families, same CfState::serial, written
+// by this process, every index tracked) and its deltas stay under half
+// the base, a checkpoint appends only the changed blocks, copied in
+// chunks the same way (DenseDLeftFilter::CopyChangedBlocks). Base plus
+// deltas then give, for every block, its content when the last copy
+// passed it, ascending: a chunked image, so the invariant above holds for
+// it. A delta costs 72 bytes per changed block. A delta write that fails,
+// a refused copy or a rebuild makes the next checkpoint a new base.
 rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   rocksdb::Status s = CheckpointOnce(/*chunked=*/true);
   if (s.IsTryAgain()) s = CheckpointOnce(/*chunked=*/false);
@@ -93,23 +106,33 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   if (!s.ok()) return s;
   std::unique_lock<std::mutex> no_swaps(rebuild_mu, std::defer_lock);
   if (chunked && !no_swaps.try_lock()) chunked = false;
+  // A delta (the changed blocks, appended to the file) when the file's
+  // base holds these very indexes; else a new base (the whole file).
+  const bool delta = chunked && CanAppendDelta(fams);
   std::vector<SavedIndex> saved;
   std::vector<bool> saved_later;  // saved[i] is copied in chunks, after the stripes
   std::vector<uint64_t> ssts;
   std::vector<bool> in_chunks(fams.size(), false);
+  bool tracked = chunked;  // every index of a new base tracks its changed blocks
   uint64_t seq = 0;
   // The blobs' memory is allocated and touched before the writers pause:
-  // the copy under the stripes then only copies (no page faults).
+  // the copy under the stripes then only copies (no page faults). (A
+  // delta's records are few: allocated as they come.)
   std::vector<std::string> buffers(fams.size());
   {
     std::lock_guard<std::mutex> sl(swap_mu);
     for (size_t i = 0; i < fams.size(); ++i) {
       if (fams[i]->dropped || !fams[i]->owned) continue;
+      in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense;
+      if (delta) continue;
       LiveKeyCfStats c;
       fams[i]->owned->Describe(&c);
       buffers[i].resize(c.bytes + 4096);
       buffers[i].clear();  // (keeps the touched capacity)
-      in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense;
+      // From before its copy begins: a block written after the copy took
+      // it is in the next delta (the copy clears each block's bit as it
+      // takes the block).
+      if (in_chunks[i] && !fams[i]->owned->TrackChangedBlocks()) tracked = false;
     }
   }
   const auto p0 = std::chrono::steady_clock::now();
@@ -150,7 +173,11 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       if (!saved_later[i]) continue;
       SavedIndex& e = saved[i];
       // rebuild_mu keeps e.cf->owned in place (no swap, no drop).
-      if (!e.cf->owned->SerializeInChunks(&e.blob, &e.kind, &e.entries, chunk_blocks, &between)) {
+      uint64_t copied = 0;
+      const bool ok = delta ? e.cf->owned->CopyChangedBlocks(&e.blob, chunk_blocks, &copied, &between)
+                            : e.cf->owned->SerializeInChunks(&e.blob, &e.kind, &e.entries, chunk_blocks, &between);
+      if (!ok) {
+        file_state.appendable = false;  // (the copy may have cleared changed bits it did not save)
         return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
       }
     }
@@ -166,11 +193,38 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
   s = MakeDurable(fams);
   if (!s.ok()) return s;  // the last good one stays
-  s = WriteIndexFile(seq, identity, ssts, saved);
-  if (s.ok()) {
-    checkpoints.fetch_add(1);
-    last_checkpoint_seq.store(seq);
+  return WriteCheckpointFile(delta, tracked && saved.size() == fams.size(), seq, identity, ssts, saved);
+}
+
+// Writes a checkpoint's file (a delta appended, or a new base) and keeps
+// file_state: a new base copied in chunks with every index tracked may be
+// followed by deltas; anything else, or any failure (the file may then no
+// longer be the base plus deltas this process knows), may not.
+rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable, uint64_t seq,
+                                                    const std::string& identity, const std::vector<uint64_t>& ssts,
+                                                    const std::vector<SavedIndex>& saved) {
+  uint64_t bytes = 0;
+  rocksdb::Status s = delta ? AppendIndexDelta(seq, ssts, saved, &bytes)
+                            : WriteIndexFile(seq, identity, ssts, saved, &bytes);
+  IndexFileState& f = file_state;
+  if (!s.ok()) {
+    f.appendable = false;
+    return s;
   }
+  if (delta) {
+    f.delta_bytes += bytes;
+    checkpoint_deltas.fetch_add(1);
+  } else {
+    f.appendable = appendable;
+    f.base_bytes = bytes;
+    f.delta_bytes = 0;
+    f.indexes.clear();
+    for (const SavedIndex& e : saved) f.indexes.emplace_back(e.cf->id, e.cf->serial.load(std::memory_order_relaxed));
+  }
+  checkpoints.fetch_add(1);
+  checkpoint_bytes.fetch_add(bytes);
+  last_checkpoint_bytes.store(bytes);
+  last_checkpoint_seq.store(seq);
   return s;
 }
 

@@ -530,6 +530,9 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.failed_rebuilds = r.failed_rebuilds.load();
   st.index_file_loads = r.file_loads.load();
   st.checkpoints = r.checkpoints.load();
+  st.checkpoint_deltas = r.checkpoint_deltas.load();
+  st.checkpoint_bytes = r.checkpoint_bytes.load();
+  st.last_checkpoint_bytes = r.last_checkpoint_bytes.load();
   st.last_checkpoint_pause_micros = r.last_checkpoint_pause_us.load();
   st.max_checkpoint_pause_micros = r.max_checkpoint_pause_us.load();
   st.last_checkpoint_seq = r.last_checkpoint_seq.load();

@@ -95,7 +95,9 @@ std::string LiveKeyStats::ToString() const {
     << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds
     << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
     << " index_migrations=" << index_migrations
-    << " checkpoints=" << checkpoints << " last_checkpoint_seq=" << last_checkpoint_seq
+    << " checkpoints=" << checkpoints << " checkpoint_deltas=" << checkpoint_deltas
+    << " checkpoint_bytes=" << checkpoint_bytes << " last_checkpoint_bytes=" << last_checkpoint_bytes
+    << " last_checkpoint_seq=" << last_checkpoint_seq
     << " max_checkpoint_pause_micros=" << max_checkpoint_pause_micros
     << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys
     << " index_file_loads=" << index_file_loads

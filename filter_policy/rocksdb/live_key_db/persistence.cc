@@ -1,6 +1,7 @@
-// LiveKeyDB index persistence: the index file (format version 4), its
-// save at Close and the checks before it is trusted at Open. The byte
-// layout: filter_policy/FORMATS.md, "LiveKeyDB index file".
+// LiveKeyDB index persistence: the index file (format version 5: a base,
+// then delta segments; 4: a base alone), its save at Close and the checks
+// before it is trusted at Open. The byte layout: filter_policy/FORMATS.md,
+// "LiveKeyDB index file".
 // Versions 1-3 are never trusted, only rebuilt (the file is a derived
 // cache): 3 held fast-kernel blobs without a kernel byte, 2
 // DLeftCountingBloomFilter blobs, and 1 recorded only the SSTs that still
@@ -26,6 +27,11 @@
 // (checkpoint.cc, MakeDurable). A file ahead of the DB is rejected and
 // removed, as is every file rejected whole. A loaded file stays after Open
 // (a later crash brings it forward; Close and checkpoints replace it).
+// Deltas: a checkpoint (or Close) whose indexes are the base's appends
+// their changed blocks as a segment (AppendIndexDelta; checkpoint.cc says
+// when). Load applies the segments in order and stops at the first torn
+// or corrupt one: the prefix is a complete, older checkpoint (test
+// LiveKeyExactness.TornDeltaLosesNoKey cuts a delta at every field).
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <algorithm>
@@ -66,13 +72,26 @@ std::string BaseName(const std::string& path) {
   return p == std::string::npos ? path : path.substr(p + 1);
 }
 
+// Writes `pieces`, then the XXH3 (kFileChecksumSeed) of all of them, to
+// dir/name through name.tmp: fsync, rename, directory fsync. The pieces are
+// written as they are (no copy of the file in memory).
 rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
-                           const std::string& data) {
+                                    const std::vector<Slice>& pieces, uint64_t* bytes) {
   const std::string final_name = dir + "/" + name;
   const std::string tmp = final_name + ".tmp";
   std::unique_ptr<rocksdb::WritableFile> f;
   rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
-  if (s.ok()) s = f->Append(data);
+  internal::StreamHash sum(kFileChecksumSeed);
+  uint64_t n = 0;
+  for (const Slice& p : pieces) {
+    if (!s.ok()) break;
+    sum.Update(p.data(), p.size());
+    s = f->Append(p);
+    n += p.size();
+  }
+  std::string trailer;
+  internal::PutFixed64(&trailer, sum.Digest());
+  if (s.ok()) s = f->Append(trailer);
   if (s.ok()) s = f->Sync();
   if (f) {
     rocksdb::Status c = f->Close();
@@ -83,6 +102,7 @@ rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, c
     env->DeleteFile(tmp).PermitUncheckedError();
     return s;
   }
+  if (bytes != nullptr) *bytes = n + trailer.size();
   std::unique_ptr<rocksdb::Directory> d;
   s = env->NewDirectory(dir, &d);
   if (s.ok()) s = d->Fsync();
@@ -114,34 +134,112 @@ rocksdb::Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
   return rocksdb::Status::OK();
 }
 
+// The file (FORMATS.md, "LiveKeyDB index file"): the base, written whole
+// here, then the delta segments AppendIndexDelta adds.
 rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& identity,
                                                const std::vector<uint64_t>& ssts,
-                                               const std::vector<SavedIndex>& saved) {
-  std::string body;
-  internal::PutFixed64(&body, kFileMagic);
-  internal::PutFixed32(&body, kFileVersion);
-  internal::PutFixed64(&body, seq);
-  internal::PutFixed64(&body, opt.seed);
-  PutString32(&body, identity);
-  internal::PutFixed32(&body, static_cast<uint32_t>(ssts.size()));
-  for (uint64_t n : ssts) internal::PutFixed64(&body, n);
-  internal::PutFixed32(&body, static_cast<uint32_t>(saved.size()));
-  for (const SavedIndex& e : saved) {
-    internal::PutFixed32(&body, e.cf->id);
-    PutString32(&body, e.cf->name);
-    internal::PutFixed64(&body, e.sized_for);
-    internal::PutFixed64(&body, e.entries);
-    body.push_back(static_cast<char>(e.kind));
-    internal::PutFixed64(&body, e.blob.size());
-    body.append(e.blob);
+                                               const std::vector<SavedIndex>& saved, uint64_t* bytes) {
+  // The small fields in `heads` (one string per piece, built first: the
+  // Slices point into them), each blob written from where it lies.
+  std::vector<std::string> heads(1 + saved.size());
+  std::string& head = heads[0];
+  internal::PutFixed64(&head, kFileMagic);
+  internal::PutFixed32(&head, kFileVersion);
+  internal::PutFixed64(&head, seq);
+  internal::PutFixed64(&head, opt.seed);
+  PutString32(&head, identity);
+  internal::PutFixed32(&head, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&head, n);
+  internal::PutFixed32(&head, static_cast<uint32_t>(saved.size()));
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const SavedIndex& e = saved[i];
+    std::string& h = heads[1 + i];
+    internal::PutFixed32(&h, e.cf->id);
+    PutString32(&h, e.cf->name);
+    internal::PutFixed64(&h, e.sized_for);
+    internal::PutFixed64(&h, e.entries);
+    h.push_back(static_cast<char>(e.kind));
+    internal::PutFixed64(&h, e.blob.size());
   }
-  internal::PutFixed64(&body, internal::HashKey(body.data(), body.size(), kFileChecksumSeed));
-  rocksdb::Status s = WriteFileAtomically(env, dbname, opt.index_file_name, body);
+  std::vector<Slice> pieces{heads[0]};
+  for (size_t i = 0; i < saved.size(); ++i) {
+    pieces.emplace_back(heads[1 + i]);
+    pieces.emplace_back(saved[i].blob);
+  }
+  uint64_t n = 0;
+  rocksdb::Status s = WriteFileAtomically(env, dbname, opt.index_file_name, pieces, &n);
   if (s.ok()) {
-    rocksdb::Info(log, "LiveKeyDB: saved %zu index(es), %zu bytes, at sequence %" PRIu64, saved.size(),
-                  body.size(), seq);
+    if (bytes != nullptr) *bytes = n;
+    rocksdb::Info(log, "LiveKeyDB: saved %zu index(es), %" PRIu64 " bytes, at sequence %" PRIu64, saved.size(), n,
+                  seq);
   }
   return s;
+}
+
+// A delta segment (FORMATS.md): the changed-block records of each index of
+// the base, appended to the file and synced. A crash in the middle leaves
+// a torn segment, which the load ignores with everything after it (the
+// segments before it still describe a complete, older checkpoint).
+rocksdb::Status LiveKeyDB::Rep::AppendIndexDelta(uint64_t seq, const std::vector<uint64_t>& ssts,
+                                                 const std::vector<SavedIndex>& deltas, uint64_t* bytes) {
+  std::vector<std::string> heads(1 + deltas.size());
+  std::string& head = heads[0];
+  internal::PutFixed64(&head, seq);
+  internal::PutFixed32(&head, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&head, n);
+  internal::PutFixed32(&head, static_cast<uint32_t>(deltas.size()));
+  uint64_t body = head.size();
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    std::string& h = heads[1 + i];
+    internal::PutFixed32(&h, deltas[i].cf->id);
+    internal::PutFixed64(&h, deltas[i].entries);
+    internal::PutFixed64(&h, deltas[i].blob.size());
+    body += h.size() + deltas[i].blob.size();
+  }
+  std::string lead;
+  internal::PutFixed64(&lead, kDeltaMagic);
+  internal::PutFixed64(&lead, body);
+  internal::StreamHash sum(kFileChecksumSeed);
+  std::vector<Slice> pieces{lead, heads[0]};
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    pieces.emplace_back(heads[1 + i]);
+    pieces.emplace_back(deltas[i].blob);
+  }
+  std::unique_ptr<rocksdb::WritableFile> f;
+  rocksdb::Status s = env->ReopenWritableFile(IndexPath(), &f, rocksdb::EnvOptions());
+  uint64_t n = 0;
+  for (const Slice& p : pieces) {
+    if (!s.ok()) break;
+    sum.Update(p.data(), p.size());
+    s = f->Append(p);
+    n += p.size();
+  }
+  std::string trailer;
+  internal::PutFixed64(&trailer, sum.Digest());
+  if (s.ok()) s = f->Append(trailer);
+  if (s.ok()) s = f->Sync();
+  if (f) {
+    rocksdb::Status c = f->Close();
+    if (s.ok()) s = c;
+  }
+  if (s.ok()) {
+    *bytes = n + trailer.size();
+    rocksdb::Info(log, "LiveKeyDB: appended the changed blocks of %zu index(es), %" PRIu64
+                  " bytes, at sequence %" PRIu64, deltas.size(), *bytes, seq);
+  }
+  return s;
+}
+
+bool LiveKeyDB::Rep::CanAppendDelta(const std::vector<CfState*>& fams) {
+  const IndexFileState& f = file_state;
+  if (!f.appendable || f.delta_bytes * 2 > f.base_bytes || fams.size() != f.indexes.size()) return false;
+  for (size_t i = 0; i < fams.size(); ++i) {
+    if (fams[i]->id != f.indexes[i].first || fams[i]->dropped || !fams[i]->owned ||
+        fams[i]->serial.load(std::memory_order_relaxed) != f.indexes[i].second) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The families whose index may be saved: indexed, live, complete. (Their
@@ -185,6 +283,36 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   s = LiveSsts(&ssts, nullptr);
   if (!s.ok()) return s;
   std::vector<SavedIndex> saved;
+  {
+    // When the file's base holds these very indexes, Close appends what
+    // changed since the last checkpoint (a delta), as a checkpoint would.
+    std::lock_guard<std::mutex> rl(rebuild_mu);  // no swap while they are read
+    if (CanAppendDelta(fams)) {
+      bool copied_all = true;
+      for (CfState* cf : fams) {
+        SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
+        uint64_t copied = 0;
+        if (!cf->owned->CopyChangedBlocks(&e.blob, kCheckpointChunkBlocks, &copied, nullptr)) {
+          copied_all = false;
+          break;
+        }
+        saved.push_back(std::move(e));
+      }
+      if (copied_all) {
+        uint64_t bytes = 0;
+        s = AppendIndexDelta(seq, ssts, saved, &bytes);
+        if (s.ok()) {
+          file_state.delta_bytes += bytes;
+          return s;
+        }
+        rocksdb::Warn(log, "LiveKeyDB: appending to the index file failed (%s): writing it whole",
+                      s.ToString().c_str());
+      }
+      file_state.appendable = false;
+      saved.clear();
+    }
+  }
+  file_state.appendable = false;  // (a Close writes the base whole below)
   uint32_t skipped = 0;
   std::lock_guard<std::mutex> sl(swap_mu);
   for (CfState* cf : fams) {
@@ -226,16 +354,18 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   rocksdb::Status s = rocksdb::ReadFileToString(env, path, &data);
   if (!s.ok()) return Reject("unreadable: " + s.ToString());
   if (data.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8) return Reject("truncated");
-  const size_t body = data.size() - 8;
-  if (internal::HashKey(data.data(), body, kFileChecksumSeed) !=
-      internal::DecodeFixed64(data.data() + body)) {
-    return Reject("checksum mismatch (corrupt file)");
-  }
-  internal::Decoder d(data.data(), body);
+  // The base: header, SST set, entries, checksum (version 4: the whole
+  // file; 5: then the delta segments).
+  internal::Decoder d(data.data(), data.size());
   uint64_t magic = 0, seq = 0, seed = 0;
   uint32_t version = 0, n_ssts = 0, n = 0;
   std::string identity;
-  if (!d.Get64(&magic) || magic != kFileMagic) return Reject("bad magic");
+  if (!d.Get64(&magic) || magic != kFileMagic) {
+    return Reject(internal::HashKey(data.data(), data.size() - 8, kFileChecksumSeed) !=
+                          internal::DecodeFixed64(data.data() + data.size() - 8)
+                      ? "checksum mismatch (corrupt file)"
+                      : "bad magic");
+  }
   if (!d.Get32(&version)) return Reject("truncated header");
   if (version == 1) {
     return Reject("format version 1 does not record the SST set, so keys added behind "
@@ -248,10 +378,114 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   if (version == 3) {
     return Reject("format version 3 records no index kernel (it held fast-kernel indexes); rebuilt");
   }
-  if (version != kFileVersion) {
+  if (version != kFileVersion && version != kFileVersionWithoutDeltas) {
     return Reject("unsupported version " + std::to_string(version));
   }
-  if (!d.Get64(&seq) || !d.Get64(&seed) || !GetString32(&d, &identity)) return Reject("truncated header");
+  struct Entry {
+    uint32_t id;
+    std::string name;
+    uint64_t sized_for, entries;
+    uint8_t kind;
+    Slice blob;
+    std::string patches;  // changed-block records of the deltas, in order
+  };
+  std::vector<Entry> entries;
+  std::vector<uint64_t> saved_ssts;
+  bool parsed = d.Get64(&seq) && d.Get64(&seed) && GetString32(&d, &identity) && d.Get32(&n_ssts) &&
+                n_ssts <= d.remaining() / 8;
+  if (parsed) {
+    saved_ssts.resize(n_ssts);
+    for (uint64_t& f : saved_ssts) d.Get64(&f);
+    parsed = d.Get32(&n);
+  }
+  for (uint32_t i = 0; parsed && i < n; ++i) {
+    Entry e{0, std::string(), 0, 0, 0, Slice(), std::string()};
+    uint64_t len = 0;
+    parsed = d.Get32(&e.id) && GetString32(&d, &e.name) && d.Get64(&e.sized_for) && d.Get64(&e.entries) &&
+             d.Get8(&e.kind) && d.Get64(&len) && len <= d.remaining();
+    if (parsed) {
+      e.blob = Slice(d.data(), static_cast<size_t>(len));
+      d.Skip(static_cast<size_t>(len));
+      entries.push_back(std::move(e));
+    }
+  }
+  const size_t base_end = data.size() - d.remaining();
+  if (!parsed || d.remaining() < 8) {
+    return Reject(internal::HashKey(data.data(), data.size() - 8, kFileChecksumSeed) !=
+                          internal::DecodeFixed64(data.data() + data.size() - 8)
+                      ? "checksum mismatch (corrupt file)"
+                      : "truncated entry");
+  }
+  if (internal::HashKey(data.data(), base_end, kFileChecksumSeed) != internal::DecodeFixed64(d.data())) {
+    return Reject("checksum mismatch (corrupt file)");
+  }
+  d.Skip(8);
+  if (version == kFileVersionWithoutDeltas && d.remaining() != 0) {
+    return Reject("trailing bytes after a version 4 file");
+  }
+  // The delta segments, in order, each checksummed. The first that is
+  // torn (a crash while it was appended) or corrupt ends the file: the
+  // segments before it describe a complete, older checkpoint, and the
+  // keys written since are read back as from any checkpoint.
+  uint32_t segments = 0;
+  while (d.remaining() > 0) {
+    const char* seg = d.data();
+    uint64_t dmagic = 0, body = 0;
+    const bool whole = d.remaining() >= 16 && d.Get64(&dmagic) && dmagic == kDeltaMagic && d.Get64(&body) &&
+                       body <= d.remaining() && d.remaining() - body >= 8 &&
+                       internal::HashKey(seg, 16 + body, kFileChecksumSeed) ==
+                           internal::DecodeFixed64(seg + 16 + body);
+    if (!whole) {
+#ifdef DLCBF_TESTING
+      // The negative control of LiveKeyExactness.TornDeltaLosesNoKey: the
+      // torn segment's sequence number (if its bytes are there) is taken.
+      if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kTornDeltaKeepsItsSeq &&
+          dmagic == kDeltaMagic && static_cast<size_t>(data.data() + data.size() - seg) >= 24) {
+        seq = internal::DecodeFixed64(seg + 16);
+      }
+#endif
+      rocksdb::Warn(log, "LiveKeyDB: the index file's delta segment %u is torn or corrupt (%zu bytes "
+                    "left): it and what follows are ignored; the checkpoint before it is loaded",
+                    segments + 1, static_cast<size_t>(data.data() + data.size() - seg));
+      break;
+    }
+    internal::Decoder b(seg + 16, static_cast<size_t>(body));
+    uint64_t dseq = 0;
+    uint32_t dn_ssts = 0, dn = 0;
+    std::vector<uint64_t> dssts;
+    bool ok = b.Get64(&dseq) && b.Get32(&dn_ssts) && dn_ssts <= b.remaining() / 8;
+    if (ok) {
+      dssts.resize(dn_ssts);
+      for (uint64_t& f : dssts) b.Get64(&f);
+      ok = b.Get32(&dn);
+    }
+    std::vector<std::pair<size_t, Slice>> adds;
+    for (uint32_t i = 0; ok && i < dn; ++i) {
+      uint32_t id = 0;
+      uint64_t count = 0, len = 0;
+      ok = b.Get32(&id) && b.Get64(&count) && b.Get64(&len) && len <= b.remaining();
+      size_t at = entries.size();
+      for (size_t k = 0; ok && k < entries.size(); ++k) {
+        if (entries[k].id == id) at = k;
+      }
+      ok = ok && at < entries.size();
+      if (ok) {
+        adds.emplace_back(at, Slice(b.data(), static_cast<size_t>(len)));
+        entries[at].entries = count;
+        b.Skip(static_cast<size_t>(len));
+      }
+    }
+    if (!ok || b.remaining() != 0) return Reject("a checksummed delta segment does not parse");
+    for (const auto& a : adds) entries[a.first].patches.append(a.second.data(), a.second.size());
+    seq = dseq;
+    saved_ssts = std::move(dssts);
+    d.Skip(static_cast<size_t>(body) + 8);
+    ++segments;
+  }
+  if (segments > 0) {
+    rocksdb::Info(log, "LiveKeyDB: the index file holds a base and %u delta segment(s); sequence %" PRIu64,
+                  segments, seq);
+  }
   std::string db_identity;
   if (!base->GetDbIdentity(db_identity).ok() || db_identity != identity) {
     return Reject("written for another DB (identity differs)");
@@ -265,9 +499,6 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
   // written since (checkpoint.cc, ReplaySince). Equal: exact as it is (unless
   // an SST file below says otherwise).
   if (seed != opt.seed) return Reject("hash seed differs from index_options.seed");
-  if (!d.Get32(&n_ssts) || n_ssts > d.remaining() / 8) return Reject("truncated SST list");
-  std::vector<uint64_t> saved_ssts(n_ssts);
-  for (uint64_t& f : saved_ssts) d.Get64(&f);
   std::sort(saved_ssts.begin(), saved_ssts.end());
   std::vector<uint64_t> now_ssts, now_smallest;
   s = LiveSsts(&now_ssts, &now_smallest);
@@ -291,18 +522,25 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
       checkpoint = true;
     }
   }
-  if (!d.Get32(&n)) return Reject("truncated");
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t id = 0;
-    std::string name;
-    uint64_t sized_for = 0, entries = 0, len = 0;
-    uint8_t kind = 0;
-    if (!d.Get32(&id) || !GetString32(&d, &name) || !d.Get64(&sized_for) || !d.Get64(&entries) ||
-        !d.Get8(&kind) || !d.Get64(&len) || len > d.remaining()) {
-      return Reject("truncated entry");
+  for (Entry& e : entries) {
+    const uint32_t id = e.id;
+    const std::string& name = e.name;
+    const uint64_t sized_for = e.sized_for;
+    uint64_t entries_count = e.entries;
+    const uint8_t kind = e.kind;
+    std::string patched;
+    Slice blob = e.blob;
+    if (!e.patches.empty()) {
+      // The base image with every delta's changed blocks written over it.
+      patched.assign(e.blob.data(), e.blob.size());
+      const dlcbf::Status ps =
+          DenseDLeftFilter::PatchSerializedBlocks(&patched, glue::View(e.patches), &entries_count);
+      if (!ps.ok()) {
+        this->Reject("index of '" + name + "': its deltas: " + ps.ToString());
+        continue;
+      }
+      blob = patched;
     }
-    const Slice blob(d.data(), static_cast<size_t>(len));
-    d.Skip(static_cast<size_t>(len));
     CfState* cf = FindState(id);
     if (cf == nullptr || cf->dropped || cf->name != name) {
       this->Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
@@ -310,7 +548,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     }
     if (!cf->indexed || cf->owned) continue;
     std::unique_ptr<LiveKeyIndex> idx;
-    s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries, &epochs, &idx);
+    s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries_count, &epochs, &idx);
     if (!s.ok()) {
       this->Reject("index of '" + name + "': " + s.ToString());
       continue;
@@ -331,7 +569,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     file_loads.fetch_add(1);
     loaded->push_back(cf);
     rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64 "%s",
-                  name.c_str(), entries, seq,
+                  name.c_str(), entries_count, seq,
                   checkpoint ? " (a checkpoint: the keys written since are read next)" : "");
     if (checkpoint) {
       std::string list;
@@ -339,7 +577,6 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
       rocksdb::Info(log, "LiveKeyDB: the checkpoint's SST set:%s", list.c_str());
     }
   }
-  if (d.remaining() != 0) this->Reject("trailing bytes (entries loaded before were checksummed)");
 }
 
 

@@ -49,9 +49,13 @@ using rocksdb::ColumnFamilyHandle;
 
 constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
 // 1 lacked the SST set; 2 held DLeftCountingBloomFilter indexes; 3 held
-// FastDLeftFilter indexes; 4 records each index's kernel (fast or dense).
-// Only 4 is loaded; older files are rebuilt.
-constexpr uint32_t kFileVersion = 4;
+// FastDLeftFilter indexes; 4 records each index's kernel (fast or dense);
+// 5 is 4's layout (the base) followed by delta segments (the changed
+// blocks of later checkpoints). 4 and 5 are loaded; older files are
+// rebuilt.
+constexpr uint32_t kFileVersion = 5;
+constexpr uint32_t kFileVersionWithoutDeltas = 4;
+constexpr uint64_t kDeltaMagic = 0x41544C4559444B4CULL;  // "LKDYELTA"
 constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
 constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
 
@@ -231,6 +235,18 @@ struct LiveKeyDB::Rep {
   std::chrono::steady_clock::time_point last_checkpoint{};  // valid once checkpointed
   bool checkpointed = false;                                // (both under bg_mu)
   std::atomic<uint64_t> checkpoints{0}, last_checkpoint_seq{0};
+  std::atomic<uint64_t> checkpoint_deltas{0}, checkpoint_bytes{0}, last_checkpoint_bytes{0};
+  // The index file as this process last wrote it (checkpoint.cc): a delta
+  // may be appended only while `appendable` (this process wrote its base
+  // and every delta since, each index of the base tracks its changed
+  // blocks since its copy) and the families and their indexes are the
+  // base's. Used by the background thread's checkpoints and by Close after
+  // that thread stopped, never both at once.
+  struct IndexFileState {
+    bool appendable = false;
+    uint64_t base_bytes = 0, delta_bytes = 0;
+    std::vector<std::pair<uint32_t, uint64_t>> indexes;  // (family id, CfState::serial), the base's order
+  } file_state;
   std::atomic<uint64_t> last_checkpoint_pause_us{0}, max_checkpoint_pause_us{0};
   std::atomic<uint64_t> checkpoint_replays{0}, checkpoint_replayed_keys{0};
   std::atomic<uint64_t> file_loads{0}, file_rejections{0};
@@ -728,10 +744,21 @@ struct LiveKeyDB::Rep {
     CfState* cf;
     uint8_t kind;
     uint64_t sized_for, entries;
-    std::string blob;
+    std::string blob;  // the kernel's image; in a delta: changed-block records
   };
+  // Writes the whole file (a base: tmp, fsync, rename, directory fsync);
+  // `*bytes` its size.
   rocksdb::Status WriteIndexFile(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
-                                 const std::vector<SavedIndex>& saved);
+                                 const std::vector<SavedIndex>& saved, uint64_t* bytes = nullptr);
+  // Appends a delta segment to the file (append, fsync); `*bytes` its size.
+  rocksdb::Status AppendIndexDelta(uint64_t seq, const std::vector<uint64_t>& ssts,
+                                   const std::vector<SavedIndex>& deltas, uint64_t* bytes);
+  // True when the next checkpoint of `fams` (under rebuild_mu) may be a
+  // delta: file_state.appendable, the same families and indexes, and the
+  // deltas so far under half the base (else a new base merges them).
+  bool CanAppendDelta(const std::vector<CfState*>& fams);
+  rocksdb::Status WriteCheckpointFile(bool delta, bool appendable, uint64_t seq, const std::string& identity,
+                                      const std::vector<uint64_t>& ssts, const std::vector<SavedIndex>& saved);
   // Brings a checkpoint forward (checkpoint.cc): the keys of the SST files
   // past `seq` and of the memtables, visible at `snap`, counted into `idx`.
   rocksdb::Status ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap, LiveKeyIndex* idx,

@@ -258,6 +258,30 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items = nullptr,
                          const std::function<void(uint64_t)>* between_chunks = nullptr) const;
 
+  // Changed blocks, for checkpoints that write what changed (LiveKeyDB).
+  // TrackChangedBlocks: from now on every block write sets the block's
+  // bit; all bits start set. Thread-safe filters only (false otherwise, or
+  // when the bitmap, one bit per block, cannot be allocated). Call it
+  // before writers run, or holding their lock.
+  bool TrackChangedBlocks();
+  // Appends a record per block whose bit is set (fixed64 block number,
+  // then the block's 64 bytes as Serialize stores them) and clears the
+  // bits, `chunk_blocks` blocks at a time under `writers` (as
+  // SerializeInChunks; SerializeInChunks clears the bits it copies too).
+  // The records applied to the image the previous copy produced
+  // (PatchSerializedBlocks) give the image a SerializeInChunks call would
+  // have produced now, with its guarantee. False, `out` as it was and
+  // every bit set again, for d != 2, without TrackChangedBlocks, and after
+  // a relocation during the call. `blocks_copied`: the records appended.
+  bool CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* blocks_copied,
+                         const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+  // Writes changed-block records into `image` (Serialize's or
+  // SerializeInChunks' bytes) and recomputes its item count (`items`, if
+  // not null) and checksum.
+  // Corruption for a record out of the image's range or a malformed image;
+  // each block's encoding is checked later, by Deserialize.
+  static Status PatchSerializedBlocks(std::string* image, std::string_view records, uint64_t* items = nullptr);
+
   const DenseDLeftOptions& options() const;
   // The kernel instances this filter runs (see DenseSimdPath).
   DenseSimdPath simd_path() const;

@@ -276,6 +276,12 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // moved an entry during the copy.
   bool SerializeKernelInChunks(std::string* out, uint64_t chunk_blocks, uint64_t* items,
                                const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+  // The dense kernel's changed blocks (DenseDLeftFilter::TrackChangedBlocks
+  // and CopyChangedBlocks, under this filter's writer lock), on the same
+  // terms as SerializeKernelInChunks; false otherwise.
+  bool TrackChangedKernelBlocks();
+  bool CopyChangedKernelBlocks(std::string* out, uint64_t chunk_blocks, uint64_t* copied,
+                               const std::function<void(uint64_t)>* between_chunks = nullptr) const;
 
   ~ElasticFilter();
 

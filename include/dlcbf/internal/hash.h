@@ -43,6 +43,19 @@ inline uint64_t HashKey(const void* data, size_t n, uint64_t seed) {
   return XXH3_64bits_withSeed(data, n, seed);
 }
 
+// HashKey of data fed in pieces: Digest() equals HashKey of their
+// concatenation (XXH3's streaming state), so a file can be checksummed as
+// it is written, without a copy of it in memory.
+class StreamHash {
+ public:
+  explicit StreamHash(uint64_t seed) { XXH3_64bits_reset_withSeed(&state_, seed); }
+  void Update(const void* data, size_t n) { XXH3_64bits_update(&state_, data, n); }
+  uint64_t Digest() const { return XXH3_64bits_digest(&state_); }
+
+ private:
+  XXH3_state_t state_;
+};
+
 // Mul64Hi and Mix64: include/dlcbf/core/hash_mix.h.
 
 // Deterministic stream of 64-bit values (SplitMix64). Used to derive

@@ -221,6 +221,12 @@
 //   SST files and a checksum into <db dir>/<index_file_name>, atomically
 //   (temp file, fsync, rename, directory fsync). Checkpoints
 //   (checkpoint_interval_seconds) write the same file while the DB runs.
+//   Once a checkpoint has written the file whole, later checkpoints and
+//   Close append only the index blocks changed since (a delta segment)
+//   while the indexes stay the same (no rebuild, no family added or
+//   dropped) and the deltas stay under half the file; then a new whole
+//   file merges them. A crash while a delta is appended leaves the file
+//   as the checkpoint before it.
 //   Open() loads it as exact only if the checksum, format, identity, seed
 //   and sequence number (after WAL recovery) all match AND every live SST
 //   file is either one the index saw or one whose keys all carry nonzero
@@ -543,6 +549,12 @@ struct LiveKeyStats {
   // rebuild_at_capacity is there to avoid.
   uint64_t index_migrations = 0;
   uint64_t checkpoints = 0;            // index files written by checkpoints
+  // Of them, those that appended the changed blocks to the file (a delta)
+  // instead of writing the whole index; bytes written by all of them, and
+  // by the last one.
+  uint64_t checkpoint_deltas = 0;
+  uint64_t checkpoint_bytes = 0;
+  uint64_t last_checkpoint_bytes = 0;
   // Writers paused by checkpoints (every stripe held while the sequence
   // number, the SST set and the fast-kernel tables are taken; dense tables
   // are copied after, a chunk at a time): the last one's pause and the
