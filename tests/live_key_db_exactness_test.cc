@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +78,16 @@ int CountLost(LiveKeyDB* db, rocksdb::ColumnFamilyHandle* cf, const std::vector<
     if (st[0].IsNotFound()) ++lost;
   }
   return lost;
+}
+
+// Polls `done` every 5 ms for at most 60 s.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 class FaultScope {
@@ -375,6 +386,78 @@ int LostTailScenario() {
   return lost;
 }
 
+// A disableWAL Delete counted (NoteWrite) but not yet written while a
+// checkpoint makes the writes durable: that checkpoint's flush cannot hold
+// it, so the next file (here Close's) must flush again before it claims a
+// sequence number past the delete. RocksDB's Close then drops unflushed
+// disableWAL data, as a crash does. Returns the keys lost at the reopen.
+int NoWalInFlightScenario() {
+  const std::string dir = TestDir("nowal_in_flight");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  io.background_open_build = false;
+  io.checkpoint_interval_seconds = 0.001;
+  TwoFamilies t;
+  if (!t.Open(dir, io).ok()) return -1;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back(Key("k", i));
+  for (const auto& k : keys) t.db->Put(WriteOptions(), t.handles[0], k, "v").PermitUncheckedError();
+  t.db->Flush(rocksdb::FlushOptions(), t.handles[0]).PermitUncheckedError();
+  if (!WaitFor([&] { return t.db->GetLiveKeyStats().checkpoints >= 1; })) return -1;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool counted = false, release = false;
+  dlcbf::internal::SetLiveKeyNoWalWriteHookForTesting([&] {
+    std::unique_lock<std::mutex> l(mu);
+    counted = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  });
+  WriteOptions nowal;
+  nowal.disableWAL = true;
+  // One Delete, and no disableWAL write after it: the count that began
+  // then stays the count at Close.
+  std::thread deleter([&] { t.db->Delete(nowal, t.handles[0], keys[0]).PermitUncheckedError(); });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return counted; });
+  }
+  // The Delete is counted and waits. A checkpoint now (a flush of
+  // the other family requests it) flushes the indexed families: the
+  // Delete is in none of them yet.
+  const uint64_t before = t.db->GetLiveKeyStats().checkpoints;
+  t.db->Put(WriteOptions(), t.handles[1], "x", "v").PermitUncheckedError();
+  t.db->Flush(rocksdb::FlushOptions(), t.handles[1]).PermitUncheckedError();
+  const bool checkpointed = WaitFor([&] { return t.db->GetLiveKeyStats().checkpoints > before; });
+  dlcbf::internal::SetLiveKeyNoWalWriteHookForTesting(nullptr);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  deleter.join();
+  t.db->WaitForDeferredChecks(60000);
+  // A flush of the other family moves the MANIFEST's sequence number past
+  // the delete, so a reopen that lost it is not behind the file.
+  t.db->Put(WriteOptions(), t.handles[1], "y", "v").PermitUncheckedError();
+  t.db->Flush(rocksdb::FlushOptions(), t.handles[1]).PermitUncheckedError();
+  t.Close();  // claims the latest sequence number, past the delete
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone);
+  if (!checkpointed || !t.Open(dir, io).ok()) return -1;
+  const int lost = CountLost(t.db.get(), t.handles[0], keys);
+  t.Close();
+  fs::remove_all(dir);
+  return lost;
+}
+
+TEST(LiveKeyExactness, NoWalWriteInFlightAtACheckpoint) { EXPECT_EQ(NoWalInFlightScenario(), 0); }
+
+TEST(LiveKeyExactness, NoWalWriteInFlightAtACheckpointNegativeControl) {
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNoWalDurableAtBegin);
+  EXPECT_GT(NoWalInFlightScenario(), 0) << "a write counted as flushed before it wrote must lose keys here";
+  dlcbf::internal::SetLiveKeyFaultForTesting(LiveKeyFault::kNone);
+}
+
 TEST(LiveKeyExactness, IndexFileNeverCountsALostTail) { EXPECT_EQ(LostTailScenario(), 0); }
 
 TEST(LiveKeyExactness, IndexFileNeverCountsALostTailNegativeControl) {
@@ -493,15 +576,6 @@ TEST(LiveKeyExactness, ChunkedCheckpointNegativeControl) {
 }
 
 // ---- incremental checkpoints: delta segments ----------------------------------------
-
-bool WaitFor(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // Two checkpoints of a dense index: the first writes the base, the second
 // appends the blocks changed since (a delta: 1,000 new keys, 300 deleted).

@@ -90,7 +90,16 @@ enum class LiveKeyFault : int {
   // the keys written between the segment before it and that number are
   // then neither in the index nor read back (persistence.cc).
   kTornDeltaKeepsItsSeq = 15,
+  // MakeDurable counts a disableWAL write as flushed once it began (the
+  // old rule), not once it finished: one in flight during a checkpoint's
+  // flush is then never flushed before a later file claims it.
+  kNoWalDurableAtBegin = 16,
 };
+
+// Called by a disableWAL write after it is counted and before it writes
+// (LiveKeyDB's NoteWrite); empty: nothing. Process-wide.
+void SetLiveKeyNoWalWriteHookForTesting(std::function<void()> hook);
+void RunLiveKeyNoWalWriteHookForTesting();
 
 // Called by a checkpoint between two chunks of a chunked copy (no lock
 // held) with the blocks copied so far; empty: nothing. Process-wide.

@@ -123,7 +123,9 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
     std::lock_guard<std::mutex> sl(swap_mu);
     for (size_t i = 0; i < fams.size(); ++i) {
       if (fams[i]->dropped || !fams[i]->owned) continue;
-      in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense;
+      // (An index with a stash is not saved: Serialize below skips it
+      // without a copy.)
+      in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense && !fams[i]->owned->has_stash();
       if (delta) continue;
       LiveKeyCfStats c;
       fams[i]->owned->Describe(&c);
@@ -203,6 +205,12 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
 rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable, uint64_t seq,
                                                     const std::string& identity, const std::vector<uint64_t>& ssts,
                                                     const std::vector<SavedIndex>& saved) {
+  if (delta && saved.size() != file_state.indexes.size()) {
+    // (Cannot happen: CanAppendDelta held rebuild_mu's families fixed.) A
+    // delta missing a family would claim its sequence number for it too.
+    file_state.appendable = false;
+    return rocksdb::Status::Corruption("LiveKeyDB: a delta without every family of the base");
+  }
   uint64_t bytes = 0;
   rocksdb::Status s = delta ? AppendIndexDelta(seq, ssts, saved, &bytes)
                             : WriteIndexFile(seq, identity, ssts, saved, &bytes);
@@ -243,7 +251,13 @@ rocksdb::Status LiveKeyDB::Rep::MakeDurable(const std::vector<CfState*>& fams) {
     return rocksdb::Status::OK();
   }
 #endif
+  // Finished first: a write that finishes after this read may have missed
+  // the flush below, and is not counted as flushed.
+  uint64_t done = nowal_done.load(std::memory_order_acquire);
   const uint64_t begun = nowal_writes.load(std::memory_order_acquire);
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kNoWalDurableAtBegin) done = begun;
+#endif
   if (begun != nowal_durable) {
     std::vector<ColumnFamilyHandle*> hs;
     for (CfState* cf : fams) {
@@ -254,7 +268,7 @@ rocksdb::Status LiveKeyDB::Rep::MakeDurable(const std::vector<CfState*>& fams) {
     fo.allow_write_stall = true;
     rocksdb::Status s = hs.empty() ? rocksdb::Status::OK() : base->Flush(fo, hs);
     if (!s.ok()) return s;
-    nowal_durable = begun;
+    nowal_durable = done;
   }
   rocksdb::Status s = base->FlushWAL(/*sync=*/true);
   if (s.IsNotSupported()) s = base->FlushWAL(/*sync=*/false);  // (an Env without sync: process crashes only)

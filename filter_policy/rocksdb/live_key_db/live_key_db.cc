@@ -192,6 +192,23 @@ namespace {
 std::mutex g_chunk_hook_mu;
 std::function<void(uint64_t)> g_chunk_hook;
 }  // namespace
+std::mutex g_nowal_hook_mu;
+std::function<void()> g_nowal_hook;
+std::atomic<bool> g_nowal_hook_set{false};
+void SetLiveKeyNoWalWriteHookForTesting(std::function<void()> hook) {
+  std::lock_guard<std::mutex> l(g_nowal_hook_mu);
+  g_nowal_hook_set.store(static_cast<bool>(hook));
+  g_nowal_hook = std::move(hook);
+}
+void RunLiveKeyNoWalWriteHookForTesting() {
+  if (!g_nowal_hook_set.load()) return;
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> l(g_nowal_hook_mu);
+    hook = g_nowal_hook;
+  }
+  if (hook) hook();
+}
 std::atomic<uint64_t> g_chunk_blocks{0};
 void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t blocks) { g_chunk_blocks.store(blocks); }
 uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return g_chunk_blocks.load(); }
@@ -842,7 +859,7 @@ rocksdb::Status WriteOne(LiveKeyDB::Rep* r, const WriteOptions& o, const ColumnF
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& value) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
     return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Put(column_family, key, value); });
@@ -851,7 +868,7 @@ rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* 
 
 rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* column_family,
                       const Slice& key, const Slice& ts, const Slice& value) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return WriteOne(rep_.get(), options, column_family, true,
@@ -860,7 +877,7 @@ rocksdb::Status LiveKeyDB::Put(const WriteOptions& options, ColumnFamilyHandle* 
 
 rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHandle* column_family,
                             const Slice& key, const rocksdb::WideColumns& columns) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
     return WriteOne(rep_.get(), options, column_family, false,
@@ -870,7 +887,7 @@ rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, ColumnFamilyHa
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& value) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Upsert(column_family, key, [&] {
     return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Merge(column_family, key, value); });
@@ -879,7 +896,7 @@ rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle
 
 rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle* column_family,
                         const Slice& key, const Slice& ts, const Slice& value) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   // (WriteBatch has no Merge with a timestamp before RocksDB 8.x: RocksDB's
@@ -893,7 +910,7 @@ rocksdb::Status LiveKeyDB::Merge(const WriteOptions& options, ColumnFamilyHandle
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Remove(column_family, key, /*may_erase=*/true, [&] {
     return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->Delete(column_family, key); });
@@ -902,7 +919,7 @@ rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandl
 
 rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                          const Slice& key, const Slice& ts) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return WriteOne(rep_.get(), options, column_family, true,
@@ -911,7 +928,7 @@ rocksdb::Status LiveKeyDB::Delete(const WriteOptions& options, ColumnFamilyHandl
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   return rep_->Remove(column_family, key, rep_->opt.trust_single_delete, [&] {
     return WriteOne(rep_.get(), options, column_family, false, [&](WriteBatch* b) { return b->SingleDelete(column_family, key); });
@@ -920,7 +937,7 @@ rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamil
 
 rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamilyHandle* column_family,
                                const Slice& key, const Slice& ts) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return WriteOne(rep_.get(), options, column_family, true,
@@ -929,7 +946,7 @@ rocksdb::Status LiveKeyDB::SingleDelete(const WriteOptions& options, ColumnFamil
 
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   WriteBatch batch(0, 0, options.protection_bytes_per_key, 0);
   rocksdb::Status s = batch.DeleteRange(column_family, begin_key, end_key);
@@ -939,7 +956,7 @@ rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamily
 
 rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamilyHandle* column_family,
                               const Slice& begin_key, const Slice& end_key, const Slice& ts) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (column_family == nullptr) column_family = DefaultColumnFamily();
   if (rep_->Lookup(column_family) != nullptr) return TimestampOnIndexed(column_family);
   return WriteOne(rep_.get(), options, column_family, true,
@@ -947,7 +964,7 @@ rocksdb::Status LiveKeyDB::DeleteRange(const WriteOptions& options, ColumnFamily
 }
 
 rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* updates) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   if (updates == nullptr) return db_->Write(options, updates);
   return rep_->WriteBatchImpl(options, updates);
 }
@@ -955,7 +972,7 @@ rocksdb::Status LiveKeyDB::Write(const WriteOptions& options, WriteBatch* update
 #if DLCBF_ROCKSDB_AT_LEAST(8, 9)
 rocksdb::Status LiveKeyDB::PutEntity(const WriteOptions& options, const Slice& key,
                                      const rocksdb::AttributeGroups& attribute_groups) {
-  rep_->NoteWrite(options);
+  const auto noted = rep_->NoteWrite(options);
   bool any_indexed = false;
   for (const rocksdb::AttributeGroup& ag : attribute_groups) {
     if (rep_->Lookup(ag.column_family()) != nullptr) any_indexed = true;

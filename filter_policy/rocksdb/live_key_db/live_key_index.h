@@ -235,6 +235,9 @@ class LiveKeyIndex {
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  // The dense kernel overflowed into a stash (never removed): the index is
+  // not persisted (Serialize) until a rebuild replaces it.
+  bool has_stash() const { return stash_.load(std::memory_order_acquire) != nullptr; }
   uint64_t sized_for() const { return sized_for_; }
   // The dlCBF is past MaxLoad: migrating to its ABF, or migrated.
   bool past_capacity() const {

@@ -234,8 +234,11 @@ bool LiveKeyDB::Rep::CanAppendDelta(const std::vector<CfState*>& fams) {
   const IndexFileState& f = file_state;
   if (!f.appendable || f.delta_bytes * 2 > f.base_bytes || fams.size() != f.indexes.size()) return false;
   for (size_t i = 0; i < fams.size(); ++i) {
+    // (A delta must hold every family of the base: the file's sequence
+    // number becomes the delta's for all of them. An index with a stash
+    // cannot be copied.)
     if (fams[i]->id != f.indexes[i].first || fams[i]->dropped || !fams[i]->owned ||
-        fams[i]->serial.load(std::memory_order_relaxed) != f.indexes[i].second) {
+        fams[i]->owned->has_stash() || fams[i]->serial.load(std::memory_order_relaxed) != f.indexes[i].second) {
       return false;
     }
   }
@@ -475,6 +478,14 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
         b.Skip(static_cast<size_t>(len));
       }
     }
+    // Every family of the base, once: the segment's sequence number is
+    // then true of each.
+    std::vector<bool> listed(entries.size(), false);
+    for (const auto& a : adds) {
+      if (listed[a.first]) ok = false;
+      listed[a.first] = true;
+    }
+    ok = ok && adds.size() == entries.size();
     if (!ok || b.remaining() != 0) return Reject("a checksummed delta segment does not parse");
     for (const auto& a : adds) entries[a.first].patches.append(a.second.data(), a.second.size());
     seq = dseq;

@@ -701,15 +701,38 @@ struct LiveKeyDB::Rep {
   void StopBackground();
 
   // ---- durability of what an index file claims (checkpoint.cc) ------------------------
-  // disableWAL writes begun so far (NoteWrite, counted BEFORE the write);
-  // the count the last MakeDurable flushed through (background thread and
-  // Close only).
-  std::atomic<uint64_t> nowal_writes{0};
+  // disableWAL writes begun so far (NoteWrite: counted BEFORE the write)
+  // and finished (when NoteWrite's scope ends: after the write returned,
+  // whatever it returned); nowal_durable: the finished count read before
+  // the last flush MakeDurable made (background thread and Close only).
+  // Every write finished by then was in a memtable that flush wrote out;
+  // one begun but not finished was not, and keeps begun != nowal_durable
+  // until the next flush (test LiveKeyExactness.NoWalWriteInFlightAtACheckpoint).
+  std::atomic<uint64_t> nowal_writes{0}, nowal_done{0};
   uint64_t nowal_durable = 0;
-  // Every LiveKeyDB write calls this first.
-  void NoteWrite(const WriteOptions& wo) {
-    if (wo.disableWAL) nowal_writes.fetch_add(1, std::memory_order_acq_rel);
-  }
+  class [[nodiscard]] NoWalScope {
+   public:
+    NoWalScope(Rep* r, bool counted) : r_(counted ? r : nullptr) {
+      if (r_ == nullptr) return;
+      r_->nowal_writes.fetch_add(1, std::memory_order_acq_rel);
+#ifdef DLCBF_TESTING
+      internal::RunLiveKeyNoWalWriteHookForTesting();
+#endif
+    }
+    ~NoWalScope() {
+      if (r_ != nullptr) r_->nowal_done.fetch_add(1, std::memory_order_acq_rel);
+    }
+    NoWalScope(NoWalScope&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+    NoWalScope(const NoWalScope&) = delete;
+    NoWalScope& operator=(const NoWalScope&) = delete;
+    NoWalScope& operator=(NoWalScope&&) = delete;
+
+   private:
+    Rep* r_;
+  };
+  // Every LiveKeyDB write calls this first and keeps the result until the
+  // write returned.
+  NoWalScope NoteWrite(const WriteOptions& wo) { return NoWalScope(this, wo.disableWAL); }
   // Makes every write with a sequence number up to the one just taken
   // durable (the WAL synced, memtables holding disableWAL writes flushed).
   rocksdb::Status MakeDurable(const std::vector<CfState*>& fams);

@@ -137,7 +137,7 @@ class IndexedTransaction : public Transaction {
     // A disableWAL commit is counted before it writes, as every LiveKeyDB
     // write is: a checkpoint then flushes before it claims it
     // (Rep::MakeDurable).
-    r->NoteWrite(*inner_->GetWriteOptions());
+    const auto noted = r->NoteWrite(*inner_->GetWriteOptions());
     auto commit = [&] {
       r->ledger.Begin();
       rocksdb::Status c = inner_->Commit();
