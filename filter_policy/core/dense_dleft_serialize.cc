@@ -87,25 +87,34 @@ bool DenseDLeftFilter::CopyChangedBlocks(std::string* out, std::mutex* writers, 
   const size_t start = out->size();
   uint64_t relocations_before = 0, copied = 0;
   bool moved = false;
+  // Each chunk's records go to `chunk` (its capacity reserved for a whole
+  // chunk of records), then to `out` once the lock is released: a writer
+  // never waits for `out` to grow.
+  std::string chunk;
+  chunk.reserve(chunk_blocks * kRecord);
   for (uint64_t b0 = 0; b0 < m.nblocks; b0 += chunk_blocks) {
     const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
     if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
-    std::unique_lock<std::mutex> g;
-    if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
-    if (b0 == 0) relocations_before = m.relocations;
-    for (uint64_t w = b0 >> 6; w < (b1 + 63) >> 6; ++w) {
-      uint64_t bits = m.changed[w];
-      while (bits != 0) {
-        const uint64_t b = (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits));
-        bits &= bits - 1;
-        if (b >= m.nblocks) break;
-        internal::PutFixed64(out, b);
-        AppendBlock(m, b, out);
-        ++copied;
+    chunk.clear();
+    {
+      std::unique_lock<std::mutex> g;
+      if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
+      if (b0 == 0) relocations_before = m.relocations;
+      for (uint64_t w = b0 >> 6; w < (b1 + 63) >> 6; ++w) {
+        uint64_t bits = m.changed[w];
+        while (bits != 0) {
+          const uint64_t b = (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits));
+          bits &= bits - 1;
+          if (b >= m.nblocks) break;
+          internal::PutFixed64(&chunk, b);
+          AppendBlock(m, b, &chunk);
+          ++copied;
+        }
+        m.changed[w] = 0;
       }
-      m.changed[w] = 0;
+      if (b1 == m.nblocks) moved = m.relocations != relocations_before;
     }
-    if (b1 == m.nblocks) moved = m.relocations != relocations_before;
+    out->append(chunk);
   }
   if (moved) {
     out->resize(start);

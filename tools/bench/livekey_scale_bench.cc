@@ -9,10 +9,10 @@
 // Output, per DB and round:
 //   livekey_scale_bench round=<r> db=<ckpt|nockpt> kops_per_sec=<x> p50_us=.. p99_us=.. p999_us=.. max_us=..
 // then per DB, over all rounds:
-//   livekey_scale_bench db=<d> index_bytes=<b> checkpoints=<n> index_file_bytes=<f> max_checkpoint_pause_us=<p> close_s=<c>
-// (each checkpoint writes the whole index file: bytes per checkpoint =
-// index_file_bytes), and the goal lines of issue #43 (medians of the
-// per-round ratios):
+//   livekey_scale_bench db=<d> index_bytes=<b> checkpoints=<n> checkpoint_deltas=<k> checkpoint_bytes=<w> index_file_bytes=<f> max_checkpoint_pause_us=<p> close_s=<c>
+// (the first checkpoint writes the whole index, later ones append the
+// changed blocks: bytes per checkpoint = checkpoint_bytes / checkpoints),
+// and the goal lines of issue #43 (medians of the per-round ratios):
 //   livekey_scale_bench goal <what> ... PASS|FAIL
 #include <gflags/gflags.h>
 
@@ -139,21 +139,32 @@ int main(int argc, char** argv) {
     close_s[d] = std::chrono::duration<double>(Clock::now() - c0).count();
     delete dbs[d].db;
     std::vector<double> v = dbs[d].all_us;
-    std::printf("%s db=%s index_bytes=%" PRIu64 " checkpoints=%" PRIu64 " index_file_bytes=%" PRIu64
+    std::printf("%s db=%s index_bytes=%" PRIu64 " checkpoints=%" PRIu64 " checkpoint_deltas=%" PRIu64
+                " checkpoint_bytes=%" PRIu64 " index_file_bytes=%" PRIu64
                 " max_checkpoint_pause_us=%" PRIu64 " p999_us=%.2f max_us=%.1f close_s=%.3f\n",
-                kTool, dbs[d].name.c_str(), st[d].index_bytes, st[d].checkpoints, file_bytes[d],
-                st[d].max_checkpoint_pause_micros, Pct(&v, 0.999), dbs[d].max_us, close_s[d]);
+                kTool, dbs[d].name.c_str(), st[d].index_bytes, st[d].checkpoints, st[d].checkpoint_deltas,
+                st[d].checkpoint_bytes, file_bytes[d], st[d].max_checkpoint_pause_micros, Pct(&v, 0.999),
+                dbs[d].max_us, close_s[d]);
   }
   const double tr = Median(tput_ratio), mr = Median(max_ratio);
-  const double per_ckpt = st[0].index_bytes > 0 ? static_cast<double>(file_bytes[0]) / st[0].index_bytes : 0;
+  // Bytes written per checkpoint, on average over all of them (the first
+  // writes the whole index: the base; later ones append what changed,
+  // until the deltas reach half the base and a new base merges them).
+  const double per_ckpt = st[0].index_bytes > 0 && st[0].checkpoints > 0
+                              ? static_cast<double>(st[0].checkpoint_bytes) / st[0].checkpoints / st[0].index_bytes
+                              : 0;
+  const uint64_t bases = st[0].checkpoints - st[0].checkpoint_deltas;
+  std::printf("%s checkpoints: %" PRIu64 " whole (bases), %" PRIu64 " deltas; bytes per checkpoint %.1f%% of the index "
+              "on average\n",
+              kTool, bases, st[0].checkpoint_deltas, 100 * per_ckpt);
   std::printf("%s goal fill throughput ckpt/nockpt per round: median %.3fx (goal >= 0.97x) %s\n", kTool, tr,
               tr >= 0.97 ? "PASS" : "FAIL");
   std::printf("%s goal max write latency ckpt/nockpt per round: median %.2fx (goal <= 2x) %s\n", kTool, mr,
               mr <= 2.0 ? "PASS" : "FAIL");
   std::printf("%s goal writer pause per checkpoint: max %" PRIu64 " us (goal <= 5000 us) %s\n", kTool,
               st[0].max_checkpoint_pause_micros, st[0].max_checkpoint_pause_micros <= 5000 ? "PASS" : "FAIL");
-  std::printf("%s goal bytes per checkpoint: %.0f%% of the index (goal <= 10%%) %s\n", kTool, 100 * per_ckpt,
-              per_ckpt <= 0.10 ? "PASS" : "FAIL");
+  std::printf("%s goal bytes per checkpoint: %.1f%% of the index on average (goal <= 10%%) %s\n", kTool,
+              100 * per_ckpt, per_ckpt <= 0.10 ? "PASS" : "FAIL");
   std::printf("%s goal Close: %.3f s (goal <= 1 s at a 300 MB index, <= 0.1 s at 5M keys) (see the size)\n", kTool,
               close_s[0]);
   return 0;
