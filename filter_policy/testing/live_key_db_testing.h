@@ -94,6 +94,18 @@ enum class LiveKeyFault : int {
   // old rule), not once it finished: one in flight during a checkpoint's
   // flush is then never flushed before a later file claims it.
   kNoWalDurableAtBegin = 16,
+  // MakeDurable fails (an I/O error), as a full disk would make it.
+  kMakeDurableFails = 17,
+  // As 17, and a checkpoint that fails after its copy cleared changed
+  // bits leaves the file open to deltas (checkpoint.cc): the next delta
+  // misses those blocks.
+  kDeltaChainSurvivesFailure = 18,
+  // MakeDurable flushes only the families saved now, though it counts
+  // every disableWAL write durable.
+  kDurableFlushesSavedFamiliesOnly = 19,
+  // A family's initial index build (nothing loaded from the file) fails:
+  // the family stays unindexed (reads bypass it) until a rebuild succeeds.
+  kInitialBuildFails = 20,
 };
 
 // Called by a disableWAL write after it is counted and before it writes

@@ -139,6 +139,7 @@ void LiveKeyDB::Rep::BackgroundLoop() {
       l.unlock();
       rocksdb::Status cs = Checkpoint();
       UpdateCacheCharge();  // (an index may have grown: a stash, a migration)
+      if (!cs.ok()) checkpoint_failures.fetch_add(1);
       if (!cs.ok() && !closing.load()) {
         rocksdb::Warn(log, "LiveKeyDB: checkpoint failed (the last good one stays): %s", cs.ToString().c_str());
       }

@@ -109,6 +109,17 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   // A delta (the changed blocks, appended to the file) when the file's
   // base holds these very indexes; else a new base (the whole file).
   const bool delta = chunked && CanAppendDelta(fams);
+  // Invariant: file_state.appendable only while every block changed since
+  // the file's last segment has its bit set. A chunked copy clears the
+  // bits of what it takes, and what it takes is saved only once the file
+  // is written: until then (a refused copy, a failed MakeDurable or
+  // write), no delta may follow (test
+  // LiveKeyExactness.FailedCheckpointEndsTheDeltaChain). WriteCheckpointFile
+  // sets it again.
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kDeltaChainSurvivesFailure)
+#endif
+    file_state.appendable = false;
   std::vector<SavedIndex> saved;
   std::vector<bool> saved_later;  // saved[i] is copied in chunks, after the stripes
   std::vector<uint64_t> ssts;
@@ -134,7 +145,9 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       // From before its copy begins: a block written after the copy took
       // it is in the next delta (the copy clears each block's bit as it
       // takes the block).
-      if (in_chunks[i] && !fams[i]->owned->TrackChangedBlocks()) tracked = false;
+      // Deltas follow only a base whose every index tracks its changes:
+      // a fast-kernel index (copied whole) has no changed-block copy.
+      if (!in_chunks[i] || !fams[i]->owned->TrackChangedBlocks()) tracked = false;
     }
   }
   const auto p0 = std::chrono::steady_clock::now();
@@ -178,10 +191,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       uint64_t copied = 0;
       const bool ok = delta ? e.cf->owned->CopyChangedBlocks(&e.blob, chunk_blocks, &copied, &between)
                             : e.cf->owned->SerializeInChunks(&e.blob, &e.kind, &e.entries, chunk_blocks, &between);
-      if (!ok) {
-        file_state.appendable = false;  // (the copy may have cleared changed bits it did not save)
-        return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
-      }
+      if (!ok) return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
     }
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
@@ -220,6 +230,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
     return s;
   }
   if (delta) {
+    f.appendable = true;  // (CanAppendDelta held: the base is these indexes')
     f.delta_bytes += bytes;
     checkpoint_deltas.fetch_add(1);
   } else {
@@ -242,13 +253,18 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
 // manual_wal_flush buffer). A disableWAL write is durable only in an SST
 // file: when one was begun since the last flush made here (NoteWrite counts
 // them before they write, so one with a sequence number <= S was counted
-// before S was taken), the indexed families are flushed, which writes out
-// every memtable entry up to S. Cost: one WAL sync per checkpoint, and a
-// flush only after disableWAL writes.
-rocksdb::Status LiveKeyDB::Rep::MakeDurable(const std::vector<CfState*>& fams) {
+// before S was taken), every indexed family is flushed (`fams`, the
+// families saved now, and the others alike), which writes out every
+// memtable entry up to S. Cost: one WAL sync per checkpoint, and a flush
+// only after disableWAL writes.
+rocksdb::Status LiveKeyDB::Rep::MakeDurable([[maybe_unused]] const std::vector<CfState*>& fams) {
 #ifdef DLCBF_TESTING
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointWithoutDurability) {
     return rocksdb::Status::OK();
+  }
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kMakeDurableFails ||
+      internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kDeltaChainSurvivesFailure) {
+    return rocksdb::Status::IOError("LiveKeyDB test: MakeDurable fails");
   }
 #endif
   // Finished first: a write that finishes after this read may have missed
@@ -259,9 +275,24 @@ rocksdb::Status LiveKeyDB::Rep::MakeDurable(const std::vector<CfState*>& fams) {
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kNoWalDurableAtBegin) done = begun;
 #endif
   if (begun != nowal_durable) {
+    // Every indexed family, not only those saved now: nowal_durable then
+    // covers each disableWAL write, whichever family it went to (a family
+    // whose index is still being built is saved by a later file, which
+    // relies on this flush; test
+    // LiveKeyExactness.NoWalWriteToAFamilyNotYetServing).
     std::vector<ColumnFamilyHandle*> hs;
-    for (CfState* cf : fams) {
-      if (!cf->dropped && cf->handle != nullptr) hs.push_back(cf->handle);
+    {
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) {
+        const CfState* cf = kv.second.get();
+#ifdef DLCBF_TESTING
+        if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kDurableFlushesSavedFamiliesOnly &&
+            std::find(fams.begin(), fams.end(), cf) == fams.end()) {
+          continue;
+        }
+#endif
+        if (cf->indexed && !cf->dropped && cf->handle != nullptr) hs.push_back(cf->handle);
+      }
     }
     rocksdb::FlushOptions fo;
     fo.wait = true;

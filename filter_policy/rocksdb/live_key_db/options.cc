@@ -97,6 +97,7 @@ std::string LiveKeyStats::ToString() const {
     << " index_migrations=" << index_migrations
     << " checkpoints=" << checkpoints << " checkpoint_deltas=" << checkpoint_deltas
     << " checkpoint_bytes=" << checkpoint_bytes << " last_checkpoint_bytes=" << last_checkpoint_bytes
+    << " checkpoint_failures=" << checkpoint_failures
     << " last_checkpoint_seq=" << last_checkpoint_seq
     << " max_checkpoint_pause_micros=" << max_checkpoint_pause_micros
     << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys

@@ -232,7 +232,10 @@ rocksdb::Status LiveKeyDB::Rep::AppendIndexDelta(uint64_t seq, const std::vector
 
 bool LiveKeyDB::Rep::CanAppendDelta(const std::vector<CfState*>& fams) {
   const IndexFileState& f = file_state;
-  if (!f.appendable || f.delta_bytes * 2 > f.base_bytes || fams.size() != f.indexes.size()) return false;
+  if (!f.appendable || opt.kernel != ElasticKernel::kDense || f.delta_bytes * 2 > f.base_bytes ||
+      fams.size() != f.indexes.size()) {
+    return false;
+  }
   for (size_t i = 0; i < fams.size(); ++i) {
     // (A delta must hold every family of the base: the file's sequence
     // number becomes the delta's for all of them. An index with a stash

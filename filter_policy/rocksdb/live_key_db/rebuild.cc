@@ -188,6 +188,11 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   bool from_checkpoint = fresh != nullptr;
   rocksdb::Status s;
   if (!from_checkpoint) s = CreateBelowTrigger(basis, sized_for, &fresh);
+#ifdef DLCBF_TESTING
+  if (initial && internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kInitialBuildFails) {
+    s = rocksdb::Status::IOError("LiveKeyDB test: the initial build fails");
+  }
+#endif
   if (!s.ok()) {
     cf->rebuild_running.store(false);
     failed_rebuilds.fetch_add(1);

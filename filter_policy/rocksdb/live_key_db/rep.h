@@ -236,6 +236,7 @@ struct LiveKeyDB::Rep {
   bool checkpointed = false;                                // (both under bg_mu)
   std::atomic<uint64_t> checkpoints{0}, last_checkpoint_seq{0};
   std::atomic<uint64_t> checkpoint_deltas{0}, checkpoint_bytes{0}, last_checkpoint_bytes{0};
+  std::atomic<uint64_t> checkpoint_failures{0};
   // The index file as this process last wrote it (checkpoint.cc): a delta
   // may be appended only while `appendable` (this process wrote its base
   // and every delta since, each index of the base tracks its changed

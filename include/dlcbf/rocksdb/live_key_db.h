@@ -555,6 +555,9 @@ struct LiveKeyStats {
   uint64_t checkpoint_deltas = 0;
   uint64_t checkpoint_bytes = 0;
   uint64_t last_checkpoint_bytes = 0;
+  // Checkpoints that failed (an I/O error; the info LOG says which): the
+  // file keeps the last good one, and the next checkpoint writes it whole.
+  uint64_t checkpoint_failures = 0;
   // Writers paused by checkpoints (every stripe held while the sequence
   // number, the SST set and the fast-kernel tables are taken; dense tables
   // are copied after, a chunk at a time): the last one's pause and the
