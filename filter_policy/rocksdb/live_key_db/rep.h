@@ -762,8 +762,9 @@ struct LiveKeyDB::Rep {
   // 4096 blocks of 64 bytes (256 KiB): the longest a writer waits for a
   // checkpoint's copy is one such memcpy (about 20 us).
   static constexpr uint64_t kCheckpointChunkBlocks = 4096;
-  // The index file's bytes (format version 4) for `blobs`: (family, its
-  // kernel kind, its serialized kernel).
+  // One family's part of the index file (format version 5): its kernel
+  // kind and serialized kernel (a base), or its changed-block records (a
+  // delta segment).
   struct SavedIndex {
     CfState* cf;
     uint8_t kind;
