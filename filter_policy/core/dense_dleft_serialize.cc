@@ -21,6 +21,22 @@ constexpr size_t kHeader = 64;  // FORMATS.md: fields at 0..63, then the blocks
 constexpr size_t kItemsAt = 32;  // the header's item count
 constexpr size_t kRecord = 8 + 64;  // a changed-block record: block number, block
 
+// The header (FORMATS.md, "Dense kernel"), with `items` as its item count.
+void PutHeader(const DenseDLeftFilter::Impl& m, uint64_t items, std::string* out) {
+  using namespace internal;
+  out->append(kMagic, 4);
+  PutFixed16(out, kVersion);
+  PutFixed8(out, static_cast<uint8_t>(m.opt.remainder_bits));
+  PutFixed8(out, static_cast<uint8_t>(m.d));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.SlotsPerBlock()));
+  PutFixed16(out, static_cast<uint16_t>(m.opt.BucketsPerBlock()));
+  PutFixed32(out, 0);  // reserved
+  PutFixed64(out, m.nb);
+  PutFixed64(out, m.opt.seed);
+  PutFixed64(out, items);  // at kItemsAt
+  for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+}
+
 // Clears the changed bits of blocks [b0, b1).
 void ClearChanged(uint64_t* bits, uint64_t b0, uint64_t b1) {
   for (uint64_t b = b0; b < b1;) {
@@ -160,17 +176,7 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
   using namespace internal;
   const size_t start = out->size();
   out->reserve(start + kHeader + 64 * m.nblocks + 8);
-  out->append(kMagic, 4);
-  PutFixed16(out, kVersion);
-  PutFixed8(out, static_cast<uint8_t>(m.opt.remainder_bits));
-  PutFixed8(out, static_cast<uint8_t>(m.d));
-  PutFixed16(out, static_cast<uint16_t>(m.opt.SlotsPerBlock()));
-  PutFixed16(out, static_cast<uint16_t>(m.opt.BucketsPerBlock()));
-  PutFixed32(out, 0);  // reserved
-  PutFixed64(out, m.nb);
-  PutFixed64(out, m.opt.seed);
-  PutFixed64(out, m.items);
-  for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+  PutHeader(m, m.items, out);
   // The blocks are stored as their little-endian words: on a
   // little-endian host the table is the encoding, one copy (a checkpoint
   // holds writers off while it runs: LiveKeyDB's checkpoint.cc).
@@ -224,18 +230,8 @@ bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, 
   out->reserve(start + kHeader + 64 * m.nblocks + 8);
   // The header's fields are fixed at Create, but the item count: it is
   // written at the end.
-  out->append(kMagic, 4);
-  PutFixed16(out, kVersion);
-  PutFixed8(out, static_cast<uint8_t>(m.opt.remainder_bits));
-  PutFixed8(out, static_cast<uint8_t>(m.d));
-  PutFixed16(out, static_cast<uint16_t>(m.opt.SlotsPerBlock()));
-  PutFixed16(out, static_cast<uint16_t>(m.opt.BucketsPerBlock()));
-  PutFixed32(out, 0);  // reserved
-  PutFixed64(out, m.nb);
-  PutFixed64(out, m.opt.seed);
-  const size_t items_at = out->size();  // == start + kItemsAt
-  PutFixed64(out, 0);  // the image's item count, below
-  for (uint32_t i = 1; i < 4; ++i) PutFixed64(out, i < m.d ? m.hashing.keys().k[i][0] : 0);
+  const size_t items_at = out->size() + kItemsAt;
+  PutHeader(m, 0, out);
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;
   bool moved = false;

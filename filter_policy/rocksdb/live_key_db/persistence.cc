@@ -72,15 +72,11 @@ std::string BaseName(const std::string& path) {
   return p == std::string::npos ? path : path.substr(p + 1);
 }
 
-// Writes `pieces`, then the XXH3 (kFileChecksumSeed) of all of them, to
-// dir/name through name.tmp: fsync, rename, directory fsync. The pieces are
-// written as they are (no copy of the file in memory).
-rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
-                                    const std::vector<Slice>& pieces, uint64_t* bytes) {
-  const std::string final_name = dir + "/" + name;
-  const std::string tmp = final_name + ".tmp";
-  std::unique_ptr<rocksdb::WritableFile> f;
-  rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
+// Appends `pieces` to `f` (opened with status `s`), then the XXH3
+// (kFileChecksumSeed) of all of them, syncs and closes it. `*bytes`: what
+// was appended. The pieces are written as they lie (no copy in memory).
+rocksdb::Status AppendChecksummed(rocksdb::Status s, std::unique_ptr<rocksdb::WritableFile> f,
+                                  const std::vector<Slice>& pieces, uint64_t* bytes) {
   internal::StreamHash sum(kFileChecksumSeed);
   uint64_t n = 0;
   for (const Slice& p : pieces) {
@@ -97,12 +93,27 @@ rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, c
     rocksdb::Status c = f->Close();
     if (s.ok()) s = c;
   }
+  *bytes = n + trailer.size();
+  return s;
+}
+
+// Writes `pieces`, then the XXH3 (kFileChecksumSeed) of all of them, to
+// dir/name through name.tmp: fsync, rename, directory fsync. The pieces are
+// written as they are (no copy of the file in memory).
+rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, const std::string& name,
+                                    const std::vector<Slice>& pieces, uint64_t* bytes) {
+  const std::string final_name = dir + "/" + name;
+  const std::string tmp = final_name + ".tmp";
+  std::unique_ptr<rocksdb::WritableFile> f;
+  uint64_t n = 0;
+  rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
+  s = AppendChecksummed(s, std::move(f), pieces, &n);
   if (s.ok()) s = env->RenameFile(tmp, final_name);
   if (!s.ok()) {
     env->DeleteFile(tmp).PermitUncheckedError();
     return s;
   }
-  if (bytes != nullptr) *bytes = n + trailer.size();
+  if (bytes != nullptr) *bytes = n;
   std::unique_ptr<rocksdb::Directory> d;
   s = env->NewDirectory(dir, &d);
   if (s.ok()) s = d->Fsync();
@@ -199,31 +210,17 @@ rocksdb::Status LiveKeyDB::Rep::AppendIndexDelta(uint64_t seq, const std::vector
   std::string lead;
   internal::PutFixed64(&lead, kDeltaMagic);
   internal::PutFixed64(&lead, body);
-  internal::StreamHash sum(kFileChecksumSeed);
   std::vector<Slice> pieces{lead, heads[0]};
   for (size_t i = 0; i < deltas.size(); ++i) {
     pieces.emplace_back(heads[1 + i]);
     pieces.emplace_back(deltas[i].blob);
   }
   std::unique_ptr<rocksdb::WritableFile> f;
-  rocksdb::Status s = env->ReopenWritableFile(IndexPath(), &f, rocksdb::EnvOptions());
   uint64_t n = 0;
-  for (const Slice& p : pieces) {
-    if (!s.ok()) break;
-    sum.Update(p.data(), p.size());
-    s = f->Append(p);
-    n += p.size();
-  }
-  std::string trailer;
-  internal::PutFixed64(&trailer, sum.Digest());
-  if (s.ok()) s = f->Append(trailer);
-  if (s.ok()) s = f->Sync();
-  if (f) {
-    rocksdb::Status c = f->Close();
-    if (s.ok()) s = c;
-  }
+  rocksdb::Status s = env->ReopenWritableFile(IndexPath(), &f, rocksdb::EnvOptions());
+  s = AppendChecksummed(s, std::move(f), pieces, &n);
   if (s.ok()) {
-    *bytes = n + trailer.size();
+    *bytes = n;
     rocksdb::Info(log, "LiveKeyDB: appended the changed blocks of %zu index(es), %" PRIu64
                   " bytes, at sequence %" PRIu64, deltas.size(), *bytes, seq);
   }
