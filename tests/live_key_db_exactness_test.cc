@@ -756,6 +756,86 @@ TEST(LiveKeyExactness, FastKernelCheckpointsAreWhole) {
   fs::remove_all(dir);
 }
 
+// A new dense base is streamed to its file as it is copied: the
+// checkpoint holds a chunk and a read-back buffer, never a copy of the
+// index (before: a copy of the whole table in memory). The file then
+// loads exactly: a crash image opens from it with every key. A crash in
+// the middle of the next base (after a rebuild: a new base, streamed to
+// the .tmp) leaves the last file, which loads and is brought forward.
+TEST(LiveKeyExactness, StreamedBaseHoldsNoCopyOfTheIndex) {
+  const std::string dir = TestDir("streamed_base");
+  const std::string copy = TestDir("streamed_base_copy");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 8000000;  // a dense table of about 12 MB
+  io.background_open_build = false;
+  io.checkpoint_interval_seconds = 0.001;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3000; ++i) {
+    keys.push_back(Key("s", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  const uint64_t before = db->GetLiveKeyStats().checkpoints;
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(WaitFor([&] { return db->GetLiveKeyStats().checkpoints > before; }));
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  ASSERT_GT(st.index_bytes, 10000000u) << st.ToString();
+  EXPECT_LT(st.max_checkpoint_buffer_bytes, st.index_bytes / 5) << st.ToString();
+  EXPECT_GT(st.max_checkpoint_buffer_bytes, 0u) << st.ToString();
+  ASSERT_TRUE(db->FlushWAL(true).ok() && db->PauseBackgroundWork().ok() && db->DisableFileDeletions().ok());
+  fs::copy(dir, copy, fs::copy_options::recursive);
+  ASSERT_TRUE(db->ContinueBackgroundWork().ok());
+
+  // The next base, cut: the image is taken at its 10th chunk.
+  const std::string mid = TestDir("streamed_base_mid");
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  for (int i = 0; i < 3000; ++i) {
+    keys.push_back(Key("t", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  std::atomic<int> chunks{0};
+  std::atomic<bool> imaged{false};
+  dlcbf::internal::SetLiveKeyCheckpointChunkHookForTesting([&](uint64_t) {
+    if (chunks.fetch_add(1) != 10) return;
+    if (db->FlushWAL(true).ok()) {
+      fs::copy(dir, mid, fs::copy_options::recursive);
+      imaged.store(true);
+    }
+  });
+  const uint64_t before_mid = db->GetLiveKeyStats().checkpoints;
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(WaitFor([&] { return db->GetLiveKeyStats().checkpoints > before_mid; }));
+  dlcbf::internal::SetLiveKeyCheckpointChunkHookForTesting(nullptr);
+  ASSERT_TRUE(imaged.load());
+  ASSERT_TRUE(fs::exists(mid + "/" + io.index_file_name + ".tmp")) << "the image holds no cut base";
+  db->Close().PermitUncheckedError();
+  db.reset();
+  io.checkpoint_interval_seconds = 0;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, copy, &raw).ok());
+  db.reset(raw);
+  const LiveKeyStats loaded = db->GetLiveKeyStats();
+  EXPECT_EQ(loaded.index_file_loads, 1u) << loaded.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), std::vector<std::string>(keys.begin(), keys.begin() + 3000)),
+            0);
+  db->Close().PermitUncheckedError();
+  db.reset();
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, mid, &raw).ok());
+  db.reset(raw);
+  const LiveKeyStats cut = db->GetLiveKeyStats();
+  EXPECT_EQ(cut.index_file_loads, 1u) << cut.ToString();  // the last whole file, brought forward
+  EXPECT_GE(cut.checkpoint_replayed_keys, 3000u) << cut.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  fs::remove_all(copy);
+  fs::remove_all(mid);
+}
+
 // MakeDurable counts every disableWAL write flushed, so it must flush
 // every indexed family, also one not serving (its initial build failed:
 // not saved by this checkpoint, but by a later file that relies on the

@@ -221,55 +221,74 @@ void DenseDLeftFilter::Serialize(std::string* out) const {
 bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks,
                                          uint64_t* items,
                                          const std::function<void(uint64_t)>* between_chunks) const {
+  const size_t start = out->size();
+  out->reserve(start + SerializedBytes());
+  uint64_t used = 0;
+  const ImageSink append = [out](std::string_view piece) {
+    out->append(piece.data(), piece.size());
+    return true;
+  };
+  if (!SerializeInChunks(append, writers, chunk_blocks, &used, between_chunks)) {
+    out->resize(start);
+    return false;
+  }
+  internal::EncodeFixed64(&(*out)[start + kItemsAt], used);
+  internal::EncodeFixed64(&(*out)[out->size() - 8],
+                          internal::HashKey(out->data() + start, out->size() - start - 8, kImageChecksumSeed));
+  if (items != nullptr) *items = used;
+  return true;
+}
+
+bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
+                                         uint64_t* items,
+                                         const std::function<void(uint64_t)>* between_chunks) const {
+  static_assert(kImageItemsOffset == kItemsAt, "the streamed image's item count is the header's");
   Impl& m = *impl_;
   if (m.d != 2) return false;  // the argument above is for d = 2
   std::mutex* mu = writers != nullptr ? writers : (m.lock_writers ? &m.mu : nullptr);
   chunk_blocks = std::max<uint64_t>(1, chunk_blocks);
   using namespace internal;
-  const size_t start = out->size();
-  out->reserve(start + kHeader + 64 * m.nblocks + 8);
-  // The header's fields are fixed at Create, but the item count: it is
-  // written at the end.
-  const size_t items_at = out->size() + kItemsAt;
-  PutHeader(m, 0, out);
+  // The header's fields are fixed at Create, but the item count: a zero
+  // here, the caller's to write.
+  std::string chunk;
+  PutHeader(m, 0, &chunk);
+  bool ok = sink(chunk);
+  chunk.reserve(64 * std::min<uint64_t>(chunk_blocks, m.nblocks));
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;
   bool moved = false;
-  for (uint64_t b0 = 0; b0 < m.nblocks; b0 += chunk_blocks) {
+  for (uint64_t b0 = 0; ok && b0 < m.nblocks; b0 += chunk_blocks) {
     const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
     if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
-    std::unique_lock<std::mutex> g;
-    if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
-    if (b0 == 0) relocations_before = m.relocations;
+    chunk.clear();
+    {
+      std::unique_lock<std::mutex> g;
+      if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
+      if (b0 == 0) relocations_before = m.relocations;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    out->append(reinterpret_cast<const char*>(m.Blk(b0)), 64 * (b1 - b0));
+      chunk.append(reinterpret_cast<const char*>(m.Blk(b0)), 64 * (b1 - b0));  // (the table is the encoding)
 #else
-    for (uint64_t b = b0; b < b1; ++b) {
-      const uint8_t* blk = m.Blk(b);
-      for (int w = 0; w < dense_detail::kBlockWords; ++w) {
-        uint64_t v;
-        std::memcpy(&v, blk + 8 * w, 8);
-        PutFixed64(out, v);
-      }
-    }
+      for (uint64_t b = b0; b < b1; ++b) AppendBlock(m, b, &chunk);
 #endif
-    for (uint64_t b = b0; b < b1; ++b) {
-      used += static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
-                                       : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
+      for (uint64_t b = b0; b < b1; ++b) {
+        used += static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
+                                         : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
+      }
+      if (m.changed) ClearChanged(m.changed.get(), b0, b1);
+      if (b1 == m.nblocks) moved = m.relocations != relocations_before;
     }
-    if (m.changed) ClearChanged(m.changed.get(), b0, b1);
-    if (b1 == m.nblocks) moved = m.relocations != relocations_before;
+    ok = sink(chunk);  // (no lock held: a writer never waits for the sink)
   }
-  if (moved) {
-    out->resize(start);
+  if (ok) ok = sink(std::string_view("\0\0\0\0\0\0\0\0", 8));  // the checksum's place
+  if (moved || !ok) {
     if (m.changed) MarkAllChanged(&m, mu);  // what this copy cleared is not saved
     return false;
   }
-  EncodeFixed64(&(*out)[items_at], used);
-  PutFixed64(out, HashKey(out->data() + start, out->size() - start, 0));
   if (items != nullptr) *items = used;
   return true;
 }
+
+uint64_t DenseDLeftFilter::SerializedBytes() const { return kHeader + 64 * impl_->nblocks + 8; }
 
 Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
                             const DeserializeOptions& options) {

@@ -123,7 +123,7 @@ class CountingKernel {
   virtual bool Serialize(std::string*) const { return false; }
   // The same, chunk by chunk under `writers` (kDense only:
   // DenseDLeftFilter::SerializeInChunks).
-  virtual bool SerializeInChunks(std::string*, std::mutex*, uint64_t, uint64_t*,
+  virtual bool SerializeInChunks(const DenseDLeftFilter::ImageSink&, std::mutex*, uint64_t, uint64_t*,
                                  const std::function<void(uint64_t)>*) const {
     return false;
   }
@@ -208,9 +208,9 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
     f_->Serialize(out);
     return true;
   }
-  bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items,
-                         const std::function<void(uint64_t)>* between_chunks) const override {
-    return f_->SerializeInChunks(out, writers, chunk_blocks, items, between_chunks);
+  bool SerializeInChunks(const DenseDLeftFilter::ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
+                         uint64_t* items, const std::function<void(uint64_t)>* between_chunks) const override {
+    return f_->SerializeInChunks(sink, writers, chunk_blocks, items, between_chunks);
   }
   bool TrackChangedBlocks() override { return f_->TrackChangedBlocks(); }
   bool CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* copied,
@@ -323,7 +323,8 @@ bool ElasticFilter::SerializeKernel(std::string* out) const {
   return kernel_->Serialize(out);
 }
 
-bool ElasticFilter::SerializeKernelInChunks(std::string* out, uint64_t chunk_blocks, uint64_t* items,
+bool ElasticFilter::SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks,
+                                            uint64_t* items,
                                             const std::function<void(uint64_t)>* between_chunks) const {
   // The dense kernel without migrate_on_overflow stays this filter's for
   // its life (no migration can start during the copy).
@@ -333,7 +334,7 @@ bool ElasticFilter::SerializeKernelInChunks(std::string* out, uint64_t chunk_blo
     if (options_.thread_safe) lock.lock();
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
-  return kernel_->SerializeInChunks(out, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
+  return kernel_->SerializeInChunks(sink, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
                                     between_chunks);
 }
 

@@ -23,8 +23,14 @@
 //   recovery_bench variant=<v> open=<o> open_s=<med> (<min>-<max>) ready_s=<med> (<min>-<max>) replayed_keys=<n> build_keys=<n> build_s=<med>
 // (build_s: the index build's own time, from LiveKeyStats: load of the
 // checkpoint aside, the replay or the scan, the catch-up and the swap)
-// plus the clean Close of the loaded DB (LiveKeyDB and plain) and fill
-// throughput with and without checkpoints (interleaved batches).
+// plus the clean Close of the loaded DB (LiveKeyDB and plain), fill
+// throughput with and without checkpoints (interleaved batches), and the
+// rebuild scan of a quiet copy of the loaded DB (compacted, no compaction
+// running) with 1 and 2 scan threads in turn, per round:
+//   recovery_bench rebuild round=<r> keys=<n> one_thread_mkeys_per_s=<x> two_threads_mkeys_per_s=<y> ratio=<y/x>
+// --expected_keys sizes the index of every open but the quiet rebuilds
+// (200000000: a 300 MB index, Open-to-serving from a checkpoint of that
+// size).
 #include <gflags/gflags.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -54,6 +60,9 @@ DEFINE_uint64(crash_writes, 200000, "keys the child writes before SIGKILL");
 DEFINE_uint32(value_size, 100, "value bytes");
 DEFINE_uint32(repeats, 3, "rounds per open (medians reported)");
 DEFINE_uint64(fill_keys, 1000000, "keys per configuration in the fill comparison (0: skip)");
+DEFINE_uint64(expected_keys, 0, "LiveKeyIndexOptions::expected_keys (0: num_keys + crash_writes); "
+              "200000000 sizes a 300 MB index: Open-to-serving from a checkpoint of that size");
+DEFINE_uint32(rebuild_repeats, 3, "rounds of the quiet-DB rebuild scan, 1 and 2 scan threads in turn (0: skip)");
 DEFINE_string(log_dir, "", "if set, each measured open's RocksDB LOG is copied there (<variant>-<open>-<round>.LOG)");
 
 namespace fs = std::filesystem;
@@ -86,7 +95,7 @@ rocksdb::Options MakeOptions() {
 
 dlcbf::LiveKeyIndexOptions IndexOptions(bool checkpoints) {
   dlcbf::LiveKeyIndexOptions io;
-  io.expected_keys = FLAGS_num_keys + FLAGS_crash_writes;
+  io.expected_keys = FLAGS_expected_keys > 0 ? FLAGS_expected_keys : FLAGS_num_keys + FLAGS_crash_writes;
   if (!checkpoints) io.checkpoint_interval_seconds = 0;
   return io;
 }
@@ -205,6 +214,61 @@ int main(int argc, char** argv) {
     std::printf("recovery_bench close keys=%" PRIu64 " livekey_close_s=%.3f plain_close_s=%.3f\n", FLAGS_num_keys,
                 live_close, plain_close);
     std::fflush(stdout);
+  }
+
+  // ---- the rebuild scan on a quiet DB: 1 and 2 scan threads ------------------
+  // A copy of the loaded DB (compacted first, auto compactions off: nothing
+  // competes for the cores), RebuildIndex() with rebuild_scan_threads 1
+  // and 2 in turn, per round; the scan's keys/s from LiveKeyStats (keys
+  // scanned / the rebuild's seconds: the scan, the catch-up and the swap).
+  if (FLAGS_rebuild_repeats > 0) {
+    const std::string quiet = FLAGS_db_dir + "/quiet";
+    fs::remove_all(quiet);
+    fs::copy(loaded, quiet, fs::copy_options::recursive);
+    {
+      rocksdb::DB* plain = nullptr;
+      Check(dlcbf::compat::OpenDB(MakeOptions(), quiet, &plain), "Open (compact)");
+      Check(plain->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr), "CompactRange");
+      Check(plain->Close(), "Close (compact)");
+      delete plain;
+    }
+    std::vector<double> kps[2], ratio;
+    uint64_t keys = 0;
+    uint32_t parts[2] = {0, 0};
+    for (uint32_t r = 0; r < FLAGS_rebuild_repeats; ++r) {
+      double round_kps[2] = {0, 0};
+      for (int k = 0; k < 2; ++k) {
+        const int t = (r + k) % 2;  // 0: one thread, 1: two
+        rocksdb::Options o = MakeOptions();
+        o.disable_auto_compactions = true;
+        dlcbf::LiveKeyIndexOptions io = IndexOptions(false);
+        io.expected_keys = FLAGS_num_keys + FLAGS_crash_writes;  // (sized for the DB: the scan, not an allocation)
+        io.rebuild_scan_threads = t + 1;
+        io.background_open_build = false;
+        dlcbf::LiveKeyDB* db = nullptr;
+        Check(dlcbf::LiveKeyDB::Open(o, io, quiet, &db), "Open (rebuild)");
+        Check(db->RebuildIndex(), "RebuildIndex");
+        const dlcbf::LiveKeyStats st = db->GetLiveKeyStats();
+        const dlcbf::LiveKeyCfStats& c = st.column_families.front();
+        keys = c.last_rebuild_keys;
+        parts[t] = c.last_rebuild_scan_parts;
+        round_kps[t] = static_cast<double>(c.last_rebuild_keys) / c.last_rebuild_seconds;
+        kps[t].push_back(round_kps[t]);
+        Check(db->Close(), "Close (rebuild)");
+        delete db;
+      }
+      ratio.push_back(round_kps[1] / round_kps[0]);
+      std::printf("recovery_bench rebuild round=%u keys=%" PRIu64 " one_thread_mkeys_per_s=%.2f "
+                  "two_threads_mkeys_per_s=%.2f ratio=%.3f\n",
+                  r, keys, round_kps[0] / 1e6, round_kps[1] / 1e6, ratio.back());
+      std::fflush(stdout);
+    }
+    const double med = Med(ratio), two = Med(kps[1]);
+    std::printf("recovery_bench goal rebuild scan, quiet DB: 2 threads (%u parts) %.3fx the keys/s of 1 (median of "
+                "%u rounds; goal >= 1.8x) %s, %.2fM keys/s with 2 (goal >= 3M) %s\n",
+                parts[1], med, FLAGS_rebuild_repeats, med >= 1.8 ? "PASS" : "FAIL", two / 1e6,
+                two >= 3e6 ? "PASS" : "FAIL");
+    fs::remove_all(quiet);
   }
 
   // ---- crash images and opens -------------------------------------------------

@@ -80,6 +80,18 @@ namespace dlcbf {
 // relocation, a stash: LiveKeyIndex::SerializeInChunks) sends the whole
 // checkpoint back to the copy under the stripes.
 //
+// No copy of the index in memory. A new base copied in chunks is streamed
+// to <name>.tmp as each chunk is copied (StreamedIndexFile,
+// persistence.cc): the fields known only at the end (entry counts, blob
+// sizes, the images' item counts and checksums) are filled in after a
+// read-back, and the file is renamed into place only after MakeDurable,
+// as a file written from memory was. A crash before the rename leaves the
+// last file (test LiveKeyExactness.StreamedBaseHoldsNoCopyOfTheIndex).
+// The checkpoint holds one chunk (256 KiB) and the read-back buffer
+// (1 MiB); a delta holds its records (72 bytes per changed block); a
+// table copied whole under the stripes (fast kernel, an Env without
+// RandomRWFile) its image (LiveKeyStats::max_checkpoint_buffer_bytes).
+//
 // What changed, not the whole index. A dense index copied in chunks for a
 // new base tracks its changed blocks from before that copy (a bit per
 // block, set by every block write, cleared as a copy takes the block,
@@ -126,9 +138,23 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   std::vector<bool> in_chunks(fams.size(), false);
   bool tracked = chunked;  // every index of a new base tracks its changed blocks
   uint64_t seq = 0;
-  // The blobs' memory is allocated and touched before the writers pause:
-  // the copy under the stripes then only copies (no page faults). (A
-  // delta's records are few: allocated as they come.)
+  // A new base copied in chunks is streamed to its file as it is copied
+  // (StreamedIndexFile: no copy of an index in memory). An Env without
+  // RandomRWFile gets the copy under the stripes instead.
+  std::unique_ptr<StreamedIndexFile> out;
+  if (chunked && !delta) {
+    out.reset(new StreamedIndexFile);
+    const rocksdb::Status os = out->Open(env, dbname, opt.index_file_name);
+    if (!os.ok()) {
+      rocksdb::Info(log, "LiveKeyDB: the checkpoint copies with the writers paused: %s", os.ToString().c_str());
+      out.reset();
+      chunked = false;
+    }
+  }
+  // The blobs' memory for the tables copied under the stripes is
+  // allocated and touched before the writers pause: that copy then only
+  // copies (no page faults). (A delta's records are allocated as they
+  // come.)
   std::vector<std::string> buffers(fams.size());
   {
     std::lock_guard<std::mutex> sl(swap_mu);
@@ -138,10 +164,12 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       // without a copy.)
       in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense && !fams[i]->owned->has_stash();
       if (delta) continue;
-      LiveKeyCfStats c;
-      fams[i]->owned->Describe(&c);
-      buffers[i].resize(c.bytes + 4096);
-      buffers[i].clear();  // (keeps the touched capacity)
+      if (!in_chunks[i]) {
+        LiveKeyCfStats c;
+        fams[i]->owned->Describe(&c);
+        buffers[i].resize(c.bytes + 4096);
+        buffers[i].clear();  // (keeps the touched capacity)
+      }
       // From before its copy begins: a block written after the copy took
       // it is in the next delta (the copy clears each block's bit as it
       // takes the block).
@@ -161,7 +189,8 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
     for (size_t i = 0; i < fams.size(); ++i) {
       CfState* cf = fams[i];
       if (!s.ok() || cf->dropped || !cf->owned) continue;
-      SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::move(buffers[i])};
+      SavedIndex e{cf, LiveKeyIndex::KindOf(opt.kernel), cf->owned->sized_for(), cf->owned->entries(),
+                   std::move(buffers[i])};
       if (in_chunks[i] || cf->owned->Serialize(&e.blob, &e.kind)) {
         saved.push_back(std::move(e));
         saved_later.push_back(in_chunks[i]);
@@ -184,20 +213,41 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       chunk_blocks = internal::GetLiveKeyCheckpointChunkBlocksForTesting();
     }
 #endif
+    const DenseDLeftFilter::ImageSink sink = [&out](std::string_view piece) {
+      return out->Append(Slice(piece.data(), piece.size())).ok();
+    };
+    if (out) out->Append(FileHead(seq, identity, ssts, saved.size()));
     for (size_t i = 0; i < saved.size(); ++i) {
-      if (!saved_later[i]) continue;
       SavedIndex& e = saved[i];
+      // A streamed base: the index's head (its entry count and blob size
+      // filled in at the end), then its image as it is copied.
+      size_t entries_at = 0, size_at = 0;
+      const uint64_t head_at = out ? out->size() : 0;
+      if (out) out->Append(IndexHead(e, e.blob.size(), &entries_at, &size_at));
+      if (!saved_later[i]) {
+        if (out) out->Append(e.blob);
+        continue;
+      }
       // rebuild_mu keeps e.cf->owned in place (no swap, no drop).
       uint64_t copied = 0;
+      const uint64_t begin = out ? out->size() : 0;
       const bool ok = delta ? e.cf->owned->CopyChangedBlocks(&e.blob, chunk_blocks, &copied, &between)
-                            : e.cf->owned->SerializeInChunks(&e.blob, &e.kind, &e.entries, chunk_blocks, &between);
+                            : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between);
+      if (out && !out->status().ok()) return out->status();  // an I/O error
       if (!ok) return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
+      if (out) {
+        out->Late(head_at + entries_at, e.entries);
+        out->Late(head_at + size_at, out->size() - begin);
+        out->LateImage(begin, out->size(), e.entries);
+      }
     }
+    NoteCheckpointBuffer((delta ? 72 : 64) * chunk_blocks + (out ? StreamedIndexFile::kReadBackBytes : 0));
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
       seq = base->GetLatestSequenceNumber();
       s = LiveSsts(&ssts, nullptr);
       if (!s.ok()) return s;
+      if (out) out->Late(kHeadSeqAt, seq);
     }
 #endif
   }
@@ -205,7 +255,16 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
   s = MakeDurable(fams);
   if (!s.ok()) return s;  // the last good one stays
-  return WriteCheckpointFile(delta, tracked && saved.size() == fams.size(), seq, identity, ssts, saved);
+  uint64_t held = 0;
+  for (const SavedIndex& e : saved) held += e.blob.capacity();
+  NoteCheckpointBuffer(held);
+  return WriteCheckpointFile(delta, tracked && saved.size() == fams.size(), seq, identity, ssts, saved, out.get());
+}
+
+void LiveKeyDB::Rep::NoteCheckpointBuffer(uint64_t bytes) {
+  uint64_t prev = max_checkpoint_buffer_bytes.load(std::memory_order_relaxed);
+  while (bytes > prev && !max_checkpoint_buffer_bytes.compare_exchange_weak(prev, bytes)) {
+  }
 }
 
 // Writes a checkpoint's file (a delta appended, or a new base) and keeps
@@ -214,7 +273,8 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
 // longer be the base plus deltas this process knows), may not.
 rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable, uint64_t seq,
                                                     const std::string& identity, const std::vector<uint64_t>& ssts,
-                                                    const std::vector<SavedIndex>& saved) {
+                                                    const std::vector<SavedIndex>& saved,
+                                                    StreamedIndexFile* streamed) {
   if (delta && saved.size() != file_state.indexes.size()) {
     // (Cannot happen: CanAppendDelta held rebuild_mu's families fixed.) A
     // delta missing a family would claim its sequence number for it too.
@@ -222,8 +282,13 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
     return rocksdb::Status::Corruption("LiveKeyDB: a delta without every family of the base");
   }
   uint64_t bytes = 0;
-  rocksdb::Status s = delta ? AppendIndexDelta(seq, ssts, saved, &bytes)
-                            : WriteIndexFile(seq, identity, ssts, saved, &bytes);
+  rocksdb::Status s = delta      ? AppendIndexDelta(seq, ssts, saved, &bytes)
+                      : streamed ? streamed->Finish(&bytes)
+                                 : WriteIndexFile(seq, identity, ssts, saved, &bytes);
+  if (s.ok() && streamed != nullptr) {
+    rocksdb::Info(log, "LiveKeyDB: saved %zu index(es) as copied, %" PRIu64 " bytes, at sequence %" PRIu64,
+                  saved.size(), bytes, seq);
+  }
   IndexFileState& f = file_state;
   if (!s.ok()) {
     f.appendable = false;

@@ -551,6 +551,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.checkpoint_bytes = r.checkpoint_bytes.load();
   st.last_checkpoint_bytes = r.last_checkpoint_bytes.load();
   st.checkpoint_failures = r.checkpoint_failures.load();
+  st.max_checkpoint_buffer_bytes = r.max_checkpoint_buffer_bytes.load();
   st.last_checkpoint_pause_micros = r.last_checkpoint_pause_us.load();
   st.max_checkpoint_pause_micros = r.max_checkpoint_pause_us.load();
   st.last_checkpoint_seq = r.last_checkpoint_seq.load();

@@ -265,24 +265,22 @@ class LiveKeyIndex {
   }
 
   // Serialize's bytes copied in chunks, the kernel's writer lock held
-  // around each chunk only (ElasticFilter::SerializeKernelInChunks: for
-  // every fingerprint the image holds at least the fewest copies the
-  // kernel held at any instant of the copy); `items` gets the entries it
-  // holds. Dense kernel only. False, appending nothing, for the fast
-  // kernel, after a relocation, and with a stash at the start or at the
-  // end (the stash is never removed, so none at the end means none
-  // throughout: the kernel held every copy).
-  bool SerializeInChunks(std::string* out, uint8_t* kind, uint64_t* items, uint64_t chunk_blocks,
-                         const std::function<void(uint64_t)>* between_chunks) const {
+  // around each chunk only, and streamed to `sink` as they are copied
+  // (ElasticFilter::SerializeKernelInChunks: for every fingerprint the
+  // image holds at least the fewest copies the kernel held at any instant
+  // of the copy; the item count and the checksum are streamed as zeros,
+  // the caller's to write: DenseDLeftFilter::kImageItemsOffset). `items`
+  // gets the entries it holds. Dense kernel only. False (what was
+  // streamed is no image) for the fast kernel, after a relocation, when
+  // `sink` fails, and with a stash at the start or at the end (the stash
+  // is never removed, so none at the end means none throughout: the
+  // kernel held every copy).
+  bool SerializeInChunks(const DenseDLeftFilter::ImageSink& sink, uint8_t* kind, uint64_t* items,
+                         uint64_t chunk_blocks, const std::function<void(uint64_t)>* between_chunks) const {
     *kind = KindOf(elastic_->options().kernel);
     if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return false;
-    const size_t start = out->size();
-    if (!elastic_->SerializeKernelInChunks(out, chunk_blocks, items, between_chunks)) return false;
-    if (stash_.load(std::memory_order_acquire) != nullptr) {
-      out->resize(start);
-      return false;
-    }
-    return true;
+    if (!elastic_->SerializeKernelInChunks(sink, chunk_blocks, items, between_chunks)) return false;
+    return stash_.load(std::memory_order_acquire) == nullptr;
   }
 
   // Checkpoints that write what changed (checkpoint.cc): the dense

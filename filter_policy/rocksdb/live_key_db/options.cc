@@ -98,6 +98,7 @@ std::string LiveKeyStats::ToString() const {
     << " checkpoints=" << checkpoints << " checkpoint_deltas=" << checkpoint_deltas
     << " checkpoint_bytes=" << checkpoint_bytes << " last_checkpoint_bytes=" << last_checkpoint_bytes
     << " checkpoint_failures=" << checkpoint_failures
+    << " max_checkpoint_buffer_bytes=" << max_checkpoint_buffer_bytes
     << " last_checkpoint_seq=" << last_checkpoint_seq
     << " max_checkpoint_pause_micros=" << max_checkpoint_pause_micros
     << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys

@@ -145,33 +145,44 @@ rocksdb::Status LiveKeyDB::Rep::LiveSsts(std::vector<uint64_t>* numbers,
   return rocksdb::Status::OK();
 }
 
-// The file (FORMATS.md, "LiveKeyDB index file"): the base, written whole
-// here, then the delta segments AppendIndexDelta adds.
-rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& identity,
-                                               const std::vector<uint64_t>& ssts,
-                                               const std::vector<SavedIndex>& saved, uint64_t* bytes) {
-  // The small fields in `heads` (one string per piece, built first: the
-  // Slices point into them), each blob written from where it lies.
-  std::vector<std::string> heads(1 + saved.size());
-  std::string& head = heads[0];
+// The file (FORMATS.md, "LiveKeyDB index file"): the head, then each
+// index's head and blob, then the checksum of all of it: the base. Delta
+// segments (AppendIndexDelta) follow it.
+std::string LiveKeyDB::Rep::FileHead(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
+                                     size_t indexes) const {
+  std::string head;
   internal::PutFixed64(&head, kFileMagic);
   internal::PutFixed32(&head, kFileVersion);
-  internal::PutFixed64(&head, seq);
+  internal::PutFixed64(&head, seq);  // at kHeadSeqAt
   internal::PutFixed64(&head, opt.seed);
   PutString32(&head, identity);
   internal::PutFixed32(&head, static_cast<uint32_t>(ssts.size()));
   for (uint64_t n : ssts) internal::PutFixed64(&head, n);
-  internal::PutFixed32(&head, static_cast<uint32_t>(saved.size()));
-  for (size_t i = 0; i < saved.size(); ++i) {
-    const SavedIndex& e = saved[i];
-    std::string& h = heads[1 + i];
-    internal::PutFixed32(&h, e.cf->id);
-    PutString32(&h, e.cf->name);
-    internal::PutFixed64(&h, e.sized_for);
-    internal::PutFixed64(&h, e.entries);
-    h.push_back(static_cast<char>(e.kind));
-    internal::PutFixed64(&h, e.blob.size());
-  }
+  internal::PutFixed32(&head, static_cast<uint32_t>(indexes));
+  return head;
+}
+
+std::string LiveKeyDB::Rep::IndexHead(const SavedIndex& e, uint64_t blob_bytes, size_t* entries_at,
+                                      size_t* size_at) {
+  std::string h;
+  internal::PutFixed32(&h, e.cf->id);
+  PutString32(&h, e.cf->name);
+  internal::PutFixed64(&h, e.sized_for);
+  if (entries_at != nullptr) *entries_at = h.size();
+  internal::PutFixed64(&h, e.entries);
+  h.push_back(static_cast<char>(e.kind));
+  if (size_at != nullptr) *size_at = h.size();
+  internal::PutFixed64(&h, blob_bytes);
+  return h;
+}
+
+rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& identity,
+                                               const std::vector<uint64_t>& ssts,
+                                               const std::vector<SavedIndex>& saved, uint64_t* bytes) {
+  // The heads first (the Slices point into them), each blob written from
+  // where it lies.
+  std::vector<std::string> heads{FileHead(seq, identity, ssts, saved.size())};
+  for (const SavedIndex& e : saved) heads.push_back(IndexHead(e, e.blob.size()));
   std::vector<Slice> pieces{heads[0]};
   for (size_t i = 0; i < saved.size(); ++i) {
     pieces.emplace_back(heads[1 + i]);
@@ -185,6 +196,123 @@ rocksdb::Status LiveKeyDB::Rep::WriteIndexFile(uint64_t seq, const std::string& 
                   seq);
   }
   return s;
+}
+
+rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Open(rocksdb::Env* env, const std::string& dir,
+                                                        const std::string& name) {
+  env_ = env;
+  dir_ = dir;
+  final_ = dir + "/" + name;
+  tmp_ = final_ + ".tmp";
+  // Created empty first: a RandomRWFile opens an existing file only, and
+  // never truncates it.
+  std::unique_ptr<rocksdb::WritableFile> created;
+  status_ = env_->NewWritableFile(tmp_, &created, rocksdb::EnvOptions());
+  if (status_.ok()) status_ = created->Close();
+  if (status_.ok()) status_ = env_->NewRandomRWFile(tmp_, &f_, rocksdb::EnvOptions());
+  if (!status_.ok()) {
+    f_.reset();
+    env_->DeleteFile(tmp_).PermitUncheckedError();
+  }
+  return status_;
+}
+
+rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Append(const Slice& piece) {
+  if (status_.ok()) status_ = f_->Write(size_, piece);
+  written_.Update(piece.data(), piece.size());
+  size_ += piece.size();
+  return status_;
+}
+
+void LiveKeyDB::Rep::StreamedIndexFile::Late(uint64_t at, uint64_t value) { fields_.push_back({at, value, -1}); }
+
+void LiveKeyDB::Rep::StreamedIndexFile::LateImage(uint64_t begin, uint64_t end, uint64_t items) {
+  Late(begin + DenseDLeftFilter::kImageItemsOffset, items);
+  fields_.push_back({end - 8, 0, static_cast<int>(images_.size())});
+  images_.emplace_back(begin, end);
+}
+
+// The read-back: the file in pieces that never cross a field or an
+// image's bounds, so each piece is either one field (written now, its
+// value as known) or plain bytes; each piece goes to the file's checksum
+// and to the checksum of the image it lies in. An image's checksum field
+// comes after all of its other bytes, so its value is known when reached.
+// The bytes read back (a field's as first written) must hash as those
+// appended did: the checksums then vouch for what was produced, not for
+// whatever a read returned.
+rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Finish(uint64_t* bytes) {
+  rocksdb::Status s = status_;
+  if (!s.ok()) return s;
+  std::stable_sort(fields_.begin(), fields_.end(), [](const Field& a, const Field& b) { return a.at < b.at; });
+  std::vector<uint64_t> stops{size_};
+  for (const Field& f : fields_) {
+    if (f.at + 8 > size_) return rocksdb::Status::Corruption("LiveKeyDB: a late field past the file's end");
+    stops.push_back(f.at);
+    stops.push_back(f.at + 8);
+  }
+  for (const auto& im : images_) {
+    stops.push_back(im.first);
+    stops.push_back(im.second);
+  }
+  std::sort(stops.begin(), stops.end());
+  std::vector<internal::StreamHash> image_sums(images_.size(),
+                                               internal::StreamHash(DenseDLeftFilter::kImageChecksumSeed));
+  internal::StreamHash sum(kFileChecksumSeed), read_back(0);
+  std::unique_ptr<char[]> scratch(new char[kReadBackBytes]);
+  size_t next_field = 0, next_stop = 0;
+  for (uint64_t off = 0; s.ok() && off < size_;) {
+    while (stops[next_stop] <= off) ++next_stop;
+    Slice piece;
+    char value[8];
+    if (next_field < fields_.size() && fields_[next_field].at == off) {
+      // (Two fields at one offset: the later Late wins.)
+      while (next_field + 1 < fields_.size() && fields_[next_field + 1].at == off) ++next_field;
+      const Field& w = fields_[next_field++];
+      Slice first;
+      s = f_->Read(off, 8, &first, scratch.get());
+      if (s.ok() && first.size() != 8) s = rocksdb::Status::IOError("LiveKeyDB: short read back of " + tmp_);
+      if (s.ok()) read_back.Update(first.data(), 8);
+      internal::EncodeFixed64(value, w.image >= 0 ? image_sums[w.image].Digest() : w.value);
+      piece = Slice(value, 8);
+      if (s.ok()) s = f_->Write(off, piece);
+    } else {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(stops[next_stop] - off, kReadBackBytes));
+      s = f_->Read(off, n, &piece, scratch.get());
+      if (s.ok() && piece.size() != n) s = rocksdb::Status::IOError("LiveKeyDB: short read back of " + tmp_);
+      if (s.ok()) read_back.Update(piece.data(), piece.size());
+    }
+    if (!s.ok()) break;
+    sum.Update(piece.data(), piece.size());
+    for (size_t i = 0; i < images_.size(); ++i) {
+      if (off >= images_[i].first && off + piece.size() <= images_[i].second - 8) {
+        image_sums[i].Update(piece.data(), piece.size());
+      }
+    }
+    off += piece.size();
+  }
+  if (s.ok() && next_field != fields_.size()) s = rocksdb::Status::Corruption("LiveKeyDB: a late field was not written");
+  if (s.ok() && read_back.Digest() != written_.Digest()) {
+    s = rocksdb::Status::Corruption("LiveKeyDB: " + tmp_ + " does not read back as written");
+  }
+  std::string trailer;
+  internal::PutFixed64(&trailer, sum.Digest());
+  if (s.ok()) s = f_->Write(size_, trailer);
+  if (s.ok()) s = f_->Sync();
+  if (s.ok()) s = f_->Close();
+  if (s.ok()) s = env_->RenameFile(tmp_, final_);
+  if (!s.ok()) return s;  // (the destructor removes the .tmp)
+  f_.reset();
+  *bytes = size_ + trailer.size();
+  std::unique_ptr<rocksdb::Directory> d;
+  s = env_->NewDirectory(dir_, &d);
+  if (s.ok()) s = d->Fsync();
+  return s;
+}
+
+LiveKeyDB::Rep::StreamedIndexFile::~StreamedIndexFile() {
+  if (f_ == nullptr) return;
+  f_->Close().PermitUncheckedError();
+  env_->DeleteFile(tmp_).PermitUncheckedError();
 }
 
 // A delta segment (FORMATS.md): the changed-block records of each index of

@@ -44,6 +44,103 @@ rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<std::pair<uint
   }
   return rocksdb::Status::OK();
 }
+// The parallel scan's keys go to the new index in key order: part 0's,
+// then part 1's, and so on, whatever thread scanned them. So the index is
+// the one a single scan builds, bit for bit, for any thread count (the
+// kernel's d-left placement depends on insertion order; test
+// LiveKeyDB.ParallelScanEqualsOneThreadBitForBit), and no two threads
+// ever insert at once (the index's writer lock is never contended). A
+// thread scanning the cursor part (the lowest one not yet inserted)
+// inserts its batches as it goes, as a single scan does; the others queue
+// theirs, at most kMaxQueuedHashes hashes in all (then they wait for the
+// cursor), and whoever finds the cursor's
+// queue non-empty with no insert in progress inserts it. Every queued
+// batch is inserted: a push and the end of a drain both hold mu_, so a
+// batch pushed after the drain checked the queue is drained by its
+// pusher.
+class OrderedScanSink {
+ public:
+  static constexpr uint64_t kMaxQueuedHashes = uint64_t{1} << 22;  // 32 MiB
+
+  // `inserted(n)` after each batch inserted: false aborts the scan.
+  OrderedScanSink(size_t parts, LiveKeyIndex* idx, std::function<bool(uint64_t)> inserted)
+      : queues_(parts), done_(parts, false), idx_(idx), inserted_(std::move(inserted)) {}
+
+  // Part p's next batch (taken; `*batch` is left empty). False once the
+  // scan failed or was aborted.
+  bool Push(size_t p, std::vector<uint64_t>* batch) {
+    std::unique_lock<std::mutex> l(mu_);
+    // The cursor's thread waits only while another thread inserts (which
+    // drains the cursor's queue and then wakes it), so the queues hold at
+    // most kMaxQueuedHashes plus a batch per thread.
+    cv_.wait(l, [&] { return failed_ || queued_ < kMaxQueuedHashes || (p == cursor_ && !inserting_); });
+    if (failed_) return false;
+    queued_ += batch->size();
+    queues_[p].push_back(std::move(*batch));
+    batch->clear();
+    Drain(&l);
+    return !failed_;
+  }
+  void Done(size_t p) {
+    std::unique_lock<std::mutex> l(mu_);
+    done_[p] = true;
+    Drain(&l);
+  }
+  // After every part is Done: OK when every key was inserted.
+  rocksdb::Status Finish() {
+    std::unique_lock<std::mutex> l(mu_);
+    Drain(&l);
+    if (status_.ok() && cursor_ != queues_.size()) status_ = rocksdb::Status::Corruption("LiveKeyDB: a scan part was not inserted");
+    return status_;
+  }
+  void Fail(const rocksdb::Status& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!failed_) status_ = s;
+    failed_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void Drain(std::unique_lock<std::mutex>* l) {
+    if (inserting_) return;
+    inserting_ = true;
+    while (!failed_ && cursor_ < queues_.size()) {
+      if (queues_[cursor_].empty()) {
+        if (!done_[cursor_]) break;
+        ++cursor_;
+        cv_.notify_all();
+        continue;
+      }
+      std::vector<uint64_t> b = std::move(queues_[cursor_].front());
+      queues_[cursor_].pop_front();
+      queued_ -= b.size();
+      cv_.notify_all();
+      l->unlock();
+      results_.resize(b.size());
+      rocksdb::Status s = idx_->InsertBatch(b.data(), b.size(), results_.data());
+      if (s.ok() && !inserted_(b.size())) s = rocksdb::Status::Aborted("LiveKeyDB: closing");
+      l->lock();
+      if (!s.ok() && !failed_) {
+        status_ = s;
+        failed_ = true;
+      }
+    }
+    inserting_ = false;
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::deque<std::vector<uint64_t>>> queues_;
+  std::vector<bool> done_;
+  size_t cursor_ = 0;
+  uint64_t queued_ = 0;
+  bool inserting_ = false, failed_ = false;
+  rocksdb::Status status_;
+  std::vector<OpResult> results_;  // the inserting thread's
+  LiveKeyIndex* idx_;
+  std::function<bool(uint64_t)> inserted_;
+};
 }  // namespace
 
 // Split points for a scan of cf in `ways` parts of about equal bytes, as
@@ -212,12 +309,16 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   ro.fill_cache = false;
   ro.total_order_seek = true;
   ro.readahead_size = 2 << 20;
-  // The full scan's parts (rebuild_scan_threads), one iterator and thread
-  // each, part p covering [split p-1, split p): ScanSplits. The iterators
-  // are created with every stripe held, so they read one sequence number.
+  // The full scan's parts, kPartsPerThread per rebuild_scan_threads (so a
+  // thread that ends first takes another: even work), part p covering
+  // [split p-1, split p): ScanSplits; one iterator each, created with every
+  // stripe held, so they read one sequence number.
+  constexpr uint32_t kPartsPerThread = 4;
   const std::vector<std::string> splits =
-      opt.rebuild_scan_threads > 1 ? ScanSplits(cf, opt.rebuild_scan_threads) : std::vector<std::string>();
+      opt.rebuild_scan_threads > 1 ? ScanSplits(cf, std::min<uint32_t>(64, kPartsPerThread * opt.rebuild_scan_threads))
+                                   : std::vector<std::string>();
   const size_t parts = splits.size() + 1;
+  const size_t threads = std::min<size_t>(parts, opt.rebuild_scan_threads);
   std::vector<Slice> lower(parts), upper(parts);
   std::vector<ReadOptions> part_ro(parts, ro);
   for (size_t p = 0; p < parts; ++p) {
@@ -284,8 +385,23 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   cf->scanned.store(0, std::memory_order_relaxed);
   if (!its.empty() && s.ok()) {
     std::atomic<uint64_t> total{0};
-    std::vector<rocksdb::Status> part_status(parts);
     auto last_log = std::chrono::steady_clock::now();
+    std::mutex log_mu;
+    OrderedScanSink sink(parts, fresh.get(), [&](uint64_t step) {
+      const uint64_t now_total = total.fetch_add(step) + step;
+      cf->scanned.store(now_total, std::memory_order_relaxed);
+      // Progress: each rebuild_progress_interval keys, and every 10 s.
+      bool crossed = now_total / opt.rebuild_progress_interval != (now_total - step) / opt.rebuild_progress_interval;
+      if (!crossed && SecondsSince(last_log) >= 10.0) crossed = true;
+      if (crossed) {
+        std::lock_guard<std::mutex> l(log_mu);
+        last_log = std::chrono::steady_clock::now();
+        rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': %" PRIu64 " keys scanned, %.1f s", cf->name.c_str(),
+                      now_total, SecondsSince(t0));
+      }
+      return !closing.load(std::memory_order_relaxed);  // Close aborts the scan at once
+    });
+    std::atomic<size_t> next_part{0};
     auto scan = [&](size_t p) {
       const auto part_t0 = std::chrono::steady_clock::now();
       Iterator* it = its[p].get();
@@ -294,41 +410,10 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       } else {
         it->SeekToFirst();
       }
-      // Hashes go to the new index 1024 at a time (LiveKeyIndex::InsertBatch:
-      // its writer lock once per batch, lines prefetched ahead), so parts
-      // in parallel meet on that lock 1024 times less often.
       constexpr size_t kScanBatch = 1024;
       std::vector<uint64_t> batch;
       batch.reserve(kScanBatch);
-      std::vector<OpResult> results(kScanBatch);
       uint64_t mine = 0;
-      auto insert_batch = [&]() -> bool {
-        rocksdb::Status is = fresh->InsertBatch(batch.data(), batch.size(), results.data());
-        if (!is.ok()) {
-          part_status[p] = is;
-          return false;
-        }
-        const uint64_t step = batch.size();
-        batch.clear();
-        mine += step;
-        const uint64_t now_total = total.fetch_add(step) + step;
-        cf->scanned.store(now_total, std::memory_order_relaxed);
-        // Progress: each rebuild_progress_interval keys (whichever part
-        // crosses it), and every 10 s (part 0 keeps that clock).
-        const bool crossed = now_total / opt.rebuild_progress_interval !=
-                             (now_total - step) / opt.rebuild_progress_interval;
-        const bool timed = p == 0 && SecondsSince(last_log) >= 10.0;
-        if (timed) last_log = std::chrono::steady_clock::now();
-        if (crossed || timed) {
-          rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': %" PRIu64 " keys scanned, %.1f s",
-                        cf->name.c_str(), now_total, SecondsSince(t0));
-        }
-        if (closing.load(std::memory_order_relaxed)) {  // Close aborts the scan at once
-          part_status[p] = rocksdb::Status::Aborted("LiveKeyDB: closing");
-          return false;
-        }
-        return true;
-      };
       bool going = true;
       for (; going && it->Valid(); it->Next()) {
 #ifdef DLCBF_TESTING
@@ -339,22 +424,33 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
         internal::SetLiveKeyRebuildWaitingForTesting(false);
 #endif
         batch.push_back(Hash(it->key()));
-        if (batch.size() == kScanBatch) going = insert_batch();
+        if (batch.size() == kScanBatch) {
+          mine += batch.size();
+          going = sink.Push(p, &batch);
+          batch.reserve(kScanBatch);
+        }
       }
-      if (going && !batch.empty()) insert_batch();
-      if (part_status[p].ok()) part_status[p] = it->status();
+      if (!going) return;
+      mine += batch.size();
+      if (!batch.empty() && !sink.Push(p, &batch)) return;
+      if (!it->status().ok()) {
+        sink.Fail(it->status());
+        return;
+      }
+      sink.Done(p);
       if (parts > 1) {
         rocksdb::Info(log, "LiveKeyDB: rebuilding '%s': scan part %zu of %zu: %" PRIu64 " keys in %.3f s",
                       cf->name.c_str(), p + 1, parts, mine, SecondsSince(part_t0));
       }
     };
+    auto worker = [&]() {
+      for (size_t p = next_part.fetch_add(1); p < parts; p = next_part.fetch_add(1)) scan(p);
+    };
     std::vector<std::thread> helpers;
-    for (size_t p = 1; p < parts; ++p) helpers.emplace_back(scan, p);
-    scan(0);
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(worker);
+    worker();
     for (std::thread& h : helpers) h.join();
-    for (const rocksdb::Status& ps : part_status) {
-      if (s.ok() && !ps.ok()) s = ps;
-    }
+    s = sink.Finish();
     keys = total.load();
     cf->scanned.store(keys, std::memory_order_relaxed);
   }

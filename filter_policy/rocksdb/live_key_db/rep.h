@@ -237,6 +237,10 @@ struct LiveKeyDB::Rep {
   std::atomic<uint64_t> checkpoints{0}, last_checkpoint_seq{0};
   std::atomic<uint64_t> checkpoint_deltas{0}, checkpoint_bytes{0}, last_checkpoint_bytes{0};
   std::atomic<uint64_t> checkpoint_failures{0};
+  // The most memory one checkpoint held for its copies (images, records,
+  // chunk and read buffers).
+  std::atomic<uint64_t> max_checkpoint_buffer_bytes{0};
+  void NoteCheckpointBuffer(uint64_t bytes);
   // The index file as this process last wrote it (checkpoint.cc): a delta
   // may be appended only while `appendable` (this process wrote its base
   // and every delta since, each index of the base tracks its changed
@@ -771,6 +775,52 @@ struct LiveKeyDB::Rep {
     uint64_t sized_for, entries;
     std::string blob;  // the kernel's image; in a delta: changed-block records
   };
+  // The file's head (magic through the family count; the sequence number
+  // at kHeadSeqAt) and one index's head before its blob (`*entries_at`,
+  // `*size_at`: where its entry count and blob size lie in it).
+  static constexpr size_t kHeadSeqAt = 12;
+  std::string FileHead(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
+                       size_t indexes) const;
+  static std::string IndexHead(const SavedIndex& e, uint64_t blob_bytes, size_t* entries_at = nullptr,
+                               size_t* size_at = nullptr);
+  // A new base written as its dense tables are copied (checkpoint.cc), so
+  // no copy of an index is held in memory: pieces go to <name>.tmp as they
+  // come; what is known only at the end (each index's entry count and
+  // blob size, each image's item count and checksum: Late, LateImage) is
+  // written as zeros and filled in by Finish, which reads the file back
+  // once, in order, for the checksums, then syncs and renames it (the
+  // steps of WriteFileAtomically). Memory: one read buffer
+  // (kReadBackBytes). Destroyed unfinished: the .tmp is removed.
+  class StreamedIndexFile {
+   public:
+    static constexpr size_t kReadBackBytes = 1 << 20;
+    // NotSupported when the Env has no RandomRWFile (the caller copies
+    // with the writers paused instead).
+    rocksdb::Status Open(rocksdb::Env* env, const std::string& dir, const std::string& name);
+    rocksdb::Status Append(const Slice& piece);
+    uint64_t size() const { return size_; }
+    const rocksdb::Status& status() const { return status_; }
+    void Late(uint64_t at, uint64_t value);  // a fixed64 at `at`
+    // A dense image streamed at [begin, end) (DenseDLeftFilter's streamed
+    // SerializeInChunks) holding `items` entries.
+    void LateImage(uint64_t begin, uint64_t end, uint64_t items);
+    rocksdb::Status Finish(uint64_t* bytes);
+    ~StreamedIndexFile();
+
+   private:
+    struct Field {
+      uint64_t at, value;
+      int image;  // >= 0: the checksum of images_[image], known at Finish
+    };
+    rocksdb::Env* env_ = nullptr;
+    std::string dir_, final_, tmp_;
+    std::unique_ptr<rocksdb::RandomRWFile> f_;
+    uint64_t size_ = 0;
+    rocksdb::Status status_;
+    internal::StreamHash written_{0};  // every byte appended, as appended
+    std::vector<Field> fields_;
+    std::vector<std::pair<uint64_t, uint64_t>> images_;  // [begin, end)
+  };
   // Writes the whole file (a base: tmp, fsync, rename, directory fsync);
   // `*bytes` its size.
   rocksdb::Status WriteIndexFile(uint64_t seq, const std::string& identity, const std::vector<uint64_t>& ssts,
@@ -782,8 +832,10 @@ struct LiveKeyDB::Rep {
   // delta: file_state.appendable, the same families and indexes, and the
   // deltas so far under half the base (else a new base merges them).
   bool CanAppendDelta(const std::vector<CfState*>& fams);
+  // `streamed`: the base, already streamed (else written from `saved`).
   rocksdb::Status WriteCheckpointFile(bool delta, bool appendable, uint64_t seq, const std::string& identity,
-                                      const std::vector<uint64_t>& ssts, const std::vector<SavedIndex>& saved);
+                                      const std::vector<uint64_t>& ssts, const std::vector<SavedIndex>& saved,
+                                      StreamedIndexFile* streamed);
   // Brings a checkpoint forward (checkpoint.cc): the keys of the SST files
   // past `seq` and of the memtables, visible at `snap`, counted into `idx`.
   rocksdb::Status ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap, LiveKeyIndex* idx,

@@ -257,6 +257,23 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // Serialize.
   bool SerializeInChunks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items = nullptr,
                          const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+  // The same image streamed: each piece goes to `sink` as it is copied
+  // (no lock held; one chunk buffered, never the table), so the caller can
+  // write it to a file as it comes. Two fixed64 fields are known only at
+  // the end and are streamed as zeros: the item count, at
+  // kImageItemsOffset (its value: `*items`), and the checksum, the last 8
+  // bytes, HashKey(seed kImageChecksumSeed) of every byte before it, item
+  // count included. The caller writes both once the copy returns true.
+  // False when `sink` returns false (the copy stops), and as above; then
+  // whatever was streamed is no image and every changed-block bit is set
+  // again (TrackChangedBlocks).
+  using ImageSink = std::function<bool(std::string_view piece)>;
+  static constexpr uint64_t kImageItemsOffset = 32;
+  static constexpr uint64_t kImageChecksumSeed = 0;
+  bool SerializeInChunks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items,
+                         const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+  // Serialize's size in bytes (fixed at Create).
+  uint64_t SerializedBytes() const;
 
   // Changed blocks, for checkpoints that write what changed (LiveKeyDB).
   // TrackChangedBlocks: from now on every block write sets the block's

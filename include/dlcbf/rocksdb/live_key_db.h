@@ -408,9 +408,12 @@ struct LiveKeyIndexOptions {
   uint64_t rebuild_progress_interval = 1000000;
 
   // Threads of a full rebuild scan (at Open and later): the key space is
-  // split into this many parts of about equal bytes (RocksDB's size
+  // split into 4 parts per thread of about equal bytes (RocksDB's size
   // estimates; fewer parts when they cannot tell), each scanned by its own
-  // thread and iterator, inserting into the new index 1024 keys at a time.
+  // iterator, a thread taking the next part when it finishes one. The keys
+  // go to the new index in key order, 1024 at a time (parts ahead of the
+  // one being inserted queue at most 32 MiB of hashes), so the index is
+  // the one-thread build's, bit for bit.
   // [1, 64]. 2 by default: on a 2-core VM two threads built a 2.1M-key
   // index 1.55x as fast as one, and a 5.1M-key one 1.16x (RocksDB's own
   // compaction after the crash held the other core); figures in the
@@ -491,7 +494,7 @@ struct LiveKeyCfStats {
   std::string last_rebuild_reason;
   double last_rebuild_seconds = 0;
   uint64_t last_rebuild_keys = 0;          // keys scanned
-  uint32_t last_rebuild_scan_parts = 0;    // parallel parts of its scan (rebuild_scan_threads); 0: a checkpoint replay
+  uint32_t last_rebuild_scan_parts = 0;    // parts of its scan (4 per rebuild_scan_threads); 0: a checkpoint replay
   uint64_t last_rebuild_deltas = 0;        // index updates replayed
   uint64_t last_rebuild_pause_micros = 0;  // writers paused for the swap
 };
@@ -558,6 +561,12 @@ struct LiveKeyStats {
   // Checkpoints that failed (an I/O error; the info LOG says which): the
   // file keeps the last good one, and the next checkpoint writes it whole.
   uint64_t checkpoint_failures = 0;
+  // The most memory one checkpoint held for its copies since Open: a new
+  // dense base is streamed to its file as it is copied (one 256 KiB chunk
+  // and a 1 MiB read-back buffer), a delta holds its changed-block
+  // records (72 bytes per block), a table copied whole (fast kernel) its
+  // image.
+  uint64_t max_checkpoint_buffer_bytes = 0;
   // Writers paused by checkpoints (every stripe held while the sequence
   // number, the SST set and the fast-kernel tables are taken; dense tables
   // are copied after, a chunk at a time): the last one's pause and the
