@@ -96,19 +96,33 @@ bool DenseDLeftFilter::TrackChangedBlocks() {
 bool DenseDLeftFilter::CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks,
                                          uint64_t* blocks_copied,
                                          const std::function<void(uint64_t)>* between_chunks) const {
+  const size_t start = out->size();
+  const ImageSink append = [out](std::string_view piece) {
+    out->append(piece.data(), piece.size());
+    return true;
+  };
+  if (!CopyChangedBlocks(append, writers, chunk_blocks, blocks_copied, between_chunks)) {
+    out->resize(start);
+    return false;
+  }
+  return true;
+}
+
+bool DenseDLeftFilter::CopyChangedBlocks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
+                                         uint64_t* blocks_copied,
+                                         const std::function<void(uint64_t)>* between_chunks) const {
   Impl& m = *impl_;
   if (m.d != 2 || !m.changed) return false;
   std::mutex* mu = writers != nullptr ? writers : (m.lock_writers ? &m.mu : nullptr);
   chunk_blocks = std::max<uint64_t>(64, chunk_blocks & ~uint64_t{63});  // whole bitmap words
-  const size_t start = out->size();
   uint64_t relocations_before = 0, copied = 0;
-  bool moved = false;
+  bool moved = false, ok = true;
   // Each chunk's records go to `chunk` (its capacity reserved for a whole
-  // chunk of records), then to `out` once the lock is released: a writer
-  // never waits for `out` to grow.
+  // chunk of records), then to the sink once the lock is released: a
+  // writer never waits for the sink.
   std::string chunk;
   chunk.reserve(chunk_blocks * kRecord);
-  for (uint64_t b0 = 0; b0 < m.nblocks; b0 += chunk_blocks) {
+  for (uint64_t b0 = 0; ok && b0 < m.nblocks; b0 += chunk_blocks) {
     const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
     if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
     chunk.clear();
@@ -130,10 +144,9 @@ bool DenseDLeftFilter::CopyChangedBlocks(std::string* out, std::mutex* writers, 
       }
       if (b1 == m.nblocks) moved = m.relocations != relocations_before;
     }
-    out->append(chunk);
+    if (!chunk.empty()) ok = sink(chunk);
   }
-  if (moved) {
-    out->resize(start);
+  if (moved || !ok) {
     MarkAllChanged(&m, mu);  // what this copy cleared is not saved
     return false;
   }

@@ -128,7 +128,7 @@ class CountingKernel {
     return false;
   }
   virtual bool TrackChangedBlocks() { return false; }
-  virtual bool CopyChangedBlocks(std::string*, std::mutex*, uint64_t, uint64_t*,
+  virtual bool CopyChangedBlocks(const DenseDLeftFilter::ImageSink&, std::mutex*, uint64_t, uint64_t*,
                                  const std::function<void(uint64_t)>*) const {
     return false;
   }
@@ -213,9 +213,9 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
     return f_->SerializeInChunks(sink, writers, chunk_blocks, items, between_chunks);
   }
   bool TrackChangedBlocks() override { return f_->TrackChangedBlocks(); }
-  bool CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* copied,
-                         const std::function<void(uint64_t)>* between_chunks) const override {
-    return f_->CopyChangedBlocks(out, writers, chunk_blocks, copied, between_chunks);
+  bool CopyChangedBlocks(const DenseDLeftFilter::ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
+                         uint64_t* copied, const std::function<void(uint64_t)>* between_chunks) const override {
+    return f_->CopyChangedBlocks(sink, writers, chunk_blocks, copied, between_chunks);
   }
   void FillStats(ElasticStats* st) const override {
     st->dense = f_->Stats();
@@ -346,7 +346,8 @@ bool ElasticFilter::TrackChangedKernelBlocks() {
   return kernel_->TrackChangedBlocks();
 }
 
-bool ElasticFilter::CopyChangedKernelBlocks(std::string* out, uint64_t chunk_blocks, uint64_t* copied,
+bool ElasticFilter::CopyChangedKernelBlocks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks,
+                                            uint64_t* copied,
                                             const std::function<void(uint64_t)>* between_chunks) const {
   if (options_.kernel != ElasticKernel::kDense || options_.migrate_on_overflow) return false;
   {
@@ -354,7 +355,7 @@ bool ElasticFilter::CopyChangedKernelBlocks(std::string* out, uint64_t chunk_blo
     if (options_.thread_safe) lock.lock();
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
-  return kernel_->CopyChangedBlocks(out, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, copied,
+  return kernel_->CopyChangedBlocks(sink, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, copied,
                                     between_chunks);
 }
 

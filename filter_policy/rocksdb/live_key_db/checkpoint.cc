@@ -120,7 +120,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   if (chunked && !no_swaps.try_lock()) chunked = false;
   // A delta (the changed blocks, appended to the file) when the file's
   // base holds these very indexes; else a new base (the whole file).
-  const bool delta = chunked && CanAppendDelta(fams);
+  bool delta = chunked && CanAppendDelta(fams);
   // Invariant: file_state.appendable only while every block changed since
   // the file's last segment has its bit set. A chunked copy clears the
   // bits of what it takes, and what it takes is saved only once the file
@@ -141,14 +141,16 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   // A new base copied in chunks is streamed to its file as it is copied
   // (StreamedIndexFile: no copy of an index in memory). An Env without
   // RandomRWFile gets the copy under the stripes instead.
+  // A delta is streamed the same way, appended to the file.
   std::unique_ptr<StreamedIndexFile> out;
-  if (chunked && !delta) {
+  if (chunked) {
     out.reset(new StreamedIndexFile);
-    const rocksdb::Status os = out->Open(env, dbname, opt.index_file_name);
+    const rocksdb::Status os = delta ? out->OpenAppend(env, IndexPath()) : out->Open(env, dbname, opt.index_file_name);
     if (!os.ok()) {
       rocksdb::Info(log, "LiveKeyDB: the checkpoint copies with the writers paused: %s", os.ToString().c_str());
       out.reset();
       chunked = false;
+      delta = false;
     }
   }
   // The blobs' memory for the tables copied under the stripes is
@@ -216,38 +218,40 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
     const DenseDLeftFilter::ImageSink sink = [&out](std::string_view piece) {
       return out->Append(Slice(piece.data(), piece.size())).ok();
     };
-    if (out) out->Append(FileHead(seq, identity, ssts, saved.size()));
+    // The file's head or the segment's, then per index its head (its
+    // entry count and blob size filled in at the end) and its image or
+    // records as they are copied; a delta's body length at the end too.
+    out->Append(delta ? DeltaHead(seq, ssts, saved.size()) : FileHead(seq, identity, ssts, saved.size()));
     for (size_t i = 0; i < saved.size(); ++i) {
       SavedIndex& e = saved[i];
-      // A streamed base: the index's head (its entry count and blob size
-      // filled in at the end), then its image as it is copied.
       size_t entries_at = 0, size_at = 0;
-      const uint64_t head_at = out ? out->size() : 0;
-      if (out) out->Append(IndexHead(e, e.blob.size(), &entries_at, &size_at));
-      if (!saved_later[i]) {
-        if (out) out->Append(e.blob);
+      const uint64_t head_at = out->size();
+      out->Append(delta ? DeltaIndexHead(e, 0, &size_at) : IndexHead(e, e.blob.size(), &entries_at, &size_at));
+      if (!saved_later[i]) {  // (a base's table copied whole under the stripes)
+        out->Append(e.blob);
         continue;
       }
       // rebuild_mu keeps e.cf->owned in place (no swap, no drop).
       uint64_t copied = 0;
-      const uint64_t begin = out ? out->size() : 0;
-      const bool ok = delta ? e.cf->owned->CopyChangedBlocks(&e.blob, chunk_blocks, &copied, &between)
+      const uint64_t begin = out->size();
+      const bool ok = delta ? e.cf->owned->CopyChangedBlocks(sink, chunk_blocks, &copied, &between)
                             : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between);
-      if (out && !out->status().ok()) return out->status();  // an I/O error
+      if (!out->status().ok()) return out->status();  // an I/O error
       if (!ok) return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
-      if (out) {
+      out->Late(head_at + size_at, out->size() - begin);
+      if (!delta) {
         out->Late(head_at + entries_at, e.entries);
-        out->Late(head_at + size_at, out->size() - begin);
         out->LateImage(begin, out->size(), e.entries);
       }
     }
-    NoteCheckpointBuffer((delta ? 72 : 64) * chunk_blocks + (out ? StreamedIndexFile::kReadBackBytes : 0));
+    if (delta) out->Late(kDeltaBodyAt, out->size() - kDeltaBodyAt - 8);
+    NoteCheckpointBuffer((delta ? 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
       seq = base->GetLatestSequenceNumber();
       s = LiveSsts(&ssts, nullptr);
       if (!s.ok()) return s;
-      if (out) out->Late(kHeadSeqAt, seq);
+      out->Late(delta ? kDeltaSeqAt : kHeadSeqAt, seq);
     }
 #endif
   }
@@ -282,12 +286,12 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
     return rocksdb::Status::Corruption("LiveKeyDB: a delta without every family of the base");
   }
   uint64_t bytes = 0;
-  rocksdb::Status s = delta      ? AppendIndexDelta(seq, ssts, saved, &bytes)
-                      : streamed ? streamed->Finish(&bytes)
-                                 : WriteIndexFile(seq, identity, ssts, saved, &bytes);
+  rocksdb::Status s = streamed ? streamed->Finish(&bytes)
+                      : delta  ? AppendIndexDelta(seq, ssts, saved, &bytes)
+                               : WriteIndexFile(seq, identity, ssts, saved, &bytes);
   if (s.ok() && streamed != nullptr) {
-    rocksdb::Info(log, "LiveKeyDB: saved %zu index(es) as copied, %" PRIu64 " bytes, at sequence %" PRIu64,
-                  saved.size(), bytes, seq);
+    rocksdb::Info(log, "LiveKeyDB: %s %zu index(es) as copied, %" PRIu64 " bytes, at sequence %" PRIu64,
+                  delta ? "appended the changed blocks of" : "saved", saved.size(), bytes, seq);
   }
   IndexFileState& f = file_state;
   if (!s.ok()) {

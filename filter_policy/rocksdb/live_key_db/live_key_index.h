@@ -287,16 +287,13 @@ class LiveKeyIndex {
   // kernel's changed blocks (DenseDLeftFilter::CopyChangedBlocks), on the
   // terms of SerializeInChunks above (no stash at the start or the end).
   bool TrackChangedBlocks() { return dense_ != nullptr && elastic_->TrackChangedKernelBlocks(); }
-  bool CopyChangedBlocks(std::string* out, uint64_t chunk_blocks, uint64_t* copied,
+  // The records are streamed to `sink` a chunk at a time; false: what was
+  // streamed is no delta.
+  bool CopyChangedBlocks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks, uint64_t* copied,
                          const std::function<void(uint64_t)>* between_chunks) const {
     if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return false;
-    const size_t start = out->size();
-    if (!elastic_->CopyChangedKernelBlocks(out, chunk_blocks, copied, between_chunks)) return false;
-    if (stash_.load(std::memory_order_acquire) != nullptr) {
-      out->resize(start);
-      return false;
-    }
-    return true;
+    if (!elastic_->CopyChangedKernelBlocks(sink, chunk_blocks, copied, between_chunks)) return false;
+    return stash_.load(std::memory_order_acquire) == nullptr;
   }
 
   void Describe(LiveKeyCfStats* st) const {

@@ -217,8 +217,17 @@ rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Open(rocksdb::Env* env, const
   return status_;
 }
 
+rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::OpenAppend(rocksdb::Env* env, const std::string& path) {
+  env_ = env;
+  final_ = path;
+  status_ = env_->GetFileSize(path, &origin_);
+  if (status_.ok()) status_ = env_->NewRandomRWFile(path, &f_, rocksdb::EnvOptions());
+  if (!status_.ok()) f_.reset();
+  return status_;
+}
+
 rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Append(const Slice& piece) {
-  if (status_.ok()) status_ = f_->Write(size_, piece);
+  if (status_.ok()) status_ = f_->Write(origin_ + size_, piece);
   written_.Update(piece.data(), piece.size());
   size_ += piece.size();
   return status_;
@@ -269,15 +278,15 @@ rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Finish(uint64_t* bytes) {
       while (next_field + 1 < fields_.size() && fields_[next_field + 1].at == off) ++next_field;
       const Field& w = fields_[next_field++];
       Slice first;
-      s = f_->Read(off, 8, &first, scratch.get());
+      s = f_->Read(origin_ + off, 8, &first, scratch.get());
       if (s.ok() && first.size() != 8) s = rocksdb::Status::IOError("LiveKeyDB: short read back of " + tmp_);
       if (s.ok()) read_back.Update(first.data(), 8);
       internal::EncodeFixed64(value, w.image >= 0 ? image_sums[w.image].Digest() : w.value);
       piece = Slice(value, 8);
-      if (s.ok()) s = f_->Write(off, piece);
+      if (s.ok()) s = f_->Write(origin_ + off, piece);
     } else {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(stops[next_stop] - off, kReadBackBytes));
-      s = f_->Read(off, n, &piece, scratch.get());
+      s = f_->Read(origin_ + off, n, &piece, scratch.get());
       if (s.ok() && piece.size() != n) s = rocksdb::Status::IOError("LiveKeyDB: short read back of " + tmp_);
       if (s.ok()) read_back.Update(piece.data(), piece.size());
     }
@@ -296,9 +305,14 @@ rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Finish(uint64_t* bytes) {
   }
   std::string trailer;
   internal::PutFixed64(&trailer, sum.Digest());
-  if (s.ok()) s = f_->Write(size_, trailer);
+  if (s.ok()) s = f_->Write(origin_ + size_, trailer);
   if (s.ok()) s = f_->Sync();
   if (s.ok()) s = f_->Close();
+  if (s.ok() && tmp_.empty()) {  // an appended segment: in place once synced
+    f_.reset();
+    *bytes = size_ + trailer.size();
+    return s;
+  }
   if (s.ok()) s = env_->RenameFile(tmp_, final_);
   if (!s.ok()) return s;  // (the destructor removes the .tmp)
   f_.reset();
@@ -309,36 +323,57 @@ rocksdb::Status LiveKeyDB::Rep::StreamedIndexFile::Finish(uint64_t* bytes) {
   return s;
 }
 
+// Unfinished: a base's .tmp is removed; an appended segment is cut off
+// (left, it would be a torn segment: ignored, as is all after it).
 LiveKeyDB::Rep::StreamedIndexFile::~StreamedIndexFile() {
   if (f_ == nullptr) return;
   f_->Close().PermitUncheckedError();
-  env_->DeleteFile(tmp_).PermitUncheckedError();
+  if (!tmp_.empty()) {
+    env_->DeleteFile(tmp_).PermitUncheckedError();
+    return;
+  }
+  std::unique_ptr<rocksdb::WritableFile> w;
+  if (env_->ReopenWritableFile(final_, &w, rocksdb::EnvOptions()).ok()) {
+    w->Truncate(origin_).PermitUncheckedError();
+    w->Close().PermitUncheckedError();
+  }
 }
 
 // A delta segment (FORMATS.md): the changed-block records of each index of
 // the base, appended to the file and synced. A crash in the middle leaves
 // a torn segment, which the load ignores with everything after it (the
 // segments before it still describe a complete, older checkpoint).
+std::string LiveKeyDB::Rep::DeltaHead(uint64_t seq, const std::vector<uint64_t>& ssts, size_t indexes,
+                                      uint64_t body) {
+  std::string h;
+  internal::PutFixed64(&h, kDeltaMagic);
+  internal::PutFixed64(&h, body);  // at kDeltaBodyAt: the bytes after these 16, before the checksum
+  internal::PutFixed64(&h, seq);   // at kDeltaSeqAt
+  internal::PutFixed32(&h, static_cast<uint32_t>(ssts.size()));
+  for (uint64_t n : ssts) internal::PutFixed64(&h, n);
+  internal::PutFixed32(&h, static_cast<uint32_t>(indexes));
+  return h;
+}
+
+std::string LiveKeyDB::Rep::DeltaIndexHead(const SavedIndex& e, uint64_t records_bytes, size_t* size_at) {
+  std::string h;
+  internal::PutFixed32(&h, e.cf->id);
+  internal::PutFixed64(&h, e.entries);
+  if (size_at != nullptr) *size_at = h.size();
+  internal::PutFixed64(&h, records_bytes);
+  return h;
+}
+
 rocksdb::Status LiveKeyDB::Rep::AppendIndexDelta(uint64_t seq, const std::vector<uint64_t>& ssts,
                                                  const std::vector<SavedIndex>& deltas, uint64_t* bytes) {
   std::vector<std::string> heads(1 + deltas.size());
-  std::string& head = heads[0];
-  internal::PutFixed64(&head, seq);
-  internal::PutFixed32(&head, static_cast<uint32_t>(ssts.size()));
-  for (uint64_t n : ssts) internal::PutFixed64(&head, n);
-  internal::PutFixed32(&head, static_cast<uint32_t>(deltas.size()));
-  uint64_t body = head.size();
+  uint64_t body = DeltaHead(seq, ssts, deltas.size()).size() - 16;
   for (size_t i = 0; i < deltas.size(); ++i) {
-    std::string& h = heads[1 + i];
-    internal::PutFixed32(&h, deltas[i].cf->id);
-    internal::PutFixed64(&h, deltas[i].entries);
-    internal::PutFixed64(&h, deltas[i].blob.size());
-    body += h.size() + deltas[i].blob.size();
+    heads[1 + i] = DeltaIndexHead(deltas[i], deltas[i].blob.size());
+    body += heads[1 + i].size() + deltas[i].blob.size();
   }
-  std::string lead;
-  internal::PutFixed64(&lead, kDeltaMagic);
-  internal::PutFixed64(&lead, body);
-  std::vector<Slice> pieces{lead, heads[0]};
+  heads[0] = DeltaHead(seq, ssts, deltas.size(), body);
+  std::vector<Slice> pieces{heads[0]};
   for (size_t i = 0; i < deltas.size(); ++i) {
     pieces.emplace_back(heads[1 + i]);
     pieces.emplace_back(deltas[i].blob);
@@ -423,7 +458,11 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
       for (CfState* cf : fams) {
         SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
         uint64_t copied = 0;
-        if (!cf->owned->CopyChangedBlocks(&e.blob, kCheckpointChunkBlocks, &copied, nullptr)) {
+        const DenseDLeftFilter::ImageSink append = [&e](std::string_view piece) {
+          e.blob.append(piece.data(), piece.size());
+          return true;
+        };
+        if (!cf->owned->CopyChangedBlocks(append, kCheckpointChunkBlocks, &copied, nullptr)) {
           copied_all = false;
           break;
         }

@@ -783,6 +783,12 @@ struct LiveKeyDB::Rep {
                        size_t indexes) const;
   static std::string IndexHead(const SavedIndex& e, uint64_t blob_bytes, size_t* entries_at = nullptr,
                                size_t* size_at = nullptr);
+  // A delta segment's lead and head (magic, body length at kDeltaBodyAt,
+  // sequence number at kDeltaSeqAt, SST set, index count) and one index's
+  // head before its records (`*size_at`: where their length lies).
+  static constexpr size_t kDeltaBodyAt = 8, kDeltaSeqAt = 16;
+  static std::string DeltaHead(uint64_t seq, const std::vector<uint64_t>& ssts, size_t indexes, uint64_t body = 0);
+  static std::string DeltaIndexHead(const SavedIndex& e, uint64_t records_bytes, size_t* size_at = nullptr);
   // A new base written as its dense tables are copied (checkpoint.cc), so
   // no copy of an index is held in memory: pieces go to <name>.tmp as they
   // come; what is known only at the end (each index's entry count and
@@ -797,6 +803,11 @@ struct LiveKeyDB::Rep {
     // NotSupported when the Env has no RandomRWFile (the caller copies
     // with the writers paused instead).
     rocksdb::Status Open(rocksdb::Env* env, const std::string& dir, const std::string& name);
+    // A delta segment appended to the file at `path` instead: offsets
+    // count from the file's end, Finish syncs it (no rename), and an
+    // unfinished segment stays as a torn one (the load ignores it; the
+    // caller writes a new base next).
+    rocksdb::Status OpenAppend(rocksdb::Env* env, const std::string& path);
     rocksdb::Status Append(const Slice& piece);
     uint64_t size() const { return size_; }
     const rocksdb::Status& status() const { return status_; }
@@ -813,8 +824,9 @@ struct LiveKeyDB::Rep {
       int image;  // >= 0: the checksum of images_[image], known at Finish
     };
     rocksdb::Env* env_ = nullptr;
-    std::string dir_, final_, tmp_;
+    std::string dir_, final_, tmp_;  // tmp_ empty: appending to final_
     std::unique_ptr<rocksdb::RandomRWFile> f_;
+    uint64_t origin_ = 0;  // the file offset of size() 0
     uint64_t size_ = 0;
     rocksdb::Status status_;
     internal::StreamHash written_{0};  // every byte appended, as appended

@@ -292,6 +292,11 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // a relocation during the call. `blocks_copied`: the records appended.
   bool CopyChangedBlocks(std::string* out, std::mutex* writers, uint64_t chunk_blocks, uint64_t* blocks_copied,
                          const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+  // The same records streamed to `sink`, each chunk's once the lock is
+  // released (one chunk buffered). False as above, and when `sink` fails
+  // (the copy stops; every bit is set again).
+  bool CopyChangedBlocks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks, uint64_t* blocks_copied,
+                         const std::function<void(uint64_t)>* between_chunks = nullptr) const;
   // Writes changed-block records into `image` (Serialize's or
   // SerializeInChunks' bytes) and recomputes its item count (`items`, if
   // not null) and checksum.

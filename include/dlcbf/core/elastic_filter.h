@@ -282,7 +282,7 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // and CopyChangedBlocks, under this filter's writer lock), on the same
   // terms as SerializeKernelInChunks; false otherwise.
   bool TrackChangedKernelBlocks();
-  bool CopyChangedKernelBlocks(std::string* out, uint64_t chunk_blocks, uint64_t* copied,
+  bool CopyChangedKernelBlocks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks, uint64_t* copied,
                                const std::function<void(uint64_t)>* between_chunks = nullptr) const;
 
   ~ElasticFilter();
