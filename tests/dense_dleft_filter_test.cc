@@ -619,6 +619,86 @@ TEST(DenseDLeftFilter, GoldenBytesVersion1) {
   }
 }
 
+// The sparse image (DenseDLeftFilter::ImageLayout::kSparse: LiveKeyDB's
+// base of a lightly filled index), with the two fields a streaming caller
+// writes at the end (the item count and the checksum).
+std::string SparseOf(const DenseDLeftFilter& f, uint64_t chunk_blocks = 3) {
+  std::string out;
+  uint64_t items = 0;
+  const DenseDLeftFilter::ImageSink sink = [&out](std::string_view p) {
+    out.append(p.data(), p.size());
+    return true;
+  };
+  if (!f.SerializeInChunks(sink, nullptr, chunk_blocks, &items, nullptr, DenseDLeftFilter::ImageLayout::kSparse)) {
+    return "";
+  }
+  internal::EncodeFixed64(&out[DenseDLeftFilter::kImageItemsOffset], items);
+  internal::EncodeFixed64(&out[out.size() - 8],
+                          internal::HashKey(out.data(), out.size() - 8, DenseDLeftFilter::kImageChecksumSeed));
+  return out;
+}
+
+// Layout pin: header, then (block number, block) per block in use, then
+// the checksum. [0]: r = 8, [1]: r = 16.
+constexpr const char* kGoldenSparse[2] = {
+    "644c444e010008023000500000000000040000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000000000000000000009d0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000004000000000000000000000000300000000000000bdbdc8000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001800080000000000000000007a7bb1626d21c12b",
+    "644c444e010010021c00240000000000040000000000000007000000000000000400000000000000eca105dc33d80100000000000000000000000000000000000000000000000000186000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000200000000000300000000000000f614f614cc660000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000003010000000061a77adeb70f11cc"};
+
+TEST(DenseDLeftFilter, GoldenBytesOfTheSparseImage) {
+  for (uint32_t r : {8u, 16u}) {
+    auto f = Make(Geometry(r, 2, 4, false, 7));
+    for (const char* k : {"apple", "banana", "cherry", "apple"}) ASSERT_EQ(f->Insert(k), OpResult::kOk);
+    const std::string sparse = SparseOf(*f);
+    EXPECT_EQ(Hex(sparse), kGoldenSparse[r == 16]) << "r=" << r;
+    std::string image;
+    ASSERT_TRUE(DenseDLeftFilter::ExpandSparseImage(sparse, &image).ok());
+    EXPECT_EQ(image, Bytes(*f));
+  }
+}
+
+// Expanded, a sparse image is Serialize's image, whatever the chunk size
+// and fill; a flipped byte, records out of order or a wrong item count
+// (checksummed anew) are Corruption, never an image.
+TEST(DenseDLeftFilter, SparseImageExpandsToTheWholeImage) {
+  for (uint32_t r : {8u, 16u}) {
+    for (uint64_t keys : {uint64_t{0}, uint64_t{40}, uint64_t{2000}}) {
+      auto f = Make(Geometry(r, 2, 256, true));
+      for (uint64_t i = 0; i < keys; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i + 1)), OpResult::kOk);
+      for (uint64_t chunk : {uint64_t{1}, uint64_t{7}, uint64_t{4096}}) {
+        const std::string sparse = SparseOf(*f, chunk);
+        ASSERT_FALSE(sparse.empty());
+        if (keys == 40) {
+          EXPECT_LT(sparse.size(), Bytes(*f).size() / 4) << "40 keys in 512 blocks";
+        }
+        std::string image;
+        ASSERT_TRUE(DenseDLeftFilter::ExpandSparseImage(sparse, &image).ok()) << keys << " " << chunk;
+        EXPECT_EQ(image, Bytes(*f)) << keys << " " << chunk;
+      }
+    }
+    auto f = Make(Geometry(r, 2, 256, true));
+    for (uint64_t i = 0; i < 40; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i + 1)), OpResult::kOk);
+    const std::string sparse = SparseOf(*f);
+    std::string image;
+    for (size_t i = 0; i < sparse.size(); ++i) {
+      std::string bad = sparse;
+      bad[i] ^= 0x10;
+      EXPECT_FALSE(DenseDLeftFilter::ExpandSparseImage(bad, &image).ok()) << "byte " << i;
+    }
+    auto reseal = [](std::string* x) {
+      internal::EncodeFixed64(&(*x)[x->size() - 8], internal::HashKey(x->data(), x->size() - 8, 0));
+    };
+    std::string swapped = sparse;  // the first two records exchanged
+    std::swap_ranges(swapped.begin() + 64, swapped.begin() + 64 + 72, swapped.begin() + 64 + 72);
+    reseal(&swapped);
+    EXPECT_TRUE(DenseDLeftFilter::ExpandSparseImage(swapped, &image).IsCorruption());
+    std::string miscounted = sparse;
+    internal::EncodeFixed64(&miscounted[DenseDLeftFilter::kImageItemsOffset], 41);
+    reseal(&miscounted);
+    EXPECT_TRUE(DenseDLeftFilter::ExpandSparseImage(miscounted, &image).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::ExpandSparseImage(sparse.substr(0, sparse.size() - 30), &image).IsCorruption());
+  }
+}
+
 TEST(DenseDLeftFilter, GoldenBytesOfTheLeastLoadedRuleStillRead) {
   for (uint32_t r : {8u, 16u}) {
     std::unique_ptr<DenseDLeftFilter> f;

@@ -253,8 +253,8 @@ bool DenseDLeftFilter::SerializeInChunks(std::string* out, std::mutex* writers, 
 }
 
 bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
-                                         uint64_t* items,
-                                         const std::function<void(uint64_t)>* between_chunks) const {
+                                         uint64_t* items, const std::function<void(uint64_t)>* between_chunks,
+                                         ImageLayout layout) const {
   static_assert(kImageItemsOffset == kItemsAt, "the streamed image's item count is the header's");
   Impl& m = *impl_;
   if (m.d != 2) return false;  // the argument above is for d = 2
@@ -266,7 +266,8 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
   std::string chunk;
   PutHeader(m, 0, &chunk);
   bool ok = sink(chunk);
-  chunk.reserve(64 * std::min<uint64_t>(chunk_blocks, m.nblocks));
+  const bool sparse = layout == ImageLayout::kSparse;
+  chunk.reserve((sparse ? kRecord : 64) * std::min<uint64_t>(chunk_blocks, m.nblocks));
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;
   bool moved = false;
@@ -278,11 +279,23 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
       std::unique_lock<std::mutex> g;
       if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
       if (b0 == 0) relocations_before = m.relocations;
+      if (sparse) {
+        for (uint64_t b = b0; b < b1; ++b) {
+          uint64_t w[dense_detail::kBlockWords];
+          std::memcpy(w, m.Blk(b), 64);
+          uint64_t any = 0;
+          for (int k = 0; k < dense_detail::kBlockWords; ++k) any |= w[k];
+          if (any == 0) continue;
+          internal::PutFixed64(&chunk, b);
+          AppendBlock(m, b, &chunk);
+        }
+      } else {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-      chunk.append(reinterpret_cast<const char*>(m.Blk(b0)), 64 * (b1 - b0));  // (the table is the encoding)
+        chunk.append(reinterpret_cast<const char*>(m.Blk(b0)), 64 * (b1 - b0));  // (the table is the encoding)
 #else
-      for (uint64_t b = b0; b < b1; ++b) AppendBlock(m, b, &chunk);
+        for (uint64_t b = b0; b < b1; ++b) AppendBlock(m, b, &chunk);
 #endif
+      }
       for (uint64_t b = b0; b < b1; ++b) {
         used += static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
                                          : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
@@ -290,7 +303,7 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
       if (m.changed) ClearChanged(m.changed.get(), b0, b1);
       if (b1 == m.nblocks) moved = m.relocations != relocations_before;
     }
-    ok = sink(chunk);  // (no lock held: a writer never waits for the sink)
+    if (!chunk.empty()) ok = sink(chunk);  // (no lock held: a writer never waits for the sink)
   }
   if (ok) ok = sink(std::string_view("\0\0\0\0\0\0\0\0", 8));  // the checksum's place
   if (moved || !ok) {
@@ -299,6 +312,38 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
   }
   if (items != nullptr) *items = used;
   return true;
+}
+
+Status DenseDLeftFilter::ExpandSparseImage(std::string_view sparse, std::string* image) {
+  auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: sparse image: " + why); };
+  if (sparse.size() < kHeader + 8 || std::memcmp(sparse.data(), kMagic, 4) != 0) return corrupt("not an image");
+  const size_t body = sparse.size() - 8;
+  if ((body - kHeader) % kRecord != 0) return corrupt("truncated record");
+  if (internal::HashKey(sparse.data(), body, kImageChecksumSeed) != internal::DecodeFixed64(sparse.data() + body)) {
+    return corrupt("checksum mismatch");
+  }
+  const uint64_t nb = internal::DecodeFixed64(sparse.data() + 16);  // blocks per subtable (FORMATS.md)
+  const uint8_t d = static_cast<uint8_t>(sparse[7]);
+  if (d < 1 || d > 4 || nb == 0 || nb > (uint64_t{1} << 40)) return corrupt("bad geometry");
+  const uint64_t nblocks = nb * d;
+  if (nblocks > internal::PhysicalMemoryBytes() / 64) {
+    return Status::MemoryLimit("DenseDLeftFilter: sparse image of " + std::to_string(nblocks) + " blocks");
+  }
+  uint64_t last = 0;
+  bool first = true;
+  for (size_t i = kHeader; i < body; i += kRecord) {
+    const uint64_t b = internal::DecodeFixed64(sparse.data() + i);
+    if (b >= nblocks || (!first && b <= last)) return corrupt("record out of range or out of order");
+    first = false;
+    last = b;
+  }
+  image->assign(kHeader + 64 * nblocks + 8, '\0');
+  std::memcpy(&(*image)[0], sparse.data(), kHeader);
+  uint64_t items = 0;
+  const Status s = PatchSerializedBlocks(image, sparse.substr(kHeader, body - kHeader), &items);
+  if (!s.ok()) return s;
+  if (items != internal::DecodeFixed64(sparse.data() + kItemsAt)) return corrupt("item count does not match");
+  return Status::OK();
 }
 
 uint64_t DenseDLeftFilter::SerializedBytes() const { return kHeader + 64 * impl_->nblocks + 8; }

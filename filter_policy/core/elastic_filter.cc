@@ -124,7 +124,7 @@ class CountingKernel {
   // The same, chunk by chunk under `writers` (kDense only:
   // DenseDLeftFilter::SerializeInChunks).
   virtual bool SerializeInChunks(const DenseDLeftFilter::ImageSink&, std::mutex*, uint64_t, uint64_t*,
-                                 const std::function<void(uint64_t)>*) const {
+                                 const std::function<void(uint64_t)>*, DenseDLeftFilter::ImageLayout) const {
     return false;
   }
   virtual bool TrackChangedBlocks() { return false; }
@@ -209,8 +209,9 @@ class DenseKernel final : public KernelOf<DenseDLeftFilter> {
     return true;
   }
   bool SerializeInChunks(const DenseDLeftFilter::ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
-                         uint64_t* items, const std::function<void(uint64_t)>* between_chunks) const override {
-    return f_->SerializeInChunks(sink, writers, chunk_blocks, items, between_chunks);
+                         uint64_t* items, const std::function<void(uint64_t)>* between_chunks,
+                         DenseDLeftFilter::ImageLayout layout) const override {
+    return f_->SerializeInChunks(sink, writers, chunk_blocks, items, between_chunks, layout);
   }
   bool TrackChangedBlocks() override { return f_->TrackChangedBlocks(); }
   bool CopyChangedBlocks(const DenseDLeftFilter::ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks,
@@ -324,8 +325,8 @@ bool ElasticFilter::SerializeKernel(std::string* out) const {
 }
 
 bool ElasticFilter::SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks,
-                                            uint64_t* items,
-                                            const std::function<void(uint64_t)>* between_chunks) const {
+                                            uint64_t* items, const std::function<void(uint64_t)>* between_chunks,
+                                            DenseDLeftFilter::ImageLayout layout) const {
   // The dense kernel without migrate_on_overflow stays this filter's for
   // its life (no migration can start during the copy).
   if (options_.kernel != ElasticKernel::kDense || options_.migrate_on_overflow) return false;
@@ -335,7 +336,7 @@ bool ElasticFilter::SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& s
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
   return kernel_->SerializeInChunks(sink, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
-                                    between_chunks);
+                                    between_chunks, layout);
 }
 
 bool ElasticFilter::TrackChangedKernelBlocks() {

@@ -631,9 +631,10 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     LiveKeyIndexOptions io;
     io.kernel = I(0, 1) ? dlcbf::ElasticKernel::kFast : dlcbf::ElasticKernel::kDense;
     const uint64_t keys = static_cast<uint64_t>(std::max(1, FLAGS_keys));
-    switch (I(0, 2)) {
+    switch (I(0, 3)) {
       case 0: io.expected_keys = I(1, 64); break;                 // tiny: overflow, stash, ABF
       case 1: io.expected_keys = I(64, keys); break;
+      case 2: io.expected_keys = I(100 * keys, 400 * keys); break;  // roomy: sparse checkpoint bases
       default: io.expected_keys = I(keys, 4 * keys); break;       // a few thousand
     }
     io.bits_per_key = U(8, 48);

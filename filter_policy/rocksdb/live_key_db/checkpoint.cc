@@ -136,6 +136,10 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   std::vector<bool> saved_later;  // saved[i] is copied in chunks, after the stripes
   std::vector<uint64_t> ssts;
   std::vector<bool> in_chunks(fams.size(), false);
+  // A base of an index with fewer entries than half its blocks is written
+  // sparse (the blocks in use only: DenseDLeftFilter::ImageLayout): a
+  // fresh index's first base is a few MB, not the whole table.
+  std::vector<bool> sparse(fams.size(), false);
   bool tracked = chunked;  // every index of a new base tracks its changed blocks
   uint64_t seq = 0;
   // A new base copied in chunks is streamed to its file as it is copied
@@ -166,9 +170,10 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       // without a copy.)
       in_chunks[i] = chunked && opt.kernel == ElasticKernel::kDense && !fams[i]->owned->has_stash();
       if (delta) continue;
+      LiveKeyCfStats c;
+      fams[i]->owned->Describe(&c);
+      sparse[i] = in_chunks[i] && fams[i]->owned->entries() * 2 < c.bytes / 64;
       if (!in_chunks[i]) {
-        LiveKeyCfStats c;
-        fams[i]->owned->Describe(&c);
         buffers[i].resize(c.bytes + 4096);
         buffers[i].clear();  // (keeps the touched capacity)
       }
@@ -191,8 +196,8 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
     for (size_t i = 0; i < fams.size(); ++i) {
       CfState* cf = fams[i];
       if (!s.ok() || cf->dropped || !cf->owned) continue;
-      SavedIndex e{cf, LiveKeyIndex::KindOf(opt.kernel), cf->owned->sized_for(), cf->owned->entries(),
-                   std::move(buffers[i])};
+      SavedIndex e{cf, sparse[i] ? LiveKeyIndex::kSparseDenseKind : LiveKeyIndex::KindOf(opt.kernel),
+                   cf->owned->sized_for(), cf->owned->entries(), std::move(buffers[i])};
       if (in_chunks[i] || cf->owned->Serialize(&e.blob, &e.kind)) {
         saved.push_back(std::move(e));
         saved_later.push_back(in_chunks[i]);
@@ -235,7 +240,8 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
       uint64_t copied = 0;
       const uint64_t begin = out->size();
       const bool ok = delta ? e.cf->owned->CopyChangedBlocks(sink, chunk_blocks, &copied, &between)
-                            : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between);
+                            : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between,
+                                                             e.kind == LiveKeyIndex::kSparseDenseKind);
       if (!out->status().ok()) return out->status();  // an I/O error
       if (!ok) return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
       out->Late(head_at + size_at, out->size() - begin);
@@ -305,6 +311,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
   } else {
     f.appendable = appendable;
     f.base_bytes = bytes;
+    f.whole_bytes = IndexBytes();
     f.delta_bytes = 0;
     f.indexes.clear();
     for (const SavedIndex& e : saved) f.indexes.emplace_back(e.cf->id, e.cf->serial.load(std::memory_order_relaxed));

@@ -109,8 +109,11 @@ class LiveKeyIndex {
     return LoadKernel<FastDLeftFilter>(blob, o, sized_for, entries, epochs, out);
   }
 
-  // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense.
+  // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense,
+  // 3 dense as a sparse image (DenseDLeftFilter::ExpandSparseImage
+  // before Load).
   static uint8_t KindOf(ElasticKernel k) { return k == ElasticKernel::kDense ? 2 : 1; }
+  static constexpr uint8_t kSparseDenseKind = 3;
 
   bool Contains(uint64_t h) const {
     if (elastic_->ContainsHash(h)) return true;  // one line per block probed
@@ -275,11 +278,17 @@ class LiveKeyIndex {
   // `sink` fails, and with a stash at the start or at the end (the stash
   // is never removed, so none at the end means none throughout: the
   // kernel held every copy).
+  // `sparse`: the sparse image (kind kSparseDenseKind).
   bool SerializeInChunks(const DenseDLeftFilter::ImageSink& sink, uint8_t* kind, uint64_t* items,
-                         uint64_t chunk_blocks, const std::function<void(uint64_t)>* between_chunks) const {
-    *kind = KindOf(elastic_->options().kernel);
+                         uint64_t chunk_blocks, const std::function<void(uint64_t)>* between_chunks,
+                         bool sparse = false) const {
+    *kind = sparse ? kSparseDenseKind : KindOf(elastic_->options().kernel);
     if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return false;
-    if (!elastic_->SerializeKernelInChunks(sink, chunk_blocks, items, between_chunks)) return false;
+    if (!elastic_->SerializeKernelInChunks(sink, chunk_blocks, items, between_chunks,
+                                           sparse ? DenseDLeftFilter::ImageLayout::kSparse
+                                                  : DenseDLeftFilter::ImageLayout::kWhole)) {
+      return false;
+    }
     return stash_.load(std::memory_order_acquire) == nullptr;
   }
 

@@ -392,7 +392,8 @@ rocksdb::Status LiveKeyDB::Rep::AppendIndexDelta(uint64_t seq, const std::vector
 
 bool LiveKeyDB::Rep::CanAppendDelta(const std::vector<CfState*>& fams) {
   const IndexFileState& f = file_state;
-  if (!f.appendable || opt.kernel != ElasticKernel::kDense || f.delta_bytes * 2 > f.base_bytes ||
+  if (!f.appendable || opt.kernel != ElasticKernel::kDense ||
+      f.delta_bytes * 2 > std::max(f.base_bytes, f.whole_bytes) ||
       fams.size() != f.indexes.size()) {
     return false;
   }
@@ -705,12 +706,21 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     const std::string& name = e.name;
     const uint64_t sized_for = e.sized_for;
     uint64_t entries_count = e.entries;
-    const uint8_t kind = e.kind;
+    uint8_t kind = e.kind;
     std::string patched;
     Slice blob = e.blob;
+    if (kind == LiveKeyIndex::kSparseDenseKind) {  // the image, then as a dense one
+      const dlcbf::Status xs = DenseDLeftFilter::ExpandSparseImage(glue::View(e.blob), &patched);
+      if (!xs.ok()) {
+        this->Reject("index of '" + name + "': " + xs.ToString());
+        continue;
+      }
+      blob = patched;
+      kind = LiveKeyIndex::KindOf(ElasticKernel::kDense);
+    }
     if (!e.patches.empty()) {
       // The base image with every delta's changed blocks written over it.
-      patched.assign(e.blob.data(), e.blob.size());
+      if (patched.empty()) patched.assign(e.blob.data(), e.blob.size());
       const dlcbf::Status ps =
           DenseDLeftFilter::PatchSerializedBlocks(&patched, glue::View(e.patches), &entries_count);
       if (!ps.ok()) {

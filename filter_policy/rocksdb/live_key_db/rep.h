@@ -250,6 +250,7 @@ struct LiveKeyDB::Rep {
   struct IndexFileState {
     bool appendable = false;
     uint64_t base_bytes = 0, delta_bytes = 0;
+    uint64_t whole_bytes = 0;  // the indexes' own size when the base was written (a sparse base is less)
     std::vector<std::pair<uint32_t, uint64_t>> indexes;  // (family id, CfState::serial), the base's order
   } file_state;
   std::atomic<uint64_t> last_checkpoint_pause_us{0}, max_checkpoint_pause_us{0};
@@ -842,7 +843,9 @@ struct LiveKeyDB::Rep {
                                    const std::vector<SavedIndex>& deltas, uint64_t* bytes);
   // True when the next checkpoint of `fams` (under rebuild_mu) may be a
   // delta: file_state.appendable, the same families and indexes, and the
-  // deltas so far under half the base (else a new base merges them).
+  // deltas so far under half the base or, after a sparse base, half the
+  // indexes' own size (else a new base merges them: the file stays under
+  // 1.5x the indexes plus its base).
   bool CanAppendDelta(const std::vector<CfState*>& fams);
   // `streamed`: the base, already streamed (else written from `saved`).
   rocksdb::Status WriteCheckpointFile(bool delta, bool appendable, uint64_t seq, const std::string& identity,

@@ -271,13 +271,14 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // the writer lock held around each chunk only
   // (DenseDLeftFilter::SerializeInChunks, streamed to `sink`: its
   // guarantee, the two fields the caller writes, the entries the image
-  // holds in `items`, `between_chunks`). Only for the dense kernel with
+  // holds in `items`, `between_chunks`, `layout`). Only for the dense kernel with
   // migrate_on_overflow = false (the kernel then stays the filter's for
   // its life); false otherwise (nothing streamed), and when a relocation
   // moved an entry during the copy or `sink` failed (what was streamed is
   // no image).
   bool SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks, uint64_t* items,
-                               const std::function<void(uint64_t)>* between_chunks = nullptr) const;
+                               const std::function<void(uint64_t)>* between_chunks = nullptr,
+                               DenseDLeftFilter::ImageLayout layout = DenseDLeftFilter::ImageLayout::kWhole) const;
   // The dense kernel's changed blocks (DenseDLeftFilter::TrackChangedBlocks
   // and CopyChangedBlocks, under this filter's writer lock), on the same
   // terms as SerializeKernelInChunks; false otherwise.
