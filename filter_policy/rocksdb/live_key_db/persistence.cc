@@ -120,6 +120,32 @@ rocksdb::Status WriteFileAtomically(rocksdb::Env* env, const std::string& dir, c
   return s;
 }
 
+// The file in one buffer of its size, read 4 MiB at a time in place
+// (rocksdb::ReadFileToString reads 8 KiB at a time into a growing string:
+// 1.4 s for a 300 MB index file on the 2-vCPU VM, recovery_bench
+// --expected_keys=200000000).
+rocksdb::Status ReadWholeFile(rocksdb::Env* env, const std::string& path, std::string* data) {
+  uint64_t size = 0;
+  rocksdb::Status s = env->GetFileSize(path, &size);
+  std::unique_ptr<rocksdb::SequentialFile> f;
+  if (s.ok()) s = env->NewSequentialFile(path, &f, rocksdb::EnvOptions());
+  if (!s.ok()) return s;
+  data->resize(static_cast<size_t>(size));
+  constexpr size_t kPiece = 4 << 20;
+  size_t at = 0;
+  while (at < data->size()) {
+    const size_t want = std::min(kPiece, data->size() - at);
+    Slice got;
+    s = f->Read(want, &got, &(*data)[at]);
+    if (!s.ok()) return s;
+    if (got.size() == 0) break;  // (shorter than its size said: what was read is checked as any file)
+    if (got.data() != &(*data)[at]) std::memmove(&(*data)[at], got.data(), got.size());
+    at += got.size();
+  }
+  data->resize(at);
+  return rocksdb::Status::OK();
+}
+
 }  // namespace
 
 // The SST set: the numbers of every live SST file of the DB (all column
@@ -522,7 +548,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     return;
   }
   std::string data;
-  rocksdb::Status s = rocksdb::ReadFileToString(env, path, &data);
+  rocksdb::Status s = ReadWholeFile(env, path, &data);
   if (!s.ok()) return Reject("unreadable: " + s.ToString());
   if (data.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8) return Reject("truncated");
   // The base: header, SST set, entries, checksum (version 4: the whole
