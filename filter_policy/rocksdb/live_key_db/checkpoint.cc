@@ -110,7 +110,7 @@ rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   return s;
 }
 
-rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
+rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
   const std::vector<CfState*> fams = SavableFamilies();
   if (fams.empty()) return rocksdb::Status::OK();
   std::string identity;
@@ -263,7 +263,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked) {
   }
   if (no_swaps.owns_lock()) no_swaps.unlock();
   if (saved.empty()) return rocksdb::Status::OK();  // keep the last good one
-  s = MakeDurable(fams);
+  s = MakeDurable(fams, may_flush);
   if (!s.ok()) return s;  // the last good one stays
   uint64_t held = 0;
   for (const SavedIndex& e : saved) held += e.blob.capacity();
@@ -333,7 +333,7 @@ rocksdb::Status LiveKeyDB::Rep::WriteCheckpointFile(bool delta, bool appendable,
 // families saved now, and the others alike), which writes out every
 // memtable entry up to S. Cost: one WAL sync per checkpoint, and a flush
 // only after disableWAL writes.
-rocksdb::Status LiveKeyDB::Rep::MakeDurable([[maybe_unused]] const std::vector<CfState*>& fams) {
+rocksdb::Status LiveKeyDB::Rep::MakeDurable([[maybe_unused]] const std::vector<CfState*>& fams, bool may_flush) {
 #ifdef DLCBF_TESTING
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointWithoutDurability) {
     return rocksdb::Status::OK();
@@ -350,6 +350,7 @@ rocksdb::Status LiveKeyDB::Rep::MakeDurable([[maybe_unused]] const std::vector<C
 #ifdef DLCBF_TESTING
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kNoWalDurableAtBegin) done = begun;
 #endif
+  if (begun != nowal_durable && !may_flush) return rocksdb::Status::Incomplete("LiveKeyDB: a flush is needed");
   if (begun != nowal_durable) {
     // Every indexed family, not only those saved now: nowal_durable then
     // covers each disableWAL write, whichever family it went to (a family

@@ -510,6 +510,30 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     }
   }
   file_state.appendable = false;  // (a Close writes the base whole below)
+  // Dense indexes without a stash: written as a checkpoint writes a base
+  // (streamed as copied, sparse while lightly filled), not copied whole
+  // into memory first (after an Open from a checkpoint of a 300 MB index
+  // holding 2.2M keys, Close wrote 300 MB in 2 s; recovery_bench
+  // --expected_keys=200000000). The SST set stays as recorded
+  // (background work is paused); a disableWAL write begun since
+  // MakeDurable above (it would need a flush) sends it below, as does
+  // anything else, or a refused copy.
+  bool streamable = opt.kernel == ElasticKernel::kDense;
+  {
+    std::lock_guard<std::mutex> sl(swap_mu);
+    for (CfState* cf : fams) {
+      if (!cf->owned || cf->owned->has_stash()) streamable = false;
+    }
+  }
+  if (streamable && !fams.empty()) {
+    const uint64_t written = checkpoints.load();
+    const rocksdb::Status cs = CheckpointOnce(/*chunked=*/true, /*may_flush=*/false);
+    if (cs.ok() && checkpoints.load() != written) return cs;
+    if (!cs.ok() && !cs.IsTryAgain() && !cs.IsIncomplete()) {
+      rocksdb::Warn(log, "LiveKeyDB: streaming the index at Close failed (%s): writing it whole",
+                    cs.ToString().c_str());
+    }
+  }
   uint32_t skipped = 0;
   std::lock_guard<std::mutex> sl(swap_mu);
   for (CfState* cf : fams) {

@@ -741,7 +741,9 @@ struct LiveKeyDB::Rep {
   NoWalScope NoteWrite(const WriteOptions& wo) { return NoWalScope(this, wo.disableWAL); }
   // Makes every write with a sequence number up to the one just taken
   // durable (the WAL synced, memtables holding disableWAL writes flushed).
-  rocksdb::Status MakeDurable(const std::vector<CfState*>& fams);
+  // `may_flush` false (Close, background work paused: a flush would never
+  // finish): Incomplete instead of flushing.
+  rocksdb::Status MakeDurable(const std::vector<CfState*>& fams, bool may_flush = true);
 
   // ---- memory in RocksDB's accounting (LiveKeyIndexOptions::charge_cache) -------------
   // Every owned index's bytes (swap_mu keeps them in place).
@@ -763,7 +765,7 @@ struct LiveKeyDB::Rep {
   // resume, others with the writers paused.
   rocksdb::Status Checkpoint();
   // One attempt; TryAgain when a chunked copy was refused.
-  rocksdb::Status CheckpointOnce(bool chunked);
+  rocksdb::Status CheckpointOnce(bool chunked, bool may_flush = true);
   // 4096 blocks of 64 bytes (256 KiB): the longest a writer waits for a
   // checkpoint's copy is one such memcpy (about 20 us).
   static constexpr uint64_t kCheckpointChunkBlocks = 4096;
