@@ -631,10 +631,11 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     LiveKeyIndexOptions io;
     io.kernel = I(0, 1) ? dlcbf::ElasticKernel::kFast : dlcbf::ElasticKernel::kDense;
     const uint64_t keys = static_cast<uint64_t>(std::max(1, FLAGS_keys));
-    switch (I(0, 3)) {
+    switch (I(0, 4)) {
       case 0: io.expected_keys = I(1, 64); break;                 // tiny: overflow, stash, ABF
       case 1: io.expected_keys = I(64, keys); break;
       case 2: io.expected_keys = I(100 * keys, 400 * keys); break;  // roomy: sparse checkpoint bases
+      case 3: io.expected_keys = I(45000000, 60000000); break;    // 68-90 MB: the file loads in the background
       default: io.expected_keys = I(keys, 4 * keys); break;       // a few thousand
     }
     io.bits_per_key = U(8, 48);

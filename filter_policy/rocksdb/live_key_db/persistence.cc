@@ -546,6 +546,10 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     saved.push_back(std::move(e));
   }
   if (saved.empty()) {
+    if (file_load_pending) {  // (never read: still the last checkpoint, valid as it was)
+      rocksdb::Info(log, "LiveKeyDB: no index to persist; the index file was not read yet and stays");
+      return rocksdb::Status::OK();
+    }
     rocksdb::Info(log, "LiveKeyDB: no index to persist (%u past capacity)", skipped);
     // An older checkpoint would be brought forward at the next Open; with
     // nothing savable now, a full build is as good and never older.
@@ -556,7 +560,7 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
   return WriteIndexFile(seq, identity, ssts, saved);
 }
 
-void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
+void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) {
   const std::string path = IndexPath();
   // A file rejected whole is removed, so no later Open can load it (one
   // rejected as ahead of the DB would otherwise be loaded once the DB's
@@ -784,14 +788,20 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
       this->Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
       continue;
     }
-    if (!cf->indexed || cf->owned) continue;
+    // Deferred (read by the first background build, not by Open): every
+    // family not serving has a stand-in that took the writes since Open,
+    // so the file is a checkpoint whatever its sequence number, brought
+    // forward by the build over those writes too (they are past it).
+    if (!cf->indexed || (deferred ? cf->dropped || cf->serving.load(std::memory_order_acquire) : cf->owned != nullptr)) {
+      continue;
+    }
     std::unique_ptr<LiveKeyIndex> idx;
     s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries_count, &epochs, &idx);
     if (!s.ok()) {
       this->Reject("index of '" + name + "': " + s.ToString());
       continue;
     }
-    if (checkpoint) {
+    if (checkpoint || deferred) {
       cf->checkpoint_base = std::move(idx);
       cf->checkpoint_seq = seq;
       cf->checkpoint_ssts = saved_ssts;
@@ -808,7 +818,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded) {
     loaded->push_back(cf);
     rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64 "%s",
                   name.c_str(), entries_count, seq,
-                  checkpoint ? " (a checkpoint: the keys written since are read next)" : "");
+                  checkpoint || deferred ? " (a checkpoint: the keys written since are read next)" : "");
     if (checkpoint) {
       std::string list;
       for (uint64_t f : saved_ssts) list += " " + std::to_string(f);

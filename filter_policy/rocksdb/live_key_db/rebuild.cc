@@ -257,6 +257,16 @@ rocksdb::Status LiveKeyDB::Rep::CreateBelowTrigger(uint64_t basis, uint64_t size
 
 rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, bool automatic) {
   std::lock_guard<std::mutex> rl(rebuild_mu);
+  if (file_load_pending) {  // (the first build after a background Open reads the file for all)
+#ifdef DLCBF_TESTING
+    while (internal::GetLiveKeyRebuildPauseForTesting() && !closing.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+#endif
+    file_load_pending = false;
+    std::vector<CfState*> loaded;
+    LoadFromFile(&loaded, /*deferred=*/true);
+  }
   if (cf->dropped) return rocksdb::Status::OK();
   if (!cf->indexed) return rocksdb::Status::NotSupported("LiveKeyDB: column family is not indexed");
   if (closing.load()) return rocksdb::Status::Aborted("LiveKeyDB: closing");

@@ -857,7 +857,18 @@ struct LiveKeyDB::Rep {
   // past `seq` and of the memtables, visible at `snap`, counted into `idx`.
   rocksdb::Status ReplaySince(CfState* cf, uint64_t seq, const rocksdb::Snapshot* snap, LiveKeyIndex* idx,
                               uint64_t* keys);
-  void LoadFromFile(std::vector<CfState*>* loaded);
+  // `deferred`: read by the first build after an Open that left the
+  // builds to the background (file_load_pending), every family not
+  // serving loaded as a checkpoint.
+  void LoadFromFile(std::vector<CfState*>* loaded, bool deferred = false);
+  // The index file is read by the first Rebuild, not by Open (with
+  // background_open_build: Open then costs what RocksDB's does, whatever
+  // the index's size). Guarded by rebuild_mu (set before the background
+  // thread starts).
+  bool file_load_pending = false;
+  // From this size (the file's, or the index's at expected_keys) on, a
+  // background Open defers the load.
+  static constexpr uint64_t kDeferredLoadBytes = uint64_t{64} << 20;
   rocksdb::Status Init(const std::vector<ColumnFamilyHandle*>& handles);
 };
 
