@@ -924,6 +924,58 @@ int DeferredLoadScenario() {
 
 TEST(LiveKeyExactness, LargeIndexFileLoadsInTheBackground) { EXPECT_EQ(DeferredLoadScenario(), 0); }
 
+// A deferred load checks the file against the DB as Open recovered it, not
+// as it is at the load: here the DB is an older copy (restored) holding
+// a0..a999, the file is newer and counts a0..a99 deleted, and writes made
+// before the load carry the DB's sequence number past the file's. Read
+// against the DB at the load, the file passed as a checkpoint and the
+// replay (only past the file) never counted a0..a99 again: 100 keys lost.
+TEST(LiveKeyExactness, DeferredLoadRejectsAFileAheadOfTheDb) {
+  const std::string dir = TestDir("deferred_ahead");
+  const std::string old = TestDir("deferred_ahead_old");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 50000000;  // 75 MB: past kDeferredLoadBytes
+  io.checkpoint_interval_seconds = 0;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  std::vector<std::string> keys;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  for (int i = 0; i < 1000; ++i) {
+    keys.push_back(Key("a", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::copy(dir, old, fs::copy_options::recursive);  // the older copy
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  db.reset(raw);
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), Key("a", i)).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  const std::string file = "/" + io.index_file_name;
+  fs::copy_file(dir + file, old + file, fs::copy_options::overwrite_existing);  // restored with the newer file
+  dlcbf::internal::SetLiveKeyRebuildPauseForTesting(true);
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, old, &raw).ok());
+  db.reset(raw);
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back(Key("n", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "w").ok());
+  }
+  dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 0u) << st.ToString();
+  EXPECT_GE(st.index_file_rejections, 1u) << st.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  fs::remove_all(old);
+}
+
 TEST(LiveKeyExactness, LargeIndexFileLoadsInTheBackgroundNegativeControl) {
   FaultScope f(LiveKeyFault::kSkipCheckpointReplay);
   const int lost = DeferredLoadScenario();

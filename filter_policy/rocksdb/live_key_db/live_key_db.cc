@@ -278,7 +278,8 @@ void LiveKeyDB::Rep::UpdateCacheCharge(uint64_t extra) {
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   // Everything RocksDB recovered is what the index is built or loaded
   // for; from here on every sequence number must be a LiveKeyDB write's.
-  ledger.Start(base->GetLatestSequenceNumber());
+  open_seq = base->GetLatestSequenceNumber();
+  ledger.Start(open_seq);
   {
     std::lock_guard<std::mutex> l(cf_mu);
     for (ColumnFamilyHandle* h : handles) AddFamily(h);

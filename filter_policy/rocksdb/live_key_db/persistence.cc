@@ -546,10 +546,6 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     saved.push_back(std::move(e));
   }
   if (saved.empty()) {
-    if (file_load_pending) {  // (never read: still the last checkpoint, valid as it was)
-      rocksdb::Info(log, "LiveKeyDB: no index to persist; the index file was not read yet and stays");
-      return rocksdb::Status::OK();
-    }
     rocksdb::Info(log, "LiveKeyDB: no index to persist (%u past capacity)", skipped);
     // An older checkpoint would be brought forward at the next Open; with
     // nothing savable now, a full build is as good and never older.
@@ -723,7 +719,12 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
   if (!base->GetDbIdentity(db_identity).ok() || db_identity != identity) {
     return Reject("written for another DB (identity differs)");
   }
-  const uint64_t latest = base->GetLatestSequenceNumber();
+  // (Deferred: the DB as Open recovered it. A file ahead of that, e.g. a
+  // DB restored from an older copy or a lost WAL tail, claims writes the
+  // DB does not hold; writes since Open would otherwise pass it and the
+  // replay, which reads only past the file, would miss what it counted
+  // wrongly.)
+  const uint64_t latest = deferred ? open_seq : base->GetLatestSequenceNumber();
   if (seq > latest) {
     return Reject("saved at sequence " + std::to_string(seq) + ", ahead of the DB at " +
                   std::to_string(latest) + " (a DB restored from an older copy?)");

@@ -96,8 +96,9 @@ struct CfState {
   std::string build_error;           // guarded by info_mu
   // A checkpoint Open loaded (index file older than the DB): the build
   // (rebuild.cc) starts from it and counts only the keys written since
-  // checkpoint_seq (checkpoint.cc, ReplaySince). Set before the background
-  // thread starts; taken by it.
+  // checkpoint_seq (checkpoint.cc, ReplaySince). Set by Open's load, or by
+  // the first Rebuild's deferred load (under rebuild_mu); taken by
+  // Rebuild.
   std::unique_ptr<LiveKeyIndex> checkpoint_base;
   uint64_t checkpoint_seq = 0;
   std::vector<uint64_t> checkpoint_ssts;  // the SST set it saw, sorted
@@ -866,6 +867,11 @@ struct LiveKeyDB::Rep {
   // the index's size). Guarded by rebuild_mu (set before the background
   // thread starts).
   bool file_load_pending = false;
+  // The DB's sequence number when Open recovered it: a deferred load
+  // checks the file against it, not against the sequence number at the
+  // load (writes since could carry the DB past a file that is ahead of
+  // it, which must be rejected).
+  uint64_t open_seq = 0;
   // From this size (the file's, or the index's at expected_keys) on, a
   // background Open defers the load.
   static constexpr uint64_t kDeferredLoadBytes = uint64_t{64} << 20;
