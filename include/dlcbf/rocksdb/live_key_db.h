@@ -414,10 +414,11 @@ struct LiveKeyIndexOptions {
   // go to the new index in key order, 1024 at a time (parts ahead of the
   // one being inserted queue at most 32 MiB of hashes), so the index is
   // the one-thread build's, bit for bit.
-  // [1, 64]. 2 by default: on a 2-core VM two threads built a 2.1M-key
-  // index 1.55x as fast as one, and a 5.1M-key one 1.16x (RocksDB's own
-  // compaction after the crash held the other core); figures in the
-  // LiveKeyDB README (recovery_bench). 1 leaves the cores to the writers.
+  // [1, 64]. 2 by default: on a 2-core VM two threads rebuilt a quiet
+  // 5M-key DB's index 1.7-2.0x as fast as one (7-9M keys/s), but only
+  // 1.04-1.16x after a crash, when RocksDB's own compaction held the other
+  // core; figures in the LiveKeyDB README (recovery_bench). 1 leaves the
+  // cores to the writers.
   uint32_t rebuild_scan_threads = 2;
 
   // Open returns as soon as RocksDB's own Open does. An index that could
@@ -427,8 +428,12 @@ struct LiveKeyIndexOptions {
   // to RocksDB (as a bypassed read) until the index is complete, and
   // writes keep it exact meanwhile (as during any rebuild). Stats
   // (LiveKeyCfStats::serving, build_keys_scanned) and the property
-  // "dlcbf.livekey.state" tell when it is ready. false: Open blocks until
-  // every index is built (the behaviour before).
+  // "dlcbf.livekey.state" tell when it is ready. A large index file (64 MiB
+  // or more, or an index of that size at expected_keys) is read by that
+  // thread too, as a checkpoint brought forward over the writes since
+  // Open, so Open costs what RocksDB's does whatever the index's size
+  // (a 300 MB index: 4-5 s of Open before). false: Open blocks until
+  // every index is loaded or built (the behaviour before).
   bool background_open_build = true;
 
   // Checkpoints: after a memtable flush, at most once per this many
