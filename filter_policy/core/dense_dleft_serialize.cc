@@ -348,9 +348,11 @@ Status DenseDLeftFilter::ExpandSparseImage(std::string_view sparse, std::string*
 
 uint64_t DenseDLeftFilter::SerializedBytes() const { return kHeader + 64 * impl_->nblocks + 8; }
 
-Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
-                            const DeserializeOptions& options) {
-  const bool thread_safe = options.thread_safe;
+namespace {
+// The image header (FORMATS.md, "Dense kernel") of a whole or sparse
+// image: the geometry checked, as options, permutation keys and item count.
+Status ParseImageHeader(std::string_view data, bool thread_safe, DenseDLeftOptions* out_o,
+                        internal::PermutationKeys* out_pk, uint64_t* out_items) {
   auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
   if (data.size() < kHeader + 8) return corrupt("truncated header");
   if (std::memcmp(data.data(), kMagic, 4) != 0) return corrupt("bad magic");
@@ -383,6 +385,22 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
   for (uint32_t i = dd; i < 4; ++i) {
     if (keys[i] != 0) return corrupt("unused permutation keys set");
   }
+  *out_o = o;
+  for (uint32_t i = 1; i < dd; ++i) out_pk->k[i][0] = keys[i];
+  *out_items = items;
+  return Status::OK();
+}
+}  // namespace
+
+Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<DenseDLeftFilter>* out,
+                            const DeserializeOptions& options) {
+  auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
+  DenseDLeftOptions o;
+  internal::PermutationKeys pk;
+  uint64_t items = 0;
+  Status hs = ParseImageHeader(data, options.thread_safe, &o, &pk, &items);
+  if (!hs.ok()) return hs;
+  const uint32_t r = o.remainder_bits;
   if ((data.size() - kHeader - 8) / 64 != o.Blocks() || (data.size() - kHeader - 8) % 64 != 0)
     return corrupt("size does not match the block count");
   const uint64_t want = internal::DecodeFixed64(data.data() + data.size() - 8);
@@ -391,8 +409,6 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
   std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
   if (!impl) return Status::MemoryLimit("DenseDLeftFilter: allocation failed");
   impl->opt = o;
-  internal::PermutationKeys pk;
-  for (uint32_t i = 1; i < dd; ++i) pk.k[i][0] = keys[i];
   impl->Init(pk);
   if (o.Bytes() > internal::PhysicalMemoryBytes() || !impl->Allocate())
     return Status::MemoryLimit("DenseDLeftFilter: " + std::to_string(o.Bytes()) + " bytes cannot be allocated");
@@ -410,6 +426,100 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
   if (used != items) return corrupt("item count does not match the blocks");
   impl->items = items;
   out->reset(new DenseDLeftFilter(std::move(impl)));
+  return Status::OK();
+}
+
+// In place: a sparse image's table is allocated zeroed (untouched pages
+// stay unmapped) and only the blocks its records and `records` name are
+// written and checked; a whole image is Deserialized and `records` are
+// written over its table. Each block written is checked as it lands and
+// the item count kept by difference (Used of the block it replaces), so
+// no pass runs over the whole table, no image is copied and no second
+// table is allocated. A record naming a block twice is applied twice, in
+// order: the last one stays, as PatchSerializedBlocks does. Stricter than
+// the two-step path in one way only: an intermediate record whose block
+// a later one replaces is checked too (every record CopyChangedBlocks
+// writes is a block the filter held, so a valid file never has one).
+Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool sparse, std::string_view records,
+                                                std::unique_ptr<DenseDLeftFilter>* out,
+                                                const DeserializeOptions& options, uint64_t* items_out) {
+  auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
+  if (records.size() % kRecord != 0) return corrupt("truncated changed-block record");
+  std::unique_ptr<DenseDLeftFilter> f;
+  uint64_t items = 0;
+  bool r8 = true;
+  // Checks block b as it now lies in the table: nullptr, or why not valid.
+  auto check_block = [&r8](const Impl& m, uint64_t b) {
+    return r8 ? dense_detail::CheckBlock<dense_detail::Class8>(m.Blk(b))
+              : dense_detail::CheckBlock<dense_detail::Class16>(m.Blk(b));
+  };
+  auto used_of = [&r8](const Impl& m, uint64_t b) {
+    return static_cast<uint64_t>(r8 ? dense_detail::Used<dense_detail::Class8>(m.Blk(b))
+                                    : dense_detail::Used<dense_detail::Class16>(m.Blk(b)));
+  };
+  auto write_block = [](Impl* m, uint64_t b, const char* src) {
+    uint8_t* blk = m->Blk(b);
+    for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+      const uint64_t v = internal::DecodeFixed64(src + 8 * w);
+      std::memcpy(blk + 8 * w, &v, 8);
+    }
+  };
+  if (!sparse) {
+    Status s = Deserialize(image, &f, options);
+    if (!s.ok()) return s;
+    items = f->impl_->items;
+    r8 = f->impl_->opt.remainder_bits == 8;
+  } else {
+    if (image.size() < kHeader + 8 || std::memcmp(image.data(), kMagic, 4) != 0) {
+      return corrupt("sparse image: not an image");
+    }
+    const size_t body = image.size() - 8;
+    if ((body - kHeader) % kRecord != 0) return corrupt("sparse image: truncated record");
+    if (internal::HashKey(image.data(), body, kImageChecksumSeed) != internal::DecodeFixed64(image.data() + body)) {
+      return corrupt("sparse image: checksum mismatch");
+    }
+    DenseDLeftOptions o;
+    internal::PermutationKeys pk;
+    uint64_t claimed = 0;
+    Status hs = ParseImageHeader(image, options.thread_safe, &o, &pk, &claimed);
+    if (!hs.ok()) return hs;
+    r8 = o.remainder_bits == 8;
+    std::unique_ptr<Impl> impl(new (std::nothrow) Impl);
+    if (!impl) return Status::MemoryLimit("DenseDLeftFilter: allocation failed");
+    impl->opt = o;
+    impl->Init(pk);
+    if (o.Bytes() > internal::PhysicalMemoryBytes() || !impl->Allocate()) {
+      return Status::MemoryLimit("DenseDLeftFilter: " + std::to_string(o.Bytes()) + " bytes cannot be allocated");
+    }
+    uint64_t last = 0;
+    for (size_t i = kHeader; i < body; i += kRecord) {
+      const uint64_t b = internal::DecodeFixed64(image.data() + i);
+      if (b >= impl->nblocks || (i > kHeader && b <= last)) {
+        return corrupt("sparse image: record out of range or out of order");
+      }
+      last = b;
+      write_block(impl.get(), b, image.data() + i + 8);  // each block once: ascending
+      const char* why = check_block(*impl, b);
+      if (why != nullptr) return corrupt(why);
+      items += used_of(*impl, b);
+    }
+    if (items != claimed) return corrupt("sparse image: item count does not match");
+    impl->items = items;
+    f.reset(new DenseDLeftFilter(std::move(impl)));
+  }
+  Impl& m = *f->impl_;
+  for (size_t i = 0; i < records.size(); i += kRecord) {
+    const uint64_t b = internal::DecodeFixed64(records.data() + i);
+    if (b >= m.nblocks) return corrupt("changed block " + std::to_string(b) + " out of range");
+    items -= used_of(m, b);  // valid: checked when it landed
+    write_block(&m, b, records.data() + i + 8);
+    const char* why = check_block(m, b);
+    if (why != nullptr) return corrupt(why);
+    items += used_of(m, b);
+  }
+  m.items = items;
+  if (items_out != nullptr) *items_out = items;
+  *out = std::move(f);
   return Status::OK();
 }
 

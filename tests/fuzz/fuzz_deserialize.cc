@@ -3,7 +3,8 @@
 // ElasticFilter has no serialized form).
 //
 // The first byte picks the structure and the thread-safety mode (0xF0 and
-// above: FastDLeftFilter, 0xE0..0xEF: DenseDLeftFilter; bit 0 =
+// above: FastDLeftFilter, 0xE0..0xEF: DenseDLeftFilter, also read as a
+// sparse image (DenseSparse; bit 1: with changed-block records); bit 0 =
 // thread-safe); the rest
 // is the serialized bytes, tried as given and with a fixed checksum (see
 // fuzz_util.h). Deserialize must return OK or an error and never crash or
@@ -12,6 +13,7 @@
 // freshly loaded filter is byte-identical to the accepted input, and what
 // it serializes after mutation loads again. (The ABF canonicalizes min_tpr
 // when the reader did not opt into false negatives; see Autoscaling().)
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +24,8 @@
 #include "dlcbf/core/dense_dleft_filter.h"
 #include "dlcbf/core/dleft_counting_bloom_filter.h"
 #include "dlcbf/core/fast_dleft_filter.h"
+#include "dlcbf/internal/coding.h"
+#include "dlcbf/internal/hash.h"
 #include "fuzz_util.h"
 
 namespace {
@@ -134,6 +138,45 @@ void Dense(const std::string& s, bool ts, const uint8_t* d, size_t n) {
   if (!dlcbf::DenseDLeftFilter::Deserialize(out, &g).ok()) Fail("dense dlCBF re-load failed");
 }
 
+// A sparse image (DenseDLeftFilter::SerializeInChunks, kSparse): the
+// in-place load (DeserializeWithRecords, the rest of the input as its
+// changed-block records when `records`) and the two-step one
+// (ExpandSparseImage, PatchSerializedBlocks, Deserialize) accept the same
+// inputs, and what they accept is the same filter, byte for byte. (The
+// in-place load also checks records a later one replaces: with records,
+// it may refuse what the two-step load accepts, never the reverse.)
+void DenseSparse(const std::string& s, bool ts, bool records) {
+  if (s.size() < 72) return;
+  const uint64_t nb = dlcbf::internal::DecodeFixed64(s.data() + 16);
+  const uint8_t d = static_cast<uint8_t>(s[7]);
+  if (nb == 0 || nb > (uint64_t{1} << 16) || d == 0 || d > 4) return;  // keep the fuzzer fast
+  // With records: the image ends at the first record boundary past 64
+  // bytes + checksum that the input names in its byte 8 (a split point).
+  size_t cut = s.size();
+  if (records) cut = std::min(s.size(), size_t{72} + 72 * static_cast<size_t>(static_cast<uint8_t>(s[8]) % 8));
+  std::string image_bytes = s.substr(0, cut);
+  const std::string recs = s.substr(cut);
+  // Sealed with its checksum, so both loads look past it.
+  dlcbf::internal::EncodeFixed64(&image_bytes[image_bytes.size() - 8],
+                                 dlcbf::internal::HashKey(image_bytes.data(), image_bytes.size() - 8,
+                                                          dlcbf::DenseDLeftFilter::kImageChecksumSeed));
+  std::unique_ptr<dlcbf::DenseDLeftFilter> f, g;
+  const bool in_place =
+      dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, true, recs, &f, dlcbf::DeserializeOptions{ts}).ok();
+  std::string image;
+  const bool two_step = dlcbf::DenseDLeftFilter::ExpandSparseImage(image_bytes, &image).ok() &&
+                        dlcbf::DenseDLeftFilter::PatchSerializedBlocks(&image, recs).ok() &&
+                        dlcbf::DenseDLeftFilter::Deserialize(image, &g, dlcbf::DeserializeOptions{ts}).ok();
+  if (in_place && !two_step) Fail("sparse image: the in-place load accepted what the two-step one refused");
+  if (!records && two_step && !in_place) Fail("sparse image: the in-place load refused a valid image");
+  if (in_place) {
+    std::string a, b;
+    f->Serialize(&a);
+    g->Serialize(&b);
+    if (a != b) Fail("sparse image: the in-place and two-step loads differ");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -151,6 +194,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (sel >= 0xE0) {
       Dense(s, (sel & 1) != 0, body, n);
+      DenseSparse(s, (sel & 1) != 0, (sel & 2) != 0);
       continue;
     }
     switch (sel % 4) {

@@ -109,9 +109,30 @@ class LiveKeyIndex {
     return LoadKernel<FastDLeftFilter>(blob, o, sized_for, entries, epochs, out);
   }
 
+  // A dense index from its base image (whole, or sparse: kind
+  // kSparseDenseKind) with the file's delta records written over it, built
+  // in place (DenseDLeftFilter::DeserializeWithRecords: a sparse base costs
+  // its records, not the table). `entries`: the count the file recorded
+  // for the base, replaced by the kernel's item count when records were
+  // applied (what the deltas' blocks hold).
+  static rocksdb::Status LoadDense(const Slice& image, bool sparse, const Slice& records,
+                                   const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t* entries,
+                                   EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
+    if (o.kernel != ElasticKernel::kDense) return rocksdb::Status::Corruption("written for the other index kernel");
+    if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
+    std::unique_ptr<DenseDLeftFilter> f;
+    uint64_t items = 0;
+    rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::DeserializeWithRecords(
+        glue::View(image), sparse, glue::View(records), &f, DeserializeOptions{/*thread_safe=*/true}, &items));
+    if (!s.ok()) return s;
+    if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
+    if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
+    if (!records.empty()) *entries = items;
+    return Wrap(o, sized_for, *entries, epochs, std::move(f), out);
+  }
+
   // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense,
-  // 3 dense as a sparse image (DenseDLeftFilter::ExpandSparseImage
-  // before Load).
+  // 3 dense as a sparse image (LoadDense).
   static uint8_t KindOf(ElasticKernel k) { return k == ElasticKernel::kDense ? 2 : 1; }
   static constexpr uint8_t kSparseDenseKind = 3;
 

@@ -571,9 +571,12 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
                   "last time); indexes will be rebuilt");
     return;
   }
+  const auto t_read = std::chrono::steady_clock::now();
   std::string data;
   rocksdb::Status s = ReadWholeFile(env, path, &data);
   if (!s.ok()) return Reject("unreadable: " + s.ToString());
+  rocksdb::Info(log, "LiveKeyDB: read the index file, %zu bytes, in %.3f s", data.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_read).count());
   if (data.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8) return Reject("truncated");
   // The base: header, SST set, entries, checksum (version 4: the whole
   // file; 5: then the delta segments).
@@ -761,29 +764,6 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     const std::string& name = e.name;
     const uint64_t sized_for = e.sized_for;
     uint64_t entries_count = e.entries;
-    uint8_t kind = e.kind;
-    std::string patched;
-    Slice blob = e.blob;
-    if (kind == LiveKeyIndex::kSparseDenseKind) {  // the image, then as a dense one
-      const dlcbf::Status xs = DenseDLeftFilter::ExpandSparseImage(glue::View(e.blob), &patched);
-      if (!xs.ok()) {
-        this->Reject("index of '" + name + "': " + xs.ToString());
-        continue;
-      }
-      blob = patched;
-      kind = LiveKeyIndex::KindOf(ElasticKernel::kDense);
-    }
-    if (!e.patches.empty()) {
-      // The base image with every delta's changed blocks written over it.
-      if (patched.empty()) patched.assign(e.blob.data(), e.blob.size());
-      const dlcbf::Status ps =
-          DenseDLeftFilter::PatchSerializedBlocks(&patched, glue::View(e.patches), &entries_count);
-      if (!ps.ok()) {
-        this->Reject("index of '" + name + "': its deltas: " + ps.ToString());
-        continue;
-      }
-      blob = patched;
-    }
     CfState* cf = FindState(id);
     if (cf == nullptr || cf->dropped || cf->name != name) {
       this->Reject("entry for column family " + std::to_string(id) + " '" + name + "' has no match");
@@ -796,8 +776,20 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     if (!cf->indexed || (deferred ? cf->dropped || cf->serving.load(std::memory_order_acquire) : cf->owned != nullptr)) {
       continue;
     }
+    // A sparse base or deltas: the dense table built in place from the
+    // records (its cost follows the file, not the table); else the image.
+    const auto t_load = std::chrono::steady_clock::now();
     std::unique_ptr<LiveKeyIndex> idx;
-    s = LiveKeyIndex::Load(blob, kind, opt, sized_for, entries_count, &epochs, &idx);
+    const bool sparse = e.kind == LiveKeyIndex::kSparseDenseKind;
+    if (sparse || !e.patches.empty()) {
+      if (!sparse && e.kind != LiveKeyIndex::KindOf(ElasticKernel::kDense)) {
+        s = rocksdb::Status::Corruption("delta segments on a kernel that writes none");
+      } else {
+        s = LiveKeyIndex::LoadDense(e.blob, sparse, e.patches, opt, sized_for, &entries_count, &epochs, &idx);
+      }
+    } else {
+      s = LiveKeyIndex::Load(e.blob, e.kind, opt, sized_for, entries_count, &epochs, &idx);
+    }
     if (!s.ok()) {
       this->Reject("index of '" + name + "': " + s.ToString());
       continue;
@@ -817,8 +809,10 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     }
     file_loads.fetch_add(1);
     loaded->push_back(cf);
-    rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64 "%s",
+    rocksdb::Info(log, "LiveKeyDB: loaded the index of '%s' (%" PRIu64 " entries) at sequence %" PRIu64
+                  " in %.3f s%s",
                   name.c_str(), entries_count, seq,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count(),
                   checkpoint || deferred ? " (a checkpoint: the keys written since are read next)" : "");
     if (checkpoint) {
       std::string list;
