@@ -654,7 +654,7 @@ TEST(DenseDLeftFilter, GoldenBytesOfTheSparseImage) {
     ASSERT_TRUE(DenseDLeftFilter::ExpandSparseImage(sparse, &image).ok());
     EXPECT_EQ(image, Bytes(*f));
     std::unique_ptr<DenseDLeftFilter> built;
-    ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Unhex(kGoldenSparse[r == 16]), true, "", &built).ok());
+    ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Unhex(kGoldenSparse[r == 16]), true, {}, &built).ok());
     EXPECT_EQ(Bytes(*built), Bytes(*f));
   }
 }
@@ -725,6 +725,8 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
           ASSERT_TRUE(f->SerializeInChunks(&ignored, nullptr, 64));
         }
         std::string records;
+        std::vector<std::string_view> runs;
+        std::vector<size_t> run_starts;
         for (int round = 0; round < 3; ++round) {
           for (int i = 0; i < 60; ++i) {
             if (!in.empty() && rng() % 2 == 0) {
@@ -736,11 +738,16 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
             }
           }
           uint64_t copied = 0;
+          run_starts.push_back(records.size());
           ASSERT_TRUE(f->CopyChangedBlocks(&records, nullptr, 64, &copied));
+        }
+        run_starts.push_back(records.size());
+        for (size_t k = 0; k + 1 < run_starts.size(); ++k) {  // one run per copy
+          runs.emplace_back(records.data() + run_starts[k], run_starts[k + 1] - run_starts[k]);
         }
         std::unique_ptr<DenseDLeftFilter> built;
         uint64_t items = 0;
-        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(base, sparse, records, &built, {}, &items).ok())
+        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(base, sparse, runs, &built, {}, &items).ok())
             << r << " " << sparse << " " << keys;
         std::string image = base;
         if (sparse) {
@@ -765,20 +772,20 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
     std::string past;
     internal::PutFixed64(&past, 2 * 256);
     past.append(64, '\0');
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, past, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {past}, &out).IsCorruption());
     std::string garbage;
     internal::PutFixed64(&garbage, 3);
     garbage.append(64, '\xff');
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, garbage, &out).IsCorruption());
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), false, garbage, &out).IsCorruption());
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, garbage.substr(0, 50), &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {garbage}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), false, {garbage}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {garbage.substr(0, 50)}, &out).IsCorruption());
     for (size_t i = 0; i < sparse.size(); ++i) {
       std::string bad = sparse;
       bad[i] ^= 0x10;
-      EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(bad, true, "", &out).ok()) << "byte " << i;
+      EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(bad, true, {}, &out).ok()) << "byte " << i;
     }
-    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(sparse, false, "", &out).ok()) << "sparse read as whole";
-    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), true, "", &out).ok()) << "whole read as sparse";
+    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(sparse, false, {}, &out).ok()) << "sparse read as whole";
+    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), true, {}, &out).ok()) << "whole read as sparse";
   }
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "dlcbf/internal/coding.h"
 #include "dlcbf/internal/memory.h"
@@ -440,11 +441,14 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
 // the two-step path in one way only: an intermediate record whose block
 // a later one replaces is checked too (every record CopyChangedBlocks
 // writes is a block the filter held, so a valid file never has one).
-Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool sparse, std::string_view records,
+Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool sparse,
+                                                const std::vector<std::string_view>& record_runs,
                                                 std::unique_ptr<DenseDLeftFilter>* out,
                                                 const DeserializeOptions& options, uint64_t* items_out) {
   auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
-  if (records.size() % kRecord != 0) return corrupt("truncated changed-block record");
+  for (std::string_view records : record_runs) {
+    if (records.size() % kRecord != 0) return corrupt("truncated changed-block record");
+  }
   std::unique_ptr<DenseDLeftFilter> f;
   uint64_t items = 0;
   bool r8 = true;
@@ -508,14 +512,16 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool spa
     f.reset(new DenseDLeftFilter(std::move(impl)));
   }
   Impl& m = *f->impl_;
-  for (size_t i = 0; i < records.size(); i += kRecord) {
-    const uint64_t b = internal::DecodeFixed64(records.data() + i);
-    if (b >= m.nblocks) return corrupt("changed block " + std::to_string(b) + " out of range");
-    items -= used_of(m, b);  // valid: checked when it landed
-    write_block(&m, b, records.data() + i + 8);
-    const char* why = check_block(m, b);
-    if (why != nullptr) return corrupt(why);
-    items += used_of(m, b);
+  for (std::string_view records : record_runs) {
+    for (size_t i = 0; i < records.size(); i += kRecord) {
+      const uint64_t b = internal::DecodeFixed64(records.data() + i);
+      if (b >= m.nblocks) return corrupt("changed block " + std::to_string(b) + " out of range");
+      items -= used_of(m, b);  // valid: checked when it landed
+      write_block(&m, b, records.data() + i + 8);
+      const char* why = check_block(m, b);
+      if (why != nullptr) return corrupt(why);
+      items += used_of(m, b);
+    }
   }
   m.items = items;
   if (items_out != nullptr) *items_out = items;

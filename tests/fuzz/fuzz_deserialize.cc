@@ -162,7 +162,10 @@ void DenseSparse(const std::string& s, bool ts, bool records) {
                                                           dlcbf::DenseDLeftFilter::kImageChecksumSeed));
   std::unique_ptr<dlcbf::DenseDLeftFilter> f, g;
   const bool in_place =
-      dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, true, recs, &f, dlcbf::DeserializeOptions{ts}).ok();
+      dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, true, {recs.substr(0, recs.size() / 144 * 72),
+                                                                       recs.substr(recs.size() / 144 * 72)},
+                                                      &f, dlcbf::DeserializeOptions{ts})
+          .ok();
   std::string image;
   const bool two_step = dlcbf::DenseDLeftFilter::ExpandSparseImage(image_bytes, &image).ok() &&
                         dlcbf::DenseDLeftFilter::PatchSerializedBlocks(&image, recs).ok() &&

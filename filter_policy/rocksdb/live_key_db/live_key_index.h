@@ -115,19 +115,21 @@ class LiveKeyIndex {
   // its records, not the table). `entries`: the count the file recorded
   // for the base, replaced by the kernel's item count when records were
   // applied (what the deltas' blocks hold).
-  static rocksdb::Status LoadDense(const Slice& image, bool sparse, const Slice& records,
+  static rocksdb::Status LoadDense(const Slice& image, bool sparse, const std::vector<Slice>& record_runs,
                                    const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t* entries,
                                    EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     if (o.kernel != ElasticKernel::kDense) return rocksdb::Status::Corruption("written for the other index kernel");
     if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
     std::unique_ptr<DenseDLeftFilter> f;
     uint64_t items = 0;
+    std::vector<std::string_view> runs;
+    for (const Slice& r : record_runs) runs.push_back(glue::View(r));
     rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::DeserializeWithRecords(
-        glue::View(image), sparse, glue::View(records), &f, DeserializeOptions{/*thread_safe=*/true}, &items));
+        glue::View(image), sparse, runs, &f, DeserializeOptions{/*thread_safe=*/true}, &items));
     if (!s.ok()) return s;
     if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
-    if (!records.empty()) *entries = items;
+    if (!record_runs.empty()) *entries = items;
     return Wrap(o, sized_for, *entries, epochs, std::move(f), out);
   }
 

@@ -643,7 +643,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     uint64_t sized_for, entries;
     uint8_t kind;
     Slice blob;
-    std::string patches;  // changed-block records of the deltas, in order
+    std::vector<Slice> patches;  // changed-block records of each delta, in order (in `data`)
   };
   std::vector<Entry> entries;
   std::vector<uint64_t> saved_ssts;
@@ -655,7 +655,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     parsed = d.Get32(&n);
   }
   for (uint32_t i = 0; parsed && i < n; ++i) {
-    Entry e{0, std::string(), 0, 0, 0, Slice(), std::string()};
+    Entry e{0, std::string(), 0, 0, 0, Slice(), {}};
     uint64_t len = 0;
     parsed = d.Get32(&e.id) && GetString32(&d, &e.name) && d.Get64(&e.sized_for) && d.Get64(&e.entries) &&
              d.Get8(&e.kind) && d.Get64(&len) && len <= d.remaining();
@@ -740,7 +740,9 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     }
     ok = ok && adds.size() == entries.size();
     if (!ok || b.remaining() != 0) return Reject("a checksummed delta segment does not parse");
-    for (const auto& a : adds) entries[a.first].patches.append(a.second.data(), a.second.size());
+    for (const auto& a : adds) {
+      if (!a.second.empty()) entries[a.first].patches.push_back(a.second);
+    }
     seq = dseq;
     saved_ssts = std::move(dssts);
     d.Skip(static_cast<size_t>(body) + 8);

@@ -69,6 +69,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlcbf/core/counting_filter.h"
 #include "dlcbf/core/dense_dleft_probe.h"
@@ -321,15 +322,17 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   static Status PatchSerializedBlocks(std::string* image, std::string_view records, uint64_t* items = nullptr);
   // The filter an image stands for with changed-block records written over
   // it, built in place: `image` is Serialize's (sparse = false) or
-  // SerializeInChunks' sparse layout (sparse = true); `records` are
-  // CopyChangedBlocks' records, applied in order. The result equals,
-  // bit for bit, Deserialize of PatchSerializedBlocks(image, records) (the
-  // sparse image expanded first), but a sparse image's cost follows its
+  // SerializeInChunks' sparse layout (sparse = true); `record_runs` hold
+  // CopyChangedBlocks' records, applied run by run, in order. The result
+  // equals, bit for bit, Deserialize of PatchSerializedBlocks(image, the
+  // runs concatenated) (the sparse image expanded first), but a sparse
+  // image's cost follows its
   // records, not the table: the table is allocated zeroed and only the
   // blocks named are written and checked, with no intermediate image.
   // Corruption as those calls report it, and for a record whose block is
   // not a valid encoding. `items`: the item count after the records.
-  static Status DeserializeWithRecords(std::string_view image, bool sparse, std::string_view records,
+  static Status DeserializeWithRecords(std::string_view image, bool sparse,
+                                       const std::vector<std::string_view>& record_runs,
                                        std::unique_ptr<DenseDLeftFilter>* out,
                                        const DeserializeOptions& options = {}, uint64_t* items = nullptr);
 
