@@ -7,7 +7,11 @@
 // never an exception, never a silently clamped value.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -142,6 +146,28 @@ TEST(ResourceLimits, DLeftBeyondPhysicalMemoryIsMemoryLimitNotOom) {
   Status s = DLeftCountingBloomFilter::Create(o, &f);
   EXPECT_TRUE(s.IsMemoryLimit()) << s.ToString();
   EXPECT_NE(s.ToString().find("physical memory"), std::string::npos) << s.ToString();
+}
+
+// A large table (2 MiB or more: mapped directly) of a size that is not a
+// whole number of pages leaves nothing mapped past its end, before or
+// after FreeTable. (The tail trim once unmapped from an address inside a
+// page, which fails: up to 2 MiB stayed mapped per table, and the index
+// file buffer is such a table at every load.)
+TEST(ResourceLimits, LargeTablesLeaveNoMappingBehind) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t bytes : {dlcbf::internal::kHugePageBytes + 100, 3 * dlcbf::internal::kHugePageBytes + page + 1,
+                       dlcbf::internal::kHugePageBytes * 4}) {
+    auto* p = static_cast<uint8_t*>(dlcbf::internal::AllocateZeroedTable(bytes));
+    ASSERT_NE(p, nullptr);
+    p[bytes - 1] = 1;  // the last byte is the table's
+    const uintptr_t past = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) / page * page;
+    unsigned char vec = 0;
+    // mincore fails with ENOMEM on an address range that is not mapped.
+    EXPECT_NE(mincore(reinterpret_cast<void*>(past), page, &vec), 0) << bytes << ": the page past the table is mapped";
+    EXPECT_EQ(errno, ENOMEM);
+    dlcbf::internal::FreeTable(p, bytes);
+    EXPECT_NE(mincore(reinterpret_cast<void*>(past), page, &vec), 0) << bytes;
+  }
 }
 
 TEST(ResourceLimits, CountingOverMaxBytesIsMemoryLimit) {

@@ -61,13 +61,19 @@ inline void* AllocateZeroedTable(size_t bytes) {
     return mem;
   }
   // Over-map by one huge page, then trim head and tail to the alignment.
-  const size_t span = bytes + kHugePageBytes;
+  // The kernel maps and unmaps whole pages: the lengths are rounded up to
+  // the page size, or the tail's munmap (at an address inside a page)
+  // fails and leaves up to 2 MiB mapped after FreeTable.
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
+  const size_t len = (bytes + page - 1) / page * page;
+  const size_t span = len + kHugePageBytes;
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t{kHugePageBytes} - 1);
   if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + span, used_end = aligned + bytes;
+  const uintptr_t end = start + span, used_end = aligned + len;
   if (end > used_end) munmap(reinterpret_cast<void*>(used_end), end - used_end);
   void* mem = reinterpret_cast<void*>(aligned);
   madvise(mem, bytes, MADV_HUGEPAGE);  // advisory; failure is harmless
