@@ -7,7 +7,8 @@
 // swap), background.cc (the rebuild and checkpoint thread), checkpoint.cc
 // (checkpoints and their replay after a crash), persistence.cc (file
 // format, load checks, Close), write_batch.cc, ingest.cc,
-// column_families.cc.
+// column_families.cc, stats.cc (statistics, properties, the cache
+// charge), testing_hooks.cc (test builds' fault hooks).
 //
 // Design note
 //   Index. Per column family a thread-safe kernel (LiveKeyIndexOptions::
@@ -172,60 +173,6 @@
 
 namespace dlcbf {
 
-#ifdef DLCBF_TESTING
-namespace internal {
-namespace {
-std::atomic<int> g_fault{0};
-std::atomic<bool> g_check_pause{false};
-std::atomic<bool> g_rebuild_pause{false};
-std::atomic<bool> g_rebuild_waiting{false};
-}  // namespace
-void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
-LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
-void SetLiveKeyCheckPauseForTesting(bool paused) { g_check_pause.store(paused); }
-bool GetLiveKeyCheckPauseForTesting() { return g_check_pause.load(); }
-void SetLiveKeyRebuildPauseForTesting(bool paused) { g_rebuild_pause.store(paused); }
-bool GetLiveKeyRebuildPauseForTesting() { return g_rebuild_pause.load(); }
-void SetLiveKeyRebuildWaitingForTesting(bool waiting) { g_rebuild_waiting.store(waiting); }
-bool GetLiveKeyRebuildWaitingForTesting() { return g_rebuild_waiting.load(); }
-namespace {
-std::mutex g_chunk_hook_mu;
-std::function<void(uint64_t)> g_chunk_hook;
-}  // namespace
-std::mutex g_nowal_hook_mu;
-std::function<void()> g_nowal_hook;
-std::atomic<bool> g_nowal_hook_set{false};
-void SetLiveKeyNoWalWriteHookForTesting(std::function<void()> hook) {
-  std::lock_guard<std::mutex> l(g_nowal_hook_mu);
-  g_nowal_hook_set.store(static_cast<bool>(hook));
-  g_nowal_hook = std::move(hook);
-}
-void RunLiveKeyNoWalWriteHookForTesting() {
-  if (!g_nowal_hook_set.load()) return;
-  std::function<void()> hook;
-  {
-    std::lock_guard<std::mutex> l(g_nowal_hook_mu);
-    hook = g_nowal_hook;
-  }
-  if (hook) hook();
-}
-std::atomic<uint64_t> g_chunk_blocks{0};
-void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t blocks) { g_chunk_blocks.store(blocks); }
-uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return g_chunk_blocks.load(); }
-void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)> hook) {
-  std::lock_guard<std::mutex> l(g_chunk_hook_mu);
-  g_chunk_hook = std::move(hook);
-}
-void RunLiveKeyCheckpointChunkHookForTesting(uint64_t blocks) {
-  std::function<void(uint64_t)> hook;
-  {
-    std::lock_guard<std::mutex> l(g_chunk_hook_mu);
-    hook = g_chunk_hook;
-  }
-  if (hook) hook(blocks);
-}
-}  // namespace internal
-#endif  // DLCBF_TESTING
 
 namespace {
 // Requests a checkpoint after each completed memtable flush and compaction
@@ -243,37 +190,6 @@ class FlushListener : public rocksdb::EventListener {
   std::shared_ptr<FlushSignal> signal_;
 };
 }  // namespace
-
-uint64_t LiveKeyDB::Rep::IndexBytes() {
-  std::vector<const CfState*> fams;
-  {
-    std::lock_guard<std::mutex> l(cf_mu);
-    for (auto& kv : cfs) fams.push_back(kv.second.get());
-  }
-  uint64_t total = 0;
-  std::lock_guard<std::mutex> sl(swap_mu);
-  for (const CfState* cf : fams) {
-    if (cf->dropped || !cf->indexed || !cf->owned) continue;
-    LiveKeyCfStats c;
-    cf->owned->Describe(&c);
-    total += c.bytes;
-  }
-  return total;
-}
-
-void LiveKeyDB::Rep::UpdateCacheCharge(uint64_t extra) {
-  if (!opt.charge_cache) return;
-  const uint64_t want = IndexBytes() + extra;
-  std::lock_guard<std::mutex> l(charge_mu);
-  if (!charge) charge.reset(new CacheCharge(opt.charge_cache));
-  const rocksdb::Status s = charge->Set(want);
-  charged_bytes.store(charge->charged(), std::memory_order_relaxed);
-  if (!s.ok()) {
-    charge_failures.fetch_add(1);
-    rocksdb::Warn(log, "LiveKeyDB: the cache refused a charge of %" PRIu64 " index bytes (%s); %" PRIu64
-                  " stay charged", want, s.ToString().c_str(), charge->charged());
-  }
-}
 
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   // Everything RocksDB recovered is what the index is built or loaded
@@ -455,42 +371,6 @@ rocksdb::Status LiveKeyDB::Close() {
 
 rocksdb::Status LiveKeyDB::Resume() { return db_->Resume(); }
 
-bool LiveKeyDB::GetIntProperty(ColumnFamilyHandle* column_family, const Slice& property, uint64_t* value) {
-  if (property == Slice("dlcbf.livekey.index-bytes")) {
-    if (value == nullptr) return false;
-    *value = rep_->IndexBytes();
-    return true;
-  }
-  return db_->GetIntProperty(column_family, property, value);
-}
-
-bool LiveKeyDB::GetProperty(ColumnFamilyHandle* column_family, const Slice& property, std::string* value) {
-  if (property == Slice("dlcbf.livekey.index-bytes")) {
-    if (value == nullptr) return false;
-    *value = std::to_string(rep_->IndexBytes());
-    return true;
-  }
-  const bool state = property == Slice("dlcbf.livekey.state");
-  if (!state && property != Slice("dlcbf.livekey.stats")) {
-    return db_->GetProperty(column_family, property, value);
-  }
-  if (value == nullptr) return false;
-  const LiveKeyStats st = GetLiveKeyStats();
-  if (!state) {
-    *value = st.ToString();
-    return true;
-  }
-  const uint32_t id = column_family != nullptr ? column_family->GetID() : 0;
-  for (const LiveKeyCfStats& c : st.column_families) {
-    if (c.id != id || !c.indexed) continue;
-    *value = c.serving             ? "ready"
-             : !c.build_error.empty() ? "failed: " + c.build_error
-                                      : "building " + std::to_string(c.build_keys_scanned);
-    return true;
-  }
-  return false;  // not an indexed family
-}
-
 rocksdb::Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
   std::vector<CfState*> todo;
   {
@@ -531,92 +411,6 @@ bool LiveKeyDB::WaitForDeferredChecks(uint64_t timeout_ms) {
                                       [&] { return rep_->checks.empty() && !rep_->check_busy; });
 }
 
-LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
-  Rep& r = *rep_;
-  LiveKeyStats st;
-  st.lookups = r.epochs.Sum(kLookups);
-  st.short_circuited = r.epochs.Sum(kShortCircuited);
-  st.bypassed_reads = r.epochs.Sum(kBypassed);
-  st.write_keys = r.epochs.Sum(kWriteKeys);
-  st.liveness_reads = r.epochs.Sum(kLivenessReads);
-  st.index_inserts = r.epochs.Sum(kIndexInserts);
-  st.index_erases = r.epochs.Sum(kIndexErases);
-  st.undone_inserts = r.epochs.Sum(kUndone);
-  st.deferred_checks = r.epochs.Sum(kDeferredChecks);
-  st.check_erases = r.epochs.Sum(kCheckErases);
-  st.checks_dropped = r.epochs.Sum(kChecksDropped);
-  st.known_writes = r.epochs.Sum(kKnownWrites);
-  st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
-  st.busy_sync_reads = r.epochs.Sum(kBusySyncReads);
-  st.check_multigets = r.epochs.Sum(kCheckReads);
-  st.unverified_reads = r.epochs.Sum(kUnverifiedReads);
-  st.unseen_write_detections = r.unseen_write_detections.load();
-  st.trust_recoveries = r.trust_recoveries.load();
-  st.indexes_trusted = !r.untrusted.load();
-  st.index_migrations = r.epochs.Sum(kIndexMigrations);
-  st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
-  st.pending_checks = r.pending_checks.load();
-  st.delete_range_erased = r.epochs.Sum(kRangeErased);
-  st.delete_range_limit_hits = r.epochs.Sum(kRangeLimitHits);
-  st.ingested_keys = r.epochs.Sum(kIngestedKeys);
-  st.rebuilds = r.rebuilds.load();
-  st.auto_rebuilds = r.auto_rebuilds.load();
-  st.failed_rebuilds = r.failed_rebuilds.load();
-  st.index_file_loads = r.file_loads.load();
-  st.checkpoints = r.checkpoints.load();
-  st.checkpoint_deltas = r.checkpoint_deltas.load();
-  st.checkpoint_bytes = r.checkpoint_bytes.load();
-  st.last_checkpoint_bytes = r.last_checkpoint_bytes.load();
-  st.checkpoint_failures = r.checkpoint_failures.load();
-  st.max_checkpoint_buffer_bytes = r.max_checkpoint_buffer_bytes.load();
-  st.last_checkpoint_pause_micros = r.last_checkpoint_pause_us.load();
-  st.max_checkpoint_pause_micros = r.max_checkpoint_pause_us.load();
-  st.last_checkpoint_seq = r.last_checkpoint_seq.load();
-  st.checkpoint_replays = r.checkpoint_replays.load();
-  st.checkpoint_replayed_keys = r.checkpoint_replayed_keys.load();
-  st.index_file_rejections = r.file_rejections.load();
-  st.cache_charged_bytes = r.charged_bytes.load();
-  st.cache_charge_failures = r.charge_failures.load();
-  {
-    std::lock_guard<std::mutex> l(r.reject_mu);
-    st.last_rejection = r.last_rejection;
-  }
-  std::vector<const CfState*> fams;
-  {
-    std::lock_guard<std::mutex> l(r.cf_mu);
-    for (auto& kv : r.cfs) fams.push_back(kv.second.get());
-  }
-  // swap_mu keeps every `owned` index alive and in place while described.
-  std::lock_guard<std::mutex> sl(r.swap_mu);
-  for (const CfState* cf : fams) {
-    if (cf->dropped) continue;
-    LiveKeyCfStats c;
-    c.id = cf->id;
-    c.name = cf->name;
-    c.indexed = cf->indexed;
-    c.bypass_reason = cf->bypass_reason;
-    if (cf->indexed && cf->owned) cf->owned->Describe(&c);
-    c.rebuild_in_progress = cf->rebuild_running.load();
-    c.serving = cf->indexed && cf->serving.load(std::memory_order_acquire);
-    c.build_keys_scanned = cf->scanned.load(std::memory_order_relaxed);
-    if (cf->indexed && !c.serving) c.mode = "building";
-    {
-      std::lock_guard<std::mutex> il(cf->info_mu);
-      c.build_error = cf->build_error;
-      c.loaded_from_file = cf->loaded_from_file;
-      c.rebuilds = cf->rebuilds;
-      c.last_rebuild_reason = cf->last_reason;
-      c.last_rebuild_seconds = cf->last_seconds;
-      c.last_rebuild_keys = cf->last_keys;
-      c.last_rebuild_scan_parts = cf->last_scan_parts;
-      c.last_rebuild_deltas = cf->last_deltas;
-      c.last_rebuild_pause_micros = cf->last_pause_micros;
-    }
-    st.index_bytes += c.bytes;
-    st.column_families.push_back(std::move(c));
-  }
-  return st;
-}
 
 // ---- reads -----------------------------------------------------------------------
 
