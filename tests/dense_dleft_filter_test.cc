@@ -789,6 +789,64 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
   }
 }
 
+// Compact changed-block records (index file version 6): layout pinned on
+// two hand-made records, a round trip of a real copy's records (chunked
+// as CopyChangedBlocks hands them over, one `next` for the run), and
+// malformed runs are Corruption.
+TEST(DenseDLeftFilter, CompactRecordsRoundTripAndLayout) {
+  std::string two;
+  internal::PutFixed64(&two, 5);  // block 5: word 1 only
+  for (int w = 0; w < 8; ++w) internal::PutFixed64(&two, w == 1 ? 0x0102030405060708ULL : 0);
+  internal::PutFixed64(&two, 300);  // block 300: words 0 and 7
+  for (int w = 0; w < 8; ++w) internal::PutFixed64(&two, w == 0 ? 1 : (w == 7 ? 0xffULL << 56 : 0));
+  std::string compact;
+  uint64_t next = 0;
+  DenseDLeftFilter::CompactRecords(two, &next, &compact);
+  EXPECT_EQ(next, 301u);
+  // varint(5 - 0), mask 0x02, word 1; varint(300 - 6) = 0xa6 0x02, mask 0x81, words 0 and 7.
+  EXPECT_EQ(Hex(compact),
+            "05"  "02" "0807060504030201"
+            "a602" "81" "0100000000000000" "00000000000000ff");
+  std::string back;
+  ASSERT_TRUE(DenseDLeftFilter::ExpandCompactRecords(compact, &back).ok());
+  EXPECT_EQ(back, two);
+  for (uint32_t r : {8u, 16u}) {
+    auto f = Make(Geometry(r, 2, 512, /*ts=*/true, 3));
+    std::mt19937_64 rng(r);
+    for (int i = 0; i < 4000; ++i) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
+    ASSERT_TRUE(f->TrackChangedBlocks());
+    std::string ignored;
+    ASSERT_TRUE(f->SerializeInChunks(&ignored, nullptr, 64));
+    for (int i = 0; i < 500; ++i) ASSERT_EQ(f->InsertHash(rng()), OpResult::kOk);
+    std::string records, run;
+    uint64_t copied = 0, at = 0;
+    const DenseDLeftFilter::ImageSink sink = [&](std::string_view piece) {
+      records.append(piece.data(), piece.size());
+      DenseDLeftFilter::CompactRecords(piece, &at, &run);
+      return true;
+    };
+    ASSERT_TRUE(f->CopyChangedBlocks(sink, nullptr, 64, &copied));
+    ASSERT_GT(copied, 100u);
+    EXPECT_LT(run.size(), records.size() / 2) << "compact records: " << run.size() << " of " << records.size();
+    std::string expanded;
+    ASSERT_TRUE(DenseDLeftFilter::ExpandCompactRecords(run, &expanded).ok());
+    EXPECT_EQ(expanded, records);
+    for (size_t cut = 1; cut < 40; ++cut) {  // every torn end is refused
+      std::string x;
+      EXPECT_TRUE(DenseDLeftFilter::ExpandCompactRecords(std::string_view(run).substr(0, run.size() - cut), &x)
+                      .IsCorruption() ||
+                  x.size() % 72 == 0)
+          << cut;
+    }
+  }
+  std::string x;
+  EXPECT_TRUE(DenseDLeftFilter::ExpandCompactRecords(std::string("\x80", 1), &x).IsCorruption());
+  EXPECT_TRUE(DenseDLeftFilter::ExpandCompactRecords(std::string("\x05\x02\x01", 3), &x).IsCorruption());
+  EXPECT_TRUE(DenseDLeftFilter::ExpandCompactRecords(std::string("\x05\x01" "\0\0\0\0\0\0\0\0", 10), &x).IsCorruption())
+      << "a zero word marked nonzero";
+  EXPECT_TRUE(DenseDLeftFilter::ExpandCompactRecords(std::string(11, '\xff'), &x).IsCorruption()) << "overlong varint";
+}
+
 TEST(DenseDLeftFilter, GoldenBytesOfTheLeastLoadedRuleStillRead) {
   for (uint32_t r : {8u, 16u}) {
     std::unique_ptr<DenseDLeftFilter> f;

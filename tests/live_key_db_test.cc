@@ -821,9 +821,11 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   reopen_expect_rejected("identity");
   // 5. Older and newer format versions with a valid checksum: version 2
   // (the DLeftCountingBloomFilter layout), version 3 (no kernel byte) and
-  // an unknown version 6 are rejected and rebuilt, never trusted; version
-  // 4 (5's base without delta segments) still loads. First a current file
-  // at the current sequence number (so only the version differs).
+  // an unknown version 7 are rejected and rebuilt, never trusted; versions
+  // 4 and 5 (6's base, without delta segments or with 72-byte delta
+  // records: LiveKeyExactness.Version5DeltasStillLoad) still load. First
+  // a current file at the current sequence number (so only the version
+  // differs).
   {
     LiveKeyDB* r = nullptr;
     ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
@@ -832,7 +834,7 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   }
   const std::string current = ReadFile(file);
   ASSERT_GT(current.size(), 100u);
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 5u) << "the current version is 5";
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(current.data() + 8), 6u) << "the current version is 6";
   auto with_version = [&](uint32_t v) {
     std::string f = current.substr(0, current.size() - 8);
     std::string enc;
@@ -845,14 +847,14 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
   reopen_expect_rejected("format version 2");
   WriteFile(file, with_version(3));
   reopen_expect_rejected("format version 3");
-  // The rebuilt index was saved again at Close: as version 5, and it loads;
-  // so does the same file marked version 4.
-  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 5u);
-  {
-    const std::string v5 = ReadFile(file);
-    std::string f = v5.substr(0, v5.size() - 8);
+  // The rebuilt index was saved again at Close: as version 6, and it loads;
+  // so does the same file marked version 5, and 4.
+  ASSERT_EQ(dlcbf::internal::DecodeFixed32(ReadFile(file).data() + 8), 6u);
+  for (uint32_t older : {5u, 4u}) {
+    const std::string v6 = ReadFile(file);
+    std::string f = v6.substr(0, v6.size() - 8);
     std::string enc;
-    dlcbf::internal::PutFixed32(&enc, 4);
+    dlcbf::internal::PutFixed32(&enc, older);
     f.replace(8, 4, enc);
     dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
     WriteFile(file, f);
@@ -860,7 +862,7 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
     ASSERT_TRUE(LiveKeyDB::Open(BaseOptions(), SmallIndex(), dir, &r).ok());
     std::unique_ptr<LiveKeyDB> d(r);
     LiveKeyStats st = Settled(d);
-    EXPECT_EQ(st.index_file_loads, 1u) << "version 4 loads: " << st.last_rejection;
+    EXPECT_EQ(st.index_file_loads, 1u) << "version " << older << " loads: " << st.last_rejection;
     EXPECT_EQ(st.rebuilds, 0u);
     CheckAgainst(d.get(), oracle, Probes(1100, "c"));
     ASSERT_TRUE(d->Close().ok());
@@ -880,12 +882,12 @@ TEST(LiveKeyDBTest, StaleCorruptForeignOrTruncatedFilesAreRejected) {
     // Same checks on the unknown future version, against the file just saved.
     std::string f = saved.substr(0, saved.size() - 8);
     std::string enc;
-    dlcbf::internal::PutFixed32(&enc, 6);
+    dlcbf::internal::PutFixed32(&enc, 7);
     f.replace(8, 4, enc);
     dlcbf::internal::PutFixed64(&f, dlcbf::internal::HashKey(f.data(), f.size(), 0x4C4B494458ULL));
     WriteFile(file, f);
   }
-  reopen_expect_rejected("unsupported version 6");
+  reopen_expect_rejected("unsupported version 7");
   // A file of the other kernel: its entry is rejected, the family rebuilt.
   {
     LiveKeyDB* r = nullptr;

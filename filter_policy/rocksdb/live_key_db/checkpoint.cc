@@ -236,10 +236,18 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
         out->Append(e.blob);
         continue;
       }
-      // rebuild_mu keeps e.cf->owned in place (no swap, no drop).
-      uint64_t copied = 0;
+      // rebuild_mu keeps e.cf->owned in place (no swap, no drop). A
+      // delta's records are written compact (file version 6), each chunk
+      // as it is copied.
+      uint64_t copied = 0, next_block = 0;
+      std::string compact;
+      const DenseDLeftFilter::ImageSink compact_sink = [&sink, &compact, &next_block](std::string_view piece) {
+        compact.clear();
+        DenseDLeftFilter::CompactRecords(piece, &next_block, &compact);
+        return sink(compact);
+      };
       const uint64_t begin = out->size();
-      const bool ok = delta ? e.cf->owned->CopyChangedBlocks(sink, chunk_blocks, &copied, &between)
+      const bool ok = delta ? e.cf->owned->CopyChangedBlocks(compact_sink, chunk_blocks, &copied, &between)
                             : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between,
                                                              e.kind == LiveKeyIndex::kSparseDenseKind);
       if (!out->status().ok()) return out->status();  // an I/O error
@@ -251,7 +259,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
       }
     }
     if (delta) out->Late(kDeltaBodyAt, out->size() - kDeltaBodyAt - 8);
-    NoteCheckpointBuffer((delta ? 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
+    NoteCheckpointBuffer((delta ? 2 * 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
       seq = base->GetLatestSequenceNumber();

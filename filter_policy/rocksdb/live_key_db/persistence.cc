@@ -1,5 +1,6 @@
-// LiveKeyDB index persistence: the index file (format version 5: a base,
-// then delta segments; 4: a base alone), its save at Close and the checks
+// LiveKeyDB index persistence: the index file (format version 6: a base,
+// then delta segments of compact records; 5: 72-byte records; 4: a base
+// alone), its save at Close and the checks
 // before it is trusted at Open. The byte layout: filter_policy/FORMATS.md,
 // "LiveKeyDB index file".
 // Versions 1-3 are never trusted, only rebuilt (the file is a derived
@@ -516,9 +517,9 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
       bool copied_all = true;
       for (CfState* cf : fams) {
         SavedIndex e{cf, 0, cf->owned->sized_for(), cf->owned->entries(), std::string()};
-        uint64_t copied = 0;
-        const DenseDLeftFilter::ImageSink append = [&e](std::string_view piece) {
-          e.blob.append(piece.data(), piece.size());
+        uint64_t copied = 0, next_block = 0;
+        const DenseDLeftFilter::ImageSink append = [&e, &next_block](std::string_view piece) {
+          DenseDLeftFilter::CompactRecords(piece, &next_block, &e.blob);  // (file version 6)
           return true;
         };
         if (!cf->owned->CopyChangedBlocks(append, kCheckpointChunkBlocks, &copied, nullptr)) {
@@ -634,7 +635,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
   if (version == 3) {
     return Reject("format version 3 records no index kernel (it held fast-kernel indexes); rebuilt");
   }
-  if (version != kFileVersion && version != kFileVersionWithoutDeltas) {
+  if (version != kFileVersion && version != kFileVersionWith72ByteRecords && version != kFileVersionWithoutDeltas) {
     return Reject("unsupported version " + std::to_string(version));
   }
   struct Entry {
@@ -646,6 +647,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     std::vector<Slice> patches;  // changed-block records of each delta, in order (in `data`)
   };
   std::vector<Entry> entries;
+  std::deque<std::string> expanded;  // version 6: the deltas' records, 72 bytes each (Entry::patches)
   std::vector<uint64_t> saved_ssts;
   bool parsed = d.Get64(&seq) && d.Get64(&seed) && GetString32(&d, &identity) && d.Get32(&n_ssts) &&
                 n_ssts <= d.remaining() / 8;
@@ -741,7 +743,17 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     ok = ok && adds.size() == entries.size();
     if (!ok || b.remaining() != 0) return Reject("a checksummed delta segment does not parse");
     for (const auto& a : adds) {
-      if (!a.second.empty()) entries[a.first].patches.push_back(a.second);
+      if (a.second.empty()) continue;
+      if (version == kFileVersionWith72ByteRecords) {
+        entries[a.first].patches.push_back(a.second);
+        continue;
+      }
+      // Version 6: compact records, expanded for the load.
+      expanded.emplace_back();
+      const dlcbf::Status xs =
+          DenseDLeftFilter::ExpandCompactRecords(std::string_view(a.second.data(), a.second.size()), &expanded.back());
+      if (!xs.ok()) return Reject("a checksummed delta segment does not parse: " + xs.ToString());
+      entries[a.first].patches.push_back(expanded.back());
     }
     seq = dseq;
     saved_ssts = std::move(dssts);

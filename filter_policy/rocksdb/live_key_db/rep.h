@@ -53,8 +53,9 @@ constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
 // 5 is 4's layout (the base) followed by delta segments (the changed
 // blocks of later checkpoints). 4 and 5 are loaded; older files are
 // rebuilt.
-constexpr uint32_t kFileVersion = 5;
-constexpr uint32_t kFileVersionWithoutDeltas = 4;
+constexpr uint32_t kFileVersion = 6;                  // deltas hold compact records
+constexpr uint32_t kFileVersionWith72ByteRecords = 5;  // still loaded
+constexpr uint32_t kFileVersionWithoutDeltas = 4;      // still loaded
 constexpr uint64_t kDeltaMagic = 0x41544C4559444B4CULL;  // "LKDYELTA"
 constexpr uint64_t kFileChecksumSeed = 0x4C4B494458ULL;
 constexpr uint64_t kMaxExpectedKeys = uint64_t{1} << 40;
@@ -770,9 +771,9 @@ struct LiveKeyDB::Rep {
   // 4096 blocks of 64 bytes (256 KiB): the longest a writer waits for a
   // checkpoint's copy is one such memcpy (about 20 us).
   static constexpr uint64_t kCheckpointChunkBlocks = 4096;
-  // One family's part of the index file (format version 5): its kernel
+  // One family's part of the index file (format version 6): its kernel
   // kind and serialized kernel (a base), or its changed-block records (a
-  // delta segment).
+  // delta segment, compact: DenseDLeftFilter::CompactRecords).
   struct SavedIndex {
     CfState* cf;
     uint8_t kind;

@@ -320,6 +320,21 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // Corruption for a record out of the image's range or a malformed image;
   // each block's encoding is checked later, by Deserialize.
   static Status PatchSerializedBlocks(std::string* image, std::string_view records, uint64_t* items = nullptr);
+  // Changed-block records in the compact form LiveKeyDB's index file
+  // (version 6) stores (FORMATS.md, "Compact changed-block records"):
+  // per record a varint of the block number's distance from `*next` (the
+  // previous record's block plus one; 0 to begin a run), a byte marking
+  // the block's nonzero words, then those words. CompactRecords appends
+  // the compact form of `records` (whole 72-byte records, blocks
+  // ascending from *next, as CopyChangedBlocks copies them; a partial
+  // record at the end is ignored) to `out` and advances *next; chunks of
+  // one run are compacted in order with the same `next`.
+  // ExpandCompactRecords appends the 72-byte records of one compact run to
+  // `records`; Corruption for a truncated or malformed run (block ranges
+  // are checked where the records are applied).
+  static void CompactRecords(std::string_view records, uint64_t* next, std::string* out);
+  static Status ExpandCompactRecords(std::string_view compact, std::string* records);
+
   // The filter an image stands for with changed-block records written over
   // it, built in place: `image` is Serialize's (sparse = false) or
   // SerializeInChunks' sparse layout (sparse = true); `record_runs` hold
