@@ -144,7 +144,8 @@ void Dense(const std::string& s, bool ts, const uint8_t* d, size_t n) {
 // (ExpandSparseImage, PatchSerializedBlocks, Deserialize) accept the same
 // inputs, and what they accept is the same filter, byte for byte. (The
 // in-place load also checks records a later one replaces: with records,
-// it may refuse what the two-step load accepts, never the reverse.)
+// it may refuse what the two-step load accepts, never the reverse.) The
+// records part is also read as compact records and must round-trip.
 void DenseSparse(const std::string& s, bool ts, bool records) {
   if (s.size() < 72) return;
   const uint64_t nb = dlcbf::internal::DecodeFixed64(s.data() + 16);
@@ -177,6 +178,18 @@ void DenseSparse(const std::string& s, bool ts, bool records) {
     f->Serialize(&a);
     g->Serialize(&b);
     if (a != b) Fail("sparse image: the in-place and two-step loads differ");
+  }
+  // The rest as compact records (index file version 6): expanded, they
+  // compact back to a run that expands to the same records.
+  std::string expanded;
+  if (dlcbf::DenseDLeftFilter::ExpandCompactRecords(recs, &expanded).ok()) {
+    if (expanded.size() % 72 != 0) Fail("compact records: a partial record expanded");
+    std::string again, twice;
+    uint64_t next = 0;
+    dlcbf::DenseDLeftFilter::CompactRecords(expanded, &next, &again);
+    if (!dlcbf::DenseDLeftFilter::ExpandCompactRecords(again, &twice).ok() || twice != expanded) {
+      Fail("compact records: no round trip");
+    }
   }
 }
 
