@@ -654,7 +654,7 @@ TEST(DenseDLeftFilter, GoldenBytesOfTheSparseImage) {
     ASSERT_TRUE(DenseDLeftFilter::ExpandSparseImage(sparse, &image).ok());
     EXPECT_EQ(image, Bytes(*f));
     std::unique_ptr<DenseDLeftFilter> built;
-    ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Unhex(kGoldenSparse[r == 16]), true, {}, &built).ok());
+    ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Unhex(kGoldenSparse[r == 16]), DenseDLeftFilter::ImageLayout::kSparse, {}, &built).ok());
     EXPECT_EQ(Bytes(*built), Bytes(*f));
   }
 }
@@ -747,7 +747,7 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
         }
         std::unique_ptr<DenseDLeftFilter> built;
         uint64_t items = 0;
-        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(base, sparse, runs, &built, {}, &items).ok())
+        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(base, sparse ? DenseDLeftFilter::ImageLayout::kSparse : DenseDLeftFilter::ImageLayout::kWhole, runs, &built, {}, &items).ok())
             << r << " " << sparse << " " << keys;
         std::string image = base;
         if (sparse) {
@@ -772,20 +772,20 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
     std::string past;
     internal::PutFixed64(&past, 2 * 256);
     past.append(64, '\0');
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {past}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, DenseDLeftFilter::ImageLayout::kSparse, {past}, &out).IsCorruption());
     std::string garbage;
     internal::PutFixed64(&garbage, 3);
     garbage.append(64, '\xff');
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {garbage}, &out).IsCorruption());
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), false, {garbage}, &out).IsCorruption());
-    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, true, {garbage.substr(0, 50)}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, DenseDLeftFilter::ImageLayout::kSparse, {garbage}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), DenseDLeftFilter::ImageLayout::kWhole, {garbage}, &out).IsCorruption());
+    EXPECT_TRUE(DenseDLeftFilter::DeserializeWithRecords(sparse, DenseDLeftFilter::ImageLayout::kSparse, {garbage.substr(0, 50)}, &out).IsCorruption());
     for (size_t i = 0; i < sparse.size(); ++i) {
       std::string bad = sparse;
       bad[i] ^= 0x10;
-      EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(bad, true, {}, &out).ok()) << "byte " << i;
+      EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(bad, DenseDLeftFilter::ImageLayout::kSparse, {}, &out).ok()) << "byte " << i;
     }
-    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(sparse, false, {}, &out).ok()) << "sparse read as whole";
-    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), true, {}, &out).ok()) << "whole read as sparse";
+    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(sparse, DenseDLeftFilter::ImageLayout::kWhole, {}, &out).ok()) << "sparse read as whole";
+    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(Bytes(*f), DenseDLeftFilter::ImageLayout::kSparse, {}, &out).ok()) << "whole read as sparse";
   }
 }
 
@@ -793,6 +793,69 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
 // two hand-made records, a round trip of a real copy's records (chunked
 // as CopyChangedBlocks hands them over, one `next` for the run), and
 // malformed runs are Corruption.
+// The compact sparse image (LiveKeyDB's sparse bases, kind 4): the
+// sparse image with its records compact. Layout pinned; loaded in place
+// it is the filter, as the 72-byte sparse image is, at every fill and
+// chunk size; a flipped byte is never a filter.
+std::string CompactSparseOf(const DenseDLeftFilter& f, uint64_t chunk_blocks = 3) {
+  std::string out;
+  uint64_t items = 0;
+  const DenseDLeftFilter::ImageSink sink = [&out](std::string_view p) {
+    out.append(p.data(), p.size());
+    return true;
+  };
+  if (!f.SerializeInChunks(sink, nullptr, chunk_blocks, &items, nullptr,
+                           DenseDLeftFilter::ImageLayout::kSparseCompact)) {
+    return "";
+  }
+  internal::EncodeFixed64(&out[DenseDLeftFilter::kImageItemsOffset], items);
+  internal::EncodeFixed64(&out[out.size() - 8],
+                          internal::HashKey(out.data(), out.size() - 8, DenseDLeftFilter::kImageChecksumSeed));
+  return out;
+}
+
+// Layout pin (the 72-byte image's records of kGoldenSparse, compact). [0]:
+// r = 8, [1]: r = 16.
+constexpr const char* kGoldenCompactSparse[2] = {
+    "644c444e010008023000500000000000040000000000000007000000000000000400000000000000eca105dc33d801000000000000000000000000000000000000419d0000000000000000000000400000000241bdbdc8000000000000000000180008006e4217796ad96ec4",
+    "644c444e010010021c00240000000000040000000000000007000000000000000400000000000000eca105dc33d80100000000000000000000000000000000000081186000000000000000000200000000000281f614f614cc66000000000301000000004604a1a6a6849001"};
+
+TEST(DenseDLeftFilter, CompactSparseImageLoadsAsTheFilter) {
+  using L = DenseDLeftFilter::ImageLayout;
+  for (uint32_t r : {8u, 16u}) {
+    auto g = Make(Geometry(r, 2, 4, false, 7));
+    for (const char* k : {"apple", "banana", "cherry", "apple"}) ASSERT_EQ(g->Insert(k), OpResult::kOk);
+    EXPECT_EQ(Hex(CompactSparseOf(*g)), kGoldenCompactSparse[r == 16]) << "r=" << r;
+    for (uint64_t keys : {uint64_t{0}, uint64_t{40}, uint64_t{3000}}) {
+      auto f = Make(Geometry(r, 2, 256, true));
+      for (uint64_t i = 0; i < keys; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i + 1)), OpResult::kOk);
+      for (uint64_t chunk : {uint64_t{1}, uint64_t{7}, uint64_t{4096}}) {
+        const std::string compact = CompactSparseOf(*f, chunk);
+        ASSERT_FALSE(compact.empty());
+        if (keys == 40) {
+          EXPECT_LT(compact.size(), SparseOf(*f, chunk).size() / 2) << "compact records";
+        }
+        std::unique_ptr<DenseDLeftFilter> built;
+        uint64_t items = 0;
+        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(compact, L::kSparseCompact, {}, &built, {}, &items).ok())
+            << keys << " " << chunk;
+        EXPECT_EQ(Bytes(*built), Bytes(*f)) << keys << " " << chunk;
+        EXPECT_EQ(items, f->Stats().items);
+      }
+    }
+    auto f = Make(Geometry(r, 2, 256, true));
+    for (uint64_t i = 0; i < 40; ++i) ASSERT_EQ(f->InsertHash(internal::Mix64(i + 1)), OpResult::kOk);
+    const std::string compact = CompactSparseOf(*f);
+    std::unique_ptr<DenseDLeftFilter> out;
+    for (size_t i = 0; i < compact.size(); ++i) {
+      std::string bad = compact;
+      bad[i] ^= 0x10;
+      EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(bad, L::kSparseCompact, {}, &out).ok()) << "byte " << i;
+    }
+    EXPECT_FALSE(DenseDLeftFilter::DeserializeWithRecords(compact, L::kSparse, {}, &out).ok()) << "read as 72-byte records";
+  }
+}
+
 TEST(DenseDLeftFilter, CompactRecordsRoundTripAndLayout) {
   std::string two;
   internal::PutFixed64(&two, 5);  // block 5: word 1 only

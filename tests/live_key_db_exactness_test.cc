@@ -592,24 +592,61 @@ TEST(LiveKeyExactness, ChunkedCheckpointNegativeControl) {
 // `delta_at`) rewritten as format version 5 wrote it: the delta's records
 // 72 bytes each (DenseDLeftFilter::ExpandCompactRecords), the segment's
 // lengths and checksum and the base's version and checksum redone
-// (FORMATS.md, "LiveKeyDB index file"). False if it does not parse.
-bool RewriteAsVersion5(const std::string& path, uint64_t delta_at) {
+// (FORMATS.md, "LiveKeyDB index file"); the base's compact sparse images
+// (kind 4) become 72-byte sparse images (kind 3). `*new_delta_at`: where
+// the segment begins in the rewritten file. False if it does not parse.
+bool RewriteAsVersion5(const std::string& path, uint64_t delta_at, uint64_t* new_delta_at) {
   std::ifstream in(path, std::ios::binary);
   std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   in.close();
   constexpr uint64_t kSeed = 0x4C4B494458ULL;  // the file's checksum seed
   if (f.size() < delta_at + 24 || delta_at < 8) return false;
-  std::string base = f.substr(0, delta_at - 8);
+  // The base: its head as is (version 5), then each family's entry, a
+  // compact sparse image (kind 4) rewritten as version 5's sparse image
+  // (kind 3: 72-byte records, its own checksum redone).
+  const char* p = f.data();
+  size_t at = 8 + 4 + 8 + 8;
+  at += 4 + dlcbf::internal::DecodeFixed32(p + at);                                  // identity
+  at += 4 + 8 * static_cast<size_t>(dlcbf::internal::DecodeFixed32(p + at));        // SST set
+  const uint32_t families = dlcbf::internal::DecodeFixed32(p + at);
+  at += 4;
+  std::string base(p, at);
   std::string enc;
   dlcbf::internal::PutFixed32(&enc, 5);
   base.replace(8, 4, enc);
+  for (uint32_t i = 0; i < families; ++i) {
+    const size_t name_len = dlcbf::internal::DecodeFixed32(p + at + 4);
+    const size_t fixed = 4 + 4 + name_len + 8 + 8;  // id, name, sized_for, entries
+    base.append(p + at, fixed);
+    uint8_t kind = static_cast<uint8_t>(p[at + fixed]);
+    const uint64_t len = dlcbf::internal::DecodeFixed64(p + at + fixed + 1);
+    std::string blob(p + at + fixed + 9, len);
+    if (kind == 4) {
+      std::string records;
+      if (blob.size() < 72 ||
+          !dlcbf::DenseDLeftFilter::ExpandCompactRecords(std::string_view(blob).substr(64, blob.size() - 72), &records)
+               .ok()) {
+        return false;
+      }
+      std::string sparse = blob.substr(0, 64) + records;
+      dlcbf::internal::PutFixed64(&sparse, dlcbf::internal::HashKey(sparse.data(), sparse.size(),
+                                                                     dlcbf::DenseDLeftFilter::kImageChecksumSeed));
+      blob = sparse;
+      kind = 3;
+    }
+    base.push_back(static_cast<char>(kind));
+    dlcbf::internal::PutFixed64(&base, blob.size());
+    base += blob;
+    at += fixed + 9 + len;
+  }
+  if (at != delta_at - 8) return false;
   dlcbf::internal::PutFixed64(&base, dlcbf::internal::HashKey(base.data(), base.size(), kSeed));
   // The segment: magic, body length, then the body (seq, SST set, the
   // families' records), then its checksum.
   const char* seg = f.data() + delta_at;
   const uint64_t body = dlcbf::internal::DecodeFixed64(seg + 8);
   if (f.size() != delta_at + 16 + body + 8) return false;
-  size_t at = 16 + 8;  // past the sequence number
+  at = 16 + 8;  // past the sequence number
   const uint32_t n_ssts = dlcbf::internal::DecodeFixed32(seg + at);
   at += 4 + 8 * static_cast<size_t>(n_ssts);
   const uint32_t n = dlcbf::internal::DecodeFixed32(seg + at);
@@ -629,6 +666,7 @@ bool RewriteAsVersion5(const std::string& path, uint64_t delta_at) {
   if (at != 16 + body) return false;
   dlcbf::internal::EncodeFixed64(&out[8], out.size() - 16);
   dlcbf::internal::PutFixed64(&out, dlcbf::internal::HashKey(out.data(), out.size(), kSeed));
+  *new_delta_at = base.size();
   std::ofstream o(path, std::ios::binary | std::ios::trunc);
   o << base << out;
   return static_cast<bool>(o);
@@ -684,12 +722,14 @@ int TornDeltaScenario(bool as_version5 = false) {
     std::fprintf(stderr, "the delta (%" PRIu64 " of %" PRIu64 " bytes) is not small\n", delta, size);
     return -1;
   }
-  const uint64_t b = size - delta;  // where the delta segment begins
+  uint64_t b = size - delta;  // where the delta segment begins
   if (as_version5) {
-    if (!RewriteAsVersion5(file, b)) {
+    const uint64_t compact_base = b;
+    if (!RewriteAsVersion5(file, compact_base, &b)) {
       std::fprintf(stderr, "the file does not parse as a base and one delta\n");
       return -1;
     }
+    if (b <= compact_base) return -1;  // (the base's 72-byte sparse records are longer too)
     const uint64_t compact = delta;
     size = fs::file_size(file);
     delta = size - b;
@@ -725,9 +765,9 @@ int TornDeltaScenario(bool as_version5 = false) {
 
 TEST(LiveKeyExactness, TornDeltaLosesNoKey) { EXPECT_EQ(TornDeltaScenario(), 0); }
 
-// A file written by format version 5 (delta records 72 bytes each, before
-// the compact records of version 6) still loads, whole or torn at every
-// cut, and loses no key.
+// A file written by format version 5 (sparse base and delta records 72
+// bytes each, before the compact records of version 6) still loads, whole
+// or torn at every cut, and loses no key.
 TEST(LiveKeyExactness, Version5DeltasStillLoad) { EXPECT_EQ(TornDeltaScenario(/*as_version5=*/true), 0); }
 
 // A checkpoint whose copy of the changed blocks succeeded but whose

@@ -70,6 +70,60 @@ void AppendBlock(const DenseDLeftFilter::Impl& m, uint64_t b, std::string* out) 
   }
 #endif
 }
+
+// One compact record: block b, its 64 bytes as stored (little-endian words).
+void AppendCompactRecord(uint64_t b, const char* block, uint64_t* next, std::string* out) {
+  uint64_t delta = b - *next;  // (blocks ascend)
+  while (delta >= 0x80) {
+    out->push_back(static_cast<char>((delta & 0x7f) | 0x80));
+    delta >>= 7;
+  }
+  out->push_back(static_cast<char>(delta));
+  const size_t mask_at = out->size();
+  out->push_back('\0');
+  uint8_t mask = 0;
+  for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+    const char* word = block + 8 * w;
+    if (internal::DecodeFixed64(word) != 0) {
+      mask = static_cast<uint8_t>(mask | (1u << w));
+      out->append(word, 8);
+    }
+  }
+  (*out)[mask_at] = static_cast<char>(mask);
+  *next = b + 1;
+}
+
+// Reads the compact record at `*i` of `compact`: its block number (from
+// `*next`, advanced) and its 64 bytes as stored into `block`. Why not, or
+// nullptr.
+const char* ReadCompactRecord(std::string_view compact, size_t* i, uint64_t* next, uint64_t* b, char* block) {
+  uint64_t delta = 0;
+  int shift = 0;
+  for (;;) {
+    if (*i >= compact.size() || shift > 63) return "truncated or overlong block number";
+    const uint8_t byte = static_cast<uint8_t>(compact[(*i)++]);
+    delta |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+    shift += 7;
+  }
+  if (delta > ~uint64_t{0} - *next) return "block number overflows";
+  *b = *next + delta;
+  if (*b == ~uint64_t{0}) return "block number out of range";
+  if (*i >= compact.size()) return "truncated record";
+  const uint8_t mask = static_cast<uint8_t>(compact[(*i)++]);
+  if (compact.size() - *i < 8 * static_cast<size_t>(__builtin_popcount(mask))) return "truncated block";
+  for (int w = 0; w < dense_detail::kBlockWords; ++w) {
+    if ((mask >> w) & 1) {
+      if (internal::DecodeFixed64(compact.data() + *i) == 0) return "a zero word marked nonzero";
+      std::memcpy(block + 8 * w, compact.data() + *i, 8);
+      *i += 8;
+    } else {
+      std::memset(block + 8 * w, 0, 8);
+    }
+  }
+  *next = *b + 1;
+  return nullptr;
+}
 }  // namespace
 
 bool DenseDLeftFilter::TrackChangedBlocks() {
@@ -267,7 +321,9 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
   std::string chunk;
   PutHeader(m, 0, &chunk);
   bool ok = sink(chunk);
-  const bool sparse = layout == ImageLayout::kSparse;
+  const bool sparse = layout != ImageLayout::kWhole;
+  const bool compact = layout == ImageLayout::kSparseCompact;
+  uint64_t next = 0;  // kSparseCompact: the block after the last record's
   chunk.reserve((sparse ? kRecord : 64) * std::min<uint64_t>(chunk_blocks, m.nblocks));
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;
@@ -287,6 +343,12 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
           uint64_t any = 0;
           for (int k = 0; k < dense_detail::kBlockWords; ++k) any |= w[k];
           if (any == 0) continue;
+          if (compact) {
+            char stored[64];
+            for (int k = 0; k < dense_detail::kBlockWords; ++k) internal::EncodeFixed64(stored + 8 * k, w[k]);
+            AppendCompactRecord(b, stored, &next, &chunk);
+            continue;
+          }
           internal::PutFixed64(&chunk, b);
           AppendBlock(m, b, &chunk);
         }
@@ -441,7 +503,7 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
 // the two-step path in one way only: an intermediate record whose block
 // a later one replaces is checked too (every record CopyChangedBlocks
 // writes is a block the filter held, so a valid file never has one).
-Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool sparse,
+Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, ImageLayout layout,
                                                 const std::vector<std::string_view>& record_runs,
                                                 std::unique_ptr<DenseDLeftFilter>* out,
                                                 const DeserializeOptions& options, uint64_t* items_out) {
@@ -468,7 +530,7 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool spa
       std::memcpy(blk + 8 * w, &v, 8);
     }
   };
-  if (!sparse) {
+  if (layout == ImageLayout::kWhole) {
     Status s = Deserialize(image, &f, options);
     if (!s.ok()) return s;
     items = f->impl_->items;
@@ -478,7 +540,8 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool spa
       return corrupt("sparse image: not an image");
     }
     const size_t body = image.size() - 8;
-    if ((body - kHeader) % kRecord != 0) return corrupt("sparse image: truncated record");
+    const bool compact = layout == ImageLayout::kSparseCompact;
+    if (!compact && (body - kHeader) % kRecord != 0) return corrupt("sparse image: truncated record");
     if (internal::HashKey(image.data(), body, kImageChecksumSeed) != internal::DecodeFixed64(image.data() + body)) {
       return corrupt("sparse image: checksum mismatch");
     }
@@ -495,14 +558,24 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool spa
     if (o.Bytes() > internal::PhysicalMemoryBytes() || !impl->Allocate()) {
       return Status::MemoryLimit("DenseDLeftFilter: " + std::to_string(o.Bytes()) + " bytes cannot be allocated");
     }
-    uint64_t last = 0;
-    for (size_t i = kHeader; i < body; i += kRecord) {
-      const uint64_t b = internal::DecodeFixed64(image.data() + i);
-      if (b >= impl->nblocks || (i > kHeader && b <= last)) {
-        return corrupt("sparse image: record out of range or out of order");
+    uint64_t last = 0, next = 0;
+    const std::string_view records = image.substr(kHeader, body - kHeader);
+    char block[64];
+    for (size_t i = 0; i < records.size();) {
+      uint64_t b = 0;
+      const char* src = block;
+      if (compact) {  // (ascending by construction)
+        const char* why = ReadCompactRecord(records, &i, &next, &b, block);
+        if (why != nullptr) return corrupt(std::string("sparse image: ") + why);
+      } else {
+        b = internal::DecodeFixed64(records.data() + i);
+        if (i > 0 && b <= last) return corrupt("sparse image: record out of range or out of order");
+        src = records.data() + i + 8;
+        i += kRecord;
       }
+      if (b >= impl->nblocks) return corrupt("sparse image: record out of range or out of order");
       last = b;
-      write_block(impl.get(), b, image.data() + i + 8);  // each block once: ascending
+      write_block(impl.get(), b, src);  // each block once: ascending
       const char* why = check_block(*impl, b);
       if (why != nullptr) return corrupt(why);
       items += used_of(*impl, b);
@@ -537,64 +610,22 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, bool spa
 // index holds 2-3 nonzero words at the fills LiveKeyDB runs (2.6 on
 // average with 740,000 keys in 470,000 blocks): 24-27 bytes a record
 // against 72.
+
 void DenseDLeftFilter::CompactRecords(std::string_view records, uint64_t* next, std::string* out) {
   for (size_t i = 0; i + kRecord <= records.size(); i += kRecord) {
-    const uint64_t b = internal::DecodeFixed64(records.data() + i);
-    uint64_t delta = b - *next;  // (ascending: CopyChangedBlocks' order)
-    while (delta >= 0x80) {
-      out->push_back(static_cast<char>((delta & 0x7f) | 0x80));
-      delta >>= 7;
-    }
-    out->push_back(static_cast<char>(delta));
-    const size_t mask_at = out->size();
-    out->push_back('\0');
-    uint8_t mask = 0;
-    for (int w = 0; w < dense_detail::kBlockWords; ++w) {
-      const char* word = records.data() + i + 8 + 8 * w;
-      if (internal::DecodeFixed64(word) != 0) {
-        mask = static_cast<uint8_t>(mask | (1u << w));
-        out->append(word, 8);
-      }
-    }
-    (*out)[mask_at] = static_cast<char>(mask);
-    *next = b + 1;
+    AppendCompactRecord(internal::DecodeFixed64(records.data() + i), records.data() + i + 8, next, out);
   }
 }
 
 Status DenseDLeftFilter::ExpandCompactRecords(std::string_view compact, std::string* records) {
-  auto corrupt = [](const std::string& why) {
-    return Status::Corruption("DenseDLeftFilter: compact records: " + why);
-  };
-  uint64_t next = 0;
+  uint64_t next = 0, b = 0;
   size_t i = 0;
+  char block[64];
   while (i < compact.size()) {
-    uint64_t delta = 0;
-    int shift = 0;
-    for (;;) {
-      if (i >= compact.size() || shift > 63) return corrupt("truncated or overlong block number");
-      const uint8_t byte = static_cast<uint8_t>(compact[i++]);
-      delta |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) break;
-      shift += 7;
-    }
-    if (delta > ~uint64_t{0} - next) return corrupt("block number overflows");
-    const uint64_t b = next + delta;
-    if (i >= compact.size()) return corrupt("truncated record");
-    const uint8_t mask = static_cast<uint8_t>(compact[i++]);
-    const size_t words = static_cast<size_t>(__builtin_popcount(mask));
-    if (compact.size() - i < 8 * words) return corrupt("truncated block");
+    const char* why = ReadCompactRecord(compact, &i, &next, &b, block);
+    if (why != nullptr) return Status::Corruption(std::string("DenseDLeftFilter: compact records: ") + why);
     internal::PutFixed64(records, b);
-    for (int w = 0; w < dense_detail::kBlockWords; ++w) {
-      if ((mask >> w) & 1) {
-        if (internal::DecodeFixed64(compact.data() + i) == 0) return corrupt("a zero word marked nonzero");
-        records->append(compact.data() + i, 8);
-        i += 8;
-      } else {
-        records->append(8, '\0');
-      }
-    }
-    if (b == ~uint64_t{0}) return corrupt("block number out of range");
-    next = b + 1;
+    records->append(block, 64);
   }
   return Status::OK();
 }

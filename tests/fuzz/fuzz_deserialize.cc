@@ -163,7 +163,7 @@ void DenseSparse(const std::string& s, bool ts, bool records) {
                                                           dlcbf::DenseDLeftFilter::kImageChecksumSeed));
   std::unique_ptr<dlcbf::DenseDLeftFilter> f, g;
   const bool in_place =
-      dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, true, {recs.substr(0, recs.size() / 144 * 72),
+      dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, dlcbf::DenseDLeftFilter::ImageLayout::kSparse, {recs.substr(0, recs.size() / 144 * 72),
                                                                        recs.substr(recs.size() / 144 * 72)},
                                                       &f, dlcbf::DeserializeOptions{ts})
           .ok();
@@ -178,6 +178,17 @@ void DenseSparse(const std::string& s, bool ts, bool records) {
     f->Serialize(&a);
     g->Serialize(&b);
     if (a != b) Fail("sparse image: the in-place and two-step loads differ");
+  }
+  // The same bytes as a compact sparse image (kind 4 of LiveKeyDB's file):
+  // an error or a filter that round-trips, never a crash.
+  std::unique_ptr<dlcbf::DenseDLeftFilter> c;
+  if (dlcbf::DenseDLeftFilter::DeserializeWithRecords(image_bytes, dlcbf::DenseDLeftFilter::ImageLayout::kSparseCompact,
+                                                      {}, &c, dlcbf::DeserializeOptions{ts})
+          .ok()) {
+    std::string a;
+    c->Serialize(&a);
+    std::unique_ptr<dlcbf::DenseDLeftFilter> again;
+    if (!dlcbf::DenseDLeftFilter::Deserialize(a, &again).ok()) Fail("compact sparse image: re-load failed");
   }
   // The rest as compact records (index file version 6): expanded, they
   // compact back to a run that expands to the same records.

@@ -196,7 +196,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
     for (size_t i = 0; i < fams.size(); ++i) {
       CfState* cf = fams[i];
       if (!s.ok() || cf->dropped || !cf->owned) continue;
-      SavedIndex e{cf, sparse[i] ? LiveKeyIndex::kSparseDenseKind : LiveKeyIndex::KindOf(opt.kernel),
+      SavedIndex e{cf, sparse[i] ? LiveKeyIndex::kSparseCompactDenseKind : LiveKeyIndex::KindOf(opt.kernel),
                    cf->owned->sized_for(), cf->owned->entries(), std::move(buffers[i])};
       if (in_chunks[i] || cf->owned->Serialize(&e.blob, &e.kind)) {
         saved.push_back(std::move(e));
@@ -249,7 +249,7 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
       const uint64_t begin = out->size();
       const bool ok = delta ? e.cf->owned->CopyChangedBlocks(compact_sink, chunk_blocks, &copied, &between)
                             : e.cf->owned->SerializeInChunks(sink, &e.kind, &e.entries, chunk_blocks, &between,
-                                                             e.kind == LiveKeyIndex::kSparseDenseKind);
+                                                             LiveKeyIndex::IsSparseKind(e.kind));
       if (!out->status().ok()) return out->status();  // an I/O error
       if (!ok) return rocksdb::Status::TryAgain("LiveKeyDB: a chunked copy was refused");
       out->Late(head_at + size_at, out->size() - begin);

@@ -115,7 +115,7 @@ class LiveKeyIndex {
   // its records, not the table). `entries`: the count the file recorded
   // for the base, replaced by the kernel's item count when records were
   // applied (what the deltas' blocks hold).
-  static rocksdb::Status LoadDense(const Slice& image, bool sparse, const std::vector<Slice>& record_runs,
+  static rocksdb::Status LoadDense(const Slice& image, uint8_t kind, const std::vector<Slice>& record_runs,
                                    const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t* entries,
                                    EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     if (o.kernel != ElasticKernel::kDense) return rocksdb::Status::Corruption("written for the other index kernel");
@@ -124,8 +124,11 @@ class LiveKeyIndex {
     uint64_t items = 0;
     std::vector<std::string_view> runs;
     for (const Slice& r : record_runs) runs.push_back(glue::View(r));
+    const DenseDLeftFilter::ImageLayout layout = kind == kSparseCompactDenseKind ? DenseDLeftFilter::ImageLayout::kSparseCompact
+                                                 : kind == kSparseDenseKind      ? DenseDLeftFilter::ImageLayout::kSparse
+                                                                                 : DenseDLeftFilter::ImageLayout::kWhole;
     rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::DeserializeWithRecords(
-        glue::View(image), sparse, runs, &f, DeserializeOptions{/*thread_safe=*/true}, &items));
+        glue::View(image), layout, runs, &f, DeserializeOptions{/*thread_safe=*/true}, &items));
     if (!s.ok()) return s;
     if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");
@@ -134,9 +137,11 @@ class LiveKeyIndex {
   }
 
   // The kernel byte of the index file (persistence.cc): 1 fast, 2 dense,
-  // 3 dense as a sparse image (LoadDense).
+  // 3 dense as a sparse image, 4 the same with compact records (LoadDense).
   static uint8_t KindOf(ElasticKernel k) { return k == ElasticKernel::kDense ? 2 : 1; }
-  static constexpr uint8_t kSparseDenseKind = 3;
+  static constexpr uint8_t kSparseDenseKind = 3;         // 72-byte records (still read)
+  static constexpr uint8_t kSparseCompactDenseKind = 4;  // compact records (written)
+  static bool IsSparseKind(uint8_t kind) { return kind == kSparseDenseKind || kind == kSparseCompactDenseKind; }
 
   bool Contains(uint64_t h) const {
     if (elastic_->ContainsHash(h)) return true;  // one line per block probed
@@ -301,14 +306,15 @@ class LiveKeyIndex {
   // `sink` fails, and with a stash at the start or at the end (the stash
   // is never removed, so none at the end means none throughout: the
   // kernel held every copy).
-  // `sparse`: the sparse image (kind kSparseDenseKind).
+  // `sparse`: the sparse image with compact records (kind
+  // kSparseCompactDenseKind).
   bool SerializeInChunks(const DenseDLeftFilter::ImageSink& sink, uint8_t* kind, uint64_t* items,
                          uint64_t chunk_blocks, const std::function<void(uint64_t)>* between_chunks,
                          bool sparse = false) const {
-    *kind = sparse ? kSparseDenseKind : KindOf(elastic_->options().kernel);
+    *kind = sparse ? kSparseCompactDenseKind : KindOf(elastic_->options().kernel);
     if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return false;
     if (!elastic_->SerializeKernelInChunks(sink, chunk_blocks, items, between_chunks,
-                                           sparse ? DenseDLeftFilter::ImageLayout::kSparse
+                                           sparse ? DenseDLeftFilter::ImageLayout::kSparseCompact
                                                   : DenseDLeftFilter::ImageLayout::kWhole)) {
       return false;
     }

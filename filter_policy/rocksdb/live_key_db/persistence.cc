@@ -826,12 +826,12 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     // records (its cost follows the file, not the table); else the image.
     const auto t_load = std::chrono::steady_clock::now();
     std::unique_ptr<LiveKeyIndex> idx;
-    const bool sparse = e.kind == LiveKeyIndex::kSparseDenseKind;
+    const bool sparse = LiveKeyIndex::IsSparseKind(e.kind);
     if (sparse || !e.patches.empty()) {
       if (!sparse && e.kind != LiveKeyIndex::KindOf(ElasticKernel::kDense)) {
         s = rocksdb::Status::Corruption("delta segments on a kernel that writes none");
       } else {
-        s = LiveKeyIndex::LoadDense(e.blob, sparse, e.patches, opt, sized_for, &entries_count, &epochs, &idx);
+        s = LiveKeyIndex::LoadDense(e.blob, e.kind, e.patches, opt, sized_for, &entries_count, &epochs, &idx);
       }
     } else {
       s = LiveKeyIndex::Load(e.blob, e.kind, opt, sized_for, entries_count, &epochs, &idx);

@@ -277,8 +277,13 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // Smaller while fewer than 8 in 9 blocks are in use (72 bytes a record
   // against 64 a block): a fresh or lightly filled index.
   // ExpandSparseImage turns it into the image.
+  // `layout` kSparseCompact streams the sparse image with compact records
+  // (FORMATS.md, "Compact sparse dense image": each record as
+  // CompactRecords writes it, one run from block 0): 24-27 bytes a block
+  // in use at LiveKeyDB's fills against 72. DeserializeWithRecords reads
+  // it.
   using ImageSink = std::function<bool(std::string_view piece)>;
-  enum class ImageLayout { kWhole, kSparse };
+  enum class ImageLayout { kWhole, kSparse, kSparseCompact };
   static constexpr uint64_t kImageItemsOffset = 32;
   static constexpr uint64_t kImageChecksumSeed = 0;
   bool SerializeInChunks(const ImageSink& sink, std::mutex* writers, uint64_t chunk_blocks, uint64_t* items,
@@ -336,8 +341,8 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   static Status ExpandCompactRecords(std::string_view compact, std::string* records);
 
   // The filter an image stands for with changed-block records written over
-  // it, built in place: `image` is Serialize's (sparse = false) or
-  // SerializeInChunks' sparse layout (sparse = true); `record_runs` hold
+  // it, built in place: `image` is Serialize's (layout kWhole) or one of
+  // SerializeInChunks' sparse layouts (kSparse, kSparseCompact); `record_runs` hold
   // CopyChangedBlocks' records, applied run by run, in order. The result
   // equals, bit for bit, Deserialize of PatchSerializedBlocks(image, the
   // runs concatenated) (the sparse image expanded first), but a sparse
@@ -346,7 +351,7 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // blocks named are written and checked, with no intermediate image.
   // Corruption as those calls report it, and for a record whose block is
   // not a valid encoding. `items`: the item count after the records.
-  static Status DeserializeWithRecords(std::string_view image, bool sparse,
+  static Status DeserializeWithRecords(std::string_view image, ImageLayout layout,
                                        const std::vector<std::string_view>& record_runs,
                                        std::unique_ptr<DenseDLeftFilter>* out,
                                        const DeserializeOptions& options = {}, uint64_t* items = nullptr);
