@@ -757,6 +757,22 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
         ASSERT_TRUE(DenseDLeftFilter::PatchSerializedBlocks(&image, records, &two_step_items).ok());
         EXPECT_EQ(Bytes(*built), image) << r << " " << sparse << " " << keys;
         EXPECT_EQ(Bytes(*built), Bytes(*f));
+        // The same runs compact (index file version 6), read as they lie.
+        std::vector<std::string> compact(runs.size());
+        std::vector<std::string_view> compact_runs;
+        for (size_t k = 0; k < runs.size(); ++k) {
+          uint64_t next = 0;
+          DenseDLeftFilter::CompactRecords(runs[k], &next, &compact[k]);
+          compact_runs.push_back(compact[k]);
+        }
+        std::unique_ptr<DenseDLeftFilter> from_compact;
+        uint64_t compact_items = 0;
+        ASSERT_TRUE(DenseDLeftFilter::DeserializeWithRecords(
+                        base, sparse ? DenseDLeftFilter::ImageLayout::kSparse : DenseDLeftFilter::ImageLayout::kWhole,
+                        compact_runs, &from_compact, {}, &compact_items, /*compact_runs=*/true)
+                        .ok());
+        EXPECT_EQ(Bytes(*from_compact), Bytes(*f));
+        EXPECT_EQ(compact_items, items);
         EXPECT_EQ(items, two_step_items);
         EXPECT_EQ(items, f->Stats().items);
         EXPECT_EQ(built->Stats().items, items);

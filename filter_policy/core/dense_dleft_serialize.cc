@@ -506,10 +506,11 @@ Status DenseDLeftFilter::Deserialize(std::string_view data, std::unique_ptr<Dens
 Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, ImageLayout layout,
                                                 const std::vector<std::string_view>& record_runs,
                                                 std::unique_ptr<DenseDLeftFilter>* out,
-                                                const DeserializeOptions& options, uint64_t* items_out) {
+                                                const DeserializeOptions& options, uint64_t* items_out,
+                                                bool compact_runs) {
   auto corrupt = [](const std::string& why) { return Status::Corruption("DenseDLeftFilter: " + why); };
   for (std::string_view records : record_runs) {
-    if (records.size() % kRecord != 0) return corrupt("truncated changed-block record");
+    if (!compact_runs && records.size() % kRecord != 0) return corrupt("truncated changed-block record");
   }
   std::unique_ptr<DenseDLeftFilter> f;
   uint64_t items = 0;
@@ -585,12 +586,23 @@ Status DenseDLeftFilter::DeserializeWithRecords(std::string_view image, ImageLay
     f.reset(new DenseDLeftFilter(std::move(impl)));
   }
   Impl& m = *f->impl_;
+  char block[64];
   for (std::string_view records : record_runs) {
-    for (size_t i = 0; i < records.size(); i += kRecord) {
-      const uint64_t b = internal::DecodeFixed64(records.data() + i);
+    uint64_t next = 0;  // (compact runs: each from block 0)
+    for (size_t i = 0; i < records.size();) {
+      uint64_t b = 0;
+      const char* src = block;
+      if (compact_runs) {
+        const char* why = ReadCompactRecord(records, &i, &next, &b, block);
+        if (why != nullptr) return corrupt(std::string("compact records: ") + why);
+      } else {
+        b = internal::DecodeFixed64(records.data() + i);
+        src = records.data() + i + 8;
+        i += kRecord;
+      }
       if (b >= m.nblocks) return corrupt("changed block " + std::to_string(b) + " out of range");
       items -= used_of(m, b);  // valid: checked when it landed
-      write_block(&m, b, records.data() + i + 8);
+      write_block(&m, b, src);
       const char* why = check_block(m, b);
       if (why != nullptr) return corrupt(why);
       items += used_of(m, b);

@@ -112,12 +112,13 @@ class LiveKeyIndex {
   // A dense index from its base image (whole, or sparse: kind
   // kSparseDenseKind) with the file's delta records written over it, built
   // in place (DenseDLeftFilter::DeserializeWithRecords: a sparse base costs
-  // its records, not the table). `entries`: the count the file recorded
+  // its records, not the table); `compact_runs`: the records are compact
+  // (file version 6). `entries`: the count the file recorded
   // for the base, replaced by the kernel's item count when records were
   // applied (what the deltas' blocks hold).
   static rocksdb::Status LoadDense(const Slice& image, uint8_t kind, const std::vector<Slice>& record_runs,
-                                   const LiveKeyIndexOptions& o, uint64_t sized_for, uint64_t* entries,
-                                   EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
+                                   bool compact_runs, const LiveKeyIndexOptions& o, uint64_t sized_for,
+                                   uint64_t* entries, EpochDomain* epochs, std::unique_ptr<LiveKeyIndex>* out) {
     if (o.kernel != ElasticKernel::kDense) return rocksdb::Status::Corruption("written for the other index kernel");
     if (sized_for == 0) return rocksdb::Status::Corruption("sized_for is 0");
     std::unique_ptr<DenseDLeftFilter> f;
@@ -128,7 +129,7 @@ class LiveKeyIndex {
                                                  : kind == kSparseDenseKind      ? DenseDLeftFilter::ImageLayout::kSparse
                                                                                  : DenseDLeftFilter::ImageLayout::kWhole;
     rocksdb::Status s = glue::ToRocksStatus(DenseDLeftFilter::DeserializeWithRecords(
-        glue::View(image), layout, runs, &f, DeserializeOptions{/*thread_safe=*/true}, &items));
+        glue::View(image), layout, runs, &f, DeserializeOptions{/*thread_safe=*/true}, &items, compact_runs));
     if (!s.ok()) return s;
     if (f->options().seed != o.seed) return rocksdb::Status::Corruption("hash seed differs");
     if (f->options().subtables != 2) return rocksdb::Status::Corruption("kernel is not d = 2");

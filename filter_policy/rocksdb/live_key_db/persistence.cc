@@ -647,7 +647,6 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     std::vector<Slice> patches;  // changed-block records of each delta, in order (in `data`)
   };
   std::vector<Entry> entries;
-  std::deque<std::string> expanded;  // version 6: the deltas' records, 72 bytes each (Entry::patches)
   std::vector<uint64_t> saved_ssts;
   bool parsed = d.Get64(&seq) && d.Get64(&seed) && GetString32(&d, &identity) && d.Get32(&n_ssts) &&
                 n_ssts <= d.remaining() / 8;
@@ -743,17 +742,7 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
     ok = ok && adds.size() == entries.size();
     if (!ok || b.remaining() != 0) return Reject("a checksummed delta segment does not parse");
     for (const auto& a : adds) {
-      if (a.second.empty()) continue;
-      if (version == kFileVersionWith72ByteRecords) {
-        entries[a.first].patches.push_back(a.second);
-        continue;
-      }
-      // Version 6: compact records, expanded for the load.
-      expanded.emplace_back();
-      const dlcbf::Status xs =
-          DenseDLeftFilter::ExpandCompactRecords(std::string_view(a.second.data(), a.second.size()), &expanded.back());
-      if (!xs.ok()) return Reject("a checksummed delta segment does not parse: " + xs.ToString());
-      entries[a.first].patches.push_back(expanded.back());
+      if (!a.second.empty()) entries[a.first].patches.push_back(a.second);  // (version 6: compact records)
     }
     seq = dseq;
     saved_ssts = std::move(dssts);
@@ -831,7 +820,8 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
       if (!sparse && e.kind != LiveKeyIndex::KindOf(ElasticKernel::kDense)) {
         s = rocksdb::Status::Corruption("delta segments on a kernel that writes none");
       } else {
-        s = LiveKeyIndex::LoadDense(e.blob, e.kind, e.patches, opt, sized_for, &entries_count, &epochs, &idx);
+        s = LiveKeyIndex::LoadDense(e.blob, e.kind, e.patches, /*compact_runs=*/version != kFileVersionWith72ByteRecords,
+                                    opt, sized_for, &entries_count, &epochs, &idx);
       }
     } else {
       s = LiveKeyIndex::Load(e.blob, e.kind, opt, sized_for, entries_count, &epochs, &idx);

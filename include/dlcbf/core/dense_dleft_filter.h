@@ -351,10 +351,13 @@ class DenseDLeftFilter : public CountingFilterApi<DenseDLeftFilter> {
   // blocks named are written and checked, with no intermediate image.
   // Corruption as those calls report it, and for a record whose block is
   // not a valid encoding. `items`: the item count after the records.
+  // `compact_runs`: each run holds compact records (CompactRecords, one
+  // run each), read as they lie.
   static Status DeserializeWithRecords(std::string_view image, ImageLayout layout,
                                        const std::vector<std::string_view>& record_runs,
                                        std::unique_ptr<DenseDLeftFilter>* out,
-                                       const DeserializeOptions& options = {}, uint64_t* items = nullptr);
+                                       const DeserializeOptions& options = {}, uint64_t* items = nullptr,
+                                       bool compact_runs = false);
 
   const DenseDLeftOptions& options() const;
   // The kernel instances this filter runs (see DenseSimdPath).
