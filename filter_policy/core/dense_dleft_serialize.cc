@@ -324,6 +324,7 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
   const bool sparse = layout != ImageLayout::kWhole;
   const bool compact = layout == ImageLayout::kSparseCompact;
   uint64_t next = 0;  // kSparseCompact: the block after the last record's
+  std::string compacted;
   chunk.reserve((sparse ? kRecord : 64) * std::min<uint64_t>(chunk_blocks, m.nblocks));
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;
@@ -343,12 +344,6 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
           uint64_t any = 0;
           for (int k = 0; k < dense_detail::kBlockWords; ++k) any |= w[k];
           if (any == 0) continue;
-          if (compact) {
-            char stored[64];
-            for (int k = 0; k < dense_detail::kBlockWords; ++k) internal::EncodeFixed64(stored + 8 * k, w[k]);
-            AppendCompactRecord(b, stored, &next, &chunk);
-            continue;
-          }
           internal::PutFixed64(&chunk, b);
           AppendBlock(m, b, &chunk);
         }
@@ -365,6 +360,11 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
       }
       if (m.changed) ClearChanged(m.changed.get(), b0, b1);
       if (b1 == m.nblocks) moved = m.relocations != relocations_before;
+    }
+    if (compact && !chunk.empty()) {  // (compacted with no lock held, as the sink runs)
+      compacted.clear();
+      CompactRecords(chunk, &next, &compacted);
+      chunk.swap(compacted);
     }
     if (!chunk.empty()) ok = sink(chunk);  // (no lock held: a writer never waits for the sink)
   }
