@@ -324,7 +324,8 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
   const bool sparse = layout != ImageLayout::kWhole;
   const bool compact = layout == ImageLayout::kSparseCompact;
   uint64_t next = 0;  // kSparseCompact: the block after the last record's
-  std::string compacted;
+  std::string compacted;  // (as large as `chunk`: no allocation under the lock after the swap)
+  if (compact) compacted.reserve(kRecord * std::min<uint64_t>(chunk_blocks, m.nblocks));
   chunk.reserve((sparse ? kRecord : 64) * std::min<uint64_t>(chunk_blocks, m.nblocks));
   const bool r8 = m.opt.remainder_bits == 8;
   uint64_t used = 0, relocations_before = 0;

@@ -88,7 +88,8 @@ namespace dlcbf {
 // as a file written from memory was. A crash before the rename leaves the
 // last file (test LiveKeyExactness.StreamedBaseHoldsNoCopyOfTheIndex).
 // The checkpoint holds one chunk (256 KiB) and the read-back buffer
-// (1 MiB); a delta holds its records (72 bytes per changed block); a
+// (1 MiB); a delta or a sparse base also the chunk's compact form (both
+// at most 72 bytes per block: compact records, FORMATS.md); a
 // table copied whole under the stripes (fast kernel, an Env without
 // RandomRWFile) its image (LiveKeyStats::max_checkpoint_buffer_bytes).
 //
@@ -102,7 +103,8 @@ namespace dlcbf {
 // chunks the same way (DenseDLeftFilter::CopyChangedBlocks). Base plus
 // deltas then give, for every block, its content when the last copy
 // passed it, ascending: a chunked image, so the invariant above holds for
-// it. A delta costs 72 bytes per changed block. A delta write that fails,
+// it. A delta costs 24-27 bytes per changed block at LiveKeyDB's fills
+// (compact records: the zero words left out). A delta write that fails,
 // a refused copy or a rebuild makes the next checkpoint a new base.
 rocksdb::Status LiveKeyDB::Rep::Checkpoint() {
   rocksdb::Status s = CheckpointOnce(/*chunked=*/true);
@@ -259,7 +261,8 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
       }
     }
     if (delta) out->Late(kDeltaBodyAt, out->size() - kDeltaBodyAt - 8);
-    NoteCheckpointBuffer((delta ? 2 * 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
+    const bool any_sparse = std::find(sparse.begin(), sparse.end(), true) != sparse.end();
+    NoteCheckpointBuffer((delta || any_sparse ? 2 * 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
       seq = base->GetLatestSequenceNumber();

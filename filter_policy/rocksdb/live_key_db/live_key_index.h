@@ -110,7 +110,8 @@ class LiveKeyIndex {
   }
 
   // A dense index from its base image (whole, or sparse: kind
-  // kSparseDenseKind) with the file's delta records written over it, built
+  // kSparseDenseKind, or compact sparse: kSparseCompactDenseKind) with the
+  // file's delta records written over it, built
   // in place (DenseDLeftFilter::DeserializeWithRecords: a sparse base costs
   // its records, not the table); `compact_runs`: the records are compact
   // (file version 6). `entries`: the count the file recorded

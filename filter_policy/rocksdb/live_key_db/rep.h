@@ -51,8 +51,9 @@ constexpr uint64_t kFileMagic = 0x31584449594B4C44ULL;  // "DLKYIDX1"
 // 1 lacked the SST set; 2 held DLeftCountingBloomFilter indexes; 3 held
 // FastDLeftFilter indexes; 4 records each index's kernel (fast or dense);
 // 5 is 4's layout (the base) followed by delta segments (the changed
-// blocks of later checkpoints). 4 and 5 are loaded; older files are
-// rebuilt.
+// blocks of later checkpoints); 6 is 5 with compact records in its
+// deltas and sparse bases (FORMATS.md). 4, 5 and 6 are loaded; older
+// files are rebuilt.
 constexpr uint32_t kFileVersion = 6;                  // deltas hold compact records
 constexpr uint32_t kFileVersionWith72ByteRecords = 5;  // still loaded
 constexpr uint32_t kFileVersionWithoutDeltas = 4;      // still loaded
