@@ -620,18 +620,18 @@ TEST(DenseDLeftFilter, GoldenBytesVersion1) {
 }
 
 // The sparse image (DenseDLeftFilter::ImageLayout::kSparse: LiveKeyDB's
-// base of a lightly filled index), with the two fields a streaming caller
-// writes at the end (the item count and the checksum).
-std::string SparseOf(const DenseDLeftFilter& f, uint64_t chunk_blocks = 3) {
+// base of a lightly filled index until file version 6; kSparseCompact
+// since), with the two fields a streaming caller writes at the end (the
+// item count and the checksum).
+std::string SparseOf(const DenseDLeftFilter& f, uint64_t chunk_blocks = 3,
+                     DenseDLeftFilter::ImageLayout layout = DenseDLeftFilter::ImageLayout::kSparse) {
   std::string out;
   uint64_t items = 0;
   const DenseDLeftFilter::ImageSink sink = [&out](std::string_view p) {
     out.append(p.data(), p.size());
     return true;
   };
-  if (!f.SerializeInChunks(sink, nullptr, chunk_blocks, &items, nullptr, DenseDLeftFilter::ImageLayout::kSparse)) {
-    return "";
-  }
+  if (!f.SerializeInChunks(sink, nullptr, chunk_blocks, &items, nullptr, layout)) return "";
   internal::EncodeFixed64(&out[DenseDLeftFilter::kImageItemsOffset], items);
   internal::EncodeFixed64(&out[out.size() - 8],
                           internal::HashKey(out.data(), out.size() - 8, DenseDLeftFilter::kImageChecksumSeed));
@@ -814,20 +814,7 @@ TEST(DenseDLeftFilter, DeserializeWithRecordsEqualsTheTwoStepPath) {
 // it is the filter, as the 72-byte sparse image is, at every fill and
 // chunk size; a flipped byte is never a filter.
 std::string CompactSparseOf(const DenseDLeftFilter& f, uint64_t chunk_blocks = 3) {
-  std::string out;
-  uint64_t items = 0;
-  const DenseDLeftFilter::ImageSink sink = [&out](std::string_view p) {
-    out.append(p.data(), p.size());
-    return true;
-  };
-  if (!f.SerializeInChunks(sink, nullptr, chunk_blocks, &items, nullptr,
-                           DenseDLeftFilter::ImageLayout::kSparseCompact)) {
-    return "";
-  }
-  internal::EncodeFixed64(&out[DenseDLeftFilter::kImageItemsOffset], items);
-  internal::EncodeFixed64(&out[out.size() - 8],
-                          internal::HashKey(out.data(), out.size() - 8, DenseDLeftFilter::kImageChecksumSeed));
-  return out;
+  return SparseOf(f, chunk_blocks, DenseDLeftFilter::ImageLayout::kSparseCompact);
 }
 
 // Layout pin (the 72-byte image's records of kGoldenSparse, compact). [0]:
