@@ -273,8 +273,10 @@ class DropFilter : public rocksdb::CompactionFilter {
 // Put k (new), Put k (blind copy, check pending: known kLive), k removed
 // behind LiveKeyDB's back (a compaction filter), a rebuild whose scan sees k
 // dead while the check still waits, Put k: must be found.
-int KnownStateScenario(bool single_delete) {
-  const std::string dir = TestDir(single_delete ? "known_sd" : "known_cf");
+// unchecked: the second Put takes an unchecked copy (every write busy)
+// instead of a blind copy with a check, so k's record has no pending check.
+int KnownStateScenario(bool single_delete, bool unchecked = false) {
+  const std::string dir = TestDir(std::string(single_delete ? "known_sd" : "known_cf") + (unchecked ? "_u" : ""));
   static DropFilter filter;
   rocksdb::Options o;
   o.create_if_missing = true;
@@ -282,6 +284,7 @@ int KnownStateScenario(bool single_delete) {
   LiveKeyIndexOptions io;
   io.expected_keys = 1000;
   io.max_deferring_writers = 64;  // every write defers its check
+  io.unchecked_copy_budget = 1.0;
   io.persist_index = false;
   io.background_open_build = false;
   LiveKeyDB* raw = nullptr;
@@ -293,8 +296,21 @@ int KnownStateScenario(bool single_delete) {
   if (single_delete) {
     for (const auto& k : keys) db->SingleDelete(WriteOptions(), k).PermitUncheckedError();
   }
-  dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
+  if (unchecked) {
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(true);
+  } else {
+    dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
+  }
+  const uint64_t unchecked0 = db->GetLiveKeyStats().unchecked_copies;
   for (const auto& k : keys) db->Put(WriteOptions(), k, single_delete ? "v" : "drop").PermitUncheckedError();
+  const uint64_t unchecked_taken = db->GetLiveKeyStats().unchecked_copies - unchecked0;
+  if (unchecked_taken != (unchecked ? keys.size() : 0)) {
+    std::printf("  %" PRIu64 " unchecked copies taken by %zu overwrites (unchecked=%d)\n", unchecked_taken,
+                keys.size(), unchecked ? 1 : 0);
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
+    dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
+    return -2;
+  }
   if (single_delete) {
     for (const auto& k : keys) db->SingleDelete(WriteOptions(), k).PermitUncheckedError();
   } else {
@@ -304,6 +320,7 @@ int KnownStateScenario(bool single_delete) {
   Status rs = db->RebuildIndex();
   for (const auto& k : keys) db->Put(WriteOptions(), k, "v2").PermitUncheckedError();
   dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
+  dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
   db->WaitForDeferredChecks(60000);
   int lost = rs.ok() ? CountLost(db.get(), db->DefaultColumnFamily(), keys) : -1;
   // A reopen loads the index Close saved: the loss would survive it.
@@ -322,6 +339,167 @@ TEST(LiveKeyExactness, KnownStateDoesNotOutliveARebuildNegativeControl) {
   FaultScope f(LiveKeyFault::kKeepKnownStateAcrossRebuild);
   EXPECT_GT(KnownStateScenario(/*single_delete=*/false), 0)
       << "a known state kept across the rebuild must lose keys here";
+}
+
+// The record an unchecked copy leaves (no check pending) goes at the
+// rebuild's scan point too.
+TEST(LiveKeyExactness, UncheckedCopyRecordDoesNotOutliveARebuild) {
+  EXPECT_EQ(KnownStateScenario(/*single_delete=*/false, /*unchecked=*/true), 0);
+  EXPECT_EQ(KnownStateScenario(/*single_delete=*/true, /*unchecked=*/true), 0);
+}
+
+TEST(LiveKeyExactness, UncheckedCopyRecordDoesNotOutliveARebuildNegativeControl) {
+  FaultScope f(LiveKeyFault::kKeepKnownStateAcrossRebuild);
+  EXPECT_GT(KnownStateScenario(/*single_delete=*/false, /*unchecked=*/true), 0)
+      << "an unchecked copy's record kept across the rebuild must lose keys here";
+}
+
+// Busy overwrites (every write finds every core writing) take unchecked
+// copies until the budget (unchecked_copy_budget x sized_for) is spent;
+// the write that spends it schedules a rebuild, and writes read until the
+// rebuilt index swaps in. No key is lost at any point, a hot key adds one
+// copy however often it is written, deleted keys read NotFound, and a
+// rebuild leaves exactly the live keys.
+TEST(LiveKeyExactness, UncheckedCopiesAreBoundedAndRebuiltAway) {
+  const std::string dir = TestDir("unchecked");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  io.unchecked_copy_budget = 0.02;  // 200 copies
+  io.persist_index = false;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back(Key("k", i));
+  for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
+  ASSERT_EQ(db->GetLiveKeyStats().column_families[0].entries, keys.size());
+
+  struct BusyScope {
+    BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(true); }
+    ~BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(false); }
+  } busy;
+  // A hot key: one unchecked copy, then its record answers every write.
+  const LiveKeyStats h0 = db->GetLiveKeyStats();
+  for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[0], "hot" + std::to_string(i)).ok());
+  const LiveKeyStats h1 = db->GetLiveKeyStats();
+  EXPECT_EQ(h1.unchecked_copies - h0.unchecked_copies, 1u) << h1.ToString();
+  EXPECT_EQ(h1.column_families[0].entries, keys.size() + 1) << h1.ToString();
+  EXPECT_EQ(h1.liveness_reads, h0.liveness_reads) << "a hot key's overwrites read: " << h1.ToString();
+
+  // Every key overwritten: 200 take copies, the last of them schedules a
+  // rebuild; the others read (or, once the rebuild swapped in, take copies
+  // of the new index's budget).
+  for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v2").ok());
+  const LiveKeyStats s1 = db->GetLiveKeyStats();
+  EXPECT_GE(s1.unchecked_copies - h1.unchecked_copies, 199u) << s1.ToString();
+  EXPECT_GE(s1.unchecked_budget_rebuilds, 1u) << s1.ToString();
+  EXPECT_GT(s1.busy_sync_reads, 0u) << "no write read once the budget was spent: " << s1.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+
+  // Deletes of keys that may hold an unchecked copy: NotFound, and the
+  // others stay found.
+  for (size_t i = 0; i < keys.size(); i += 2) ASSERT_TRUE(db->Delete(WriteOptions(), keys[i]).ok());
+  std::vector<std::string> live;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string v;
+    const Status st = db->Get(ReadOptions(), keys[i], &v);
+    if (i % 2 == 0) {
+      EXPECT_TRUE(st.IsNotFound()) << keys[i] << ": " << st.ToString();
+    } else {
+      EXPECT_TRUE(st.ok() && v == "v2") << keys[i] << ": " << st.ToString();
+      live.push_back(keys[i]);
+    }
+  }
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  const LiveKeyStats s2 = db->GetLiveKeyStats();
+  EXPECT_GE(s2.column_families[0].entries, live.size()) << s2.ToString();
+
+  // A rebuild counts the live keys exactly: the unchecked copies are gone.
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  const LiveKeyStats s3 = db->GetLiveKeyStats();
+  EXPECT_EQ(s3.column_families[0].entries, live.size()) << s3.ToString();
+  EXPECT_EQ(s3.column_families[0].unchecked_copies, 0u) << s3.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// A hot key whose stripe has no room for its record (one stripe, its
+// kUncheckedRecords records taken by other keys): its fingerprint takes
+// unchecked copies until it holds kMaxFingerprintCopies (4: its own and
+// 3), then every further busy write reads, instead of adding a copy per
+// write until its blocks overflow.
+TEST(LiveKeyExactness, UncheckedCopiesBoundedPerFingerprint) {
+  const std::string dir = TestDir("unchecked_fp");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  io.lock_stripes = 1;
+  io.persist_index = false;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i) keys.push_back(Key("k", i));
+  for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
+  struct BusyScope {
+    BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(true); }
+    ~BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(false); }
+  } busy;
+  // 50 keys take unchecked copies; at most 8 of them get a record.
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[static_cast<size_t>(i)], "v2").ok());
+  const LiveKeyStats s0 = db->GetLiveKeyStats();
+  ASSERT_EQ(s0.unchecked_copies, 50u) << s0.ToString();
+  // keys[99]: no record room.
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[99], "hot" + std::to_string(i)).ok());
+  const LiveKeyStats s1 = db->GetLiveKeyStats();
+  EXPECT_EQ(s1.unchecked_copies - s0.unchecked_copies, 3u) << s1.ToString();
+  EXPECT_EQ(s1.column_families[0].entries, keys.size() + 53) << s1.ToString();
+  EXPECT_GE(s1.busy_sync_reads - s0.busy_sync_reads, 997u) << s1.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->RebuildIndex().ok());
+  EXPECT_EQ(db->GetLiveKeyStats().column_families[0].entries, keys.size());
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// unchecked_copy_budget = 0 and automatic rebuilds off both keep busy
+// overwrites on the read path (nothing would take their copies back).
+TEST(LiveKeyExactness, UncheckedCopiesOffReads) {
+  for (int variant = 0; variant < 2; ++variant) {
+    const std::string dir = TestDir("unchecked_off" + std::to_string(variant));
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    LiveKeyIndexOptions io;
+    io.expected_keys = 10000;
+    if (variant == 0) io.unchecked_copy_budget = 0;
+    if (variant == 1) io.auto_rebuild_drift = 0;
+    io.persist_index = false;
+    io.background_open_build = false;
+    LiveKeyDB* raw = nullptr;
+    ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+    std::unique_ptr<LiveKeyDB> db(raw);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v").ok());
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(true);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v2").ok());
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
+    const LiveKeyStats st = db->GetLiveKeyStats();
+    EXPECT_EQ(st.unchecked_copies, 0u) << variant << ": " << st.ToString();
+    EXPECT_GE(st.busy_sync_reads, 100u) << variant << ": " << st.ToString();
+    EXPECT_EQ(st.column_families[0].entries, 100u) << variant << ": " << st.ToString();
+    EXPECT_TRUE(db->Close().ok());
+    db.reset();
+    fs::remove_all(dir);
+  }
 }
 
 // ---- 3./4. index files claim only durable writes -------------------------------

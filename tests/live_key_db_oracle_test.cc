@@ -219,6 +219,7 @@ struct Workload {
   // Writes in progress that may defer (0: LiveKeyDB's default, the cores
   // minus one). Large: every write defers, however many run at once.
   uint32_t max_deferring_writers = 1024;
+  double unchecked_copy_budget = 0.125;  // LiveKeyDB's default
   dlcbf::ElasticKernel kernel = dlcbf::ElasticKernel::kDense;  // the default index kernel
 };
 
@@ -247,6 +248,7 @@ RunResult RunOracle(const std::string& name, const Workload& w) {
   io.lock_stripes = 64;
   io.max_pending_checks = w.max_pending_checks;
   io.max_deferring_writers = w.max_deferring_writers;
+  io.unchecked_copy_budget = w.unchecked_copy_budget;
   io.kernel = w.kernel;
   LiveKeyDB* raw = nullptr;
   Status s = LiveKeyDB::Open(o, io, dir, &raw);
@@ -565,19 +567,40 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableMixedCheckPaths) {
 
 // The same with max_deferring_writers = 1 (LiveKeyDB's default on a 2-core
 // machine): a write defers its check only while no other LiveKeyDB write
-// is in progress, and otherwise reads synchronously, so the three writers
-// switch paths from one write to the next.
+// is in progress, and otherwise reads synchronously (unchecked copies off),
+// so the three writers switch paths from one write to the next.
 TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersRead) {
   Workload w;
   w.ops_per_writer = Scaled(3000, 600);
   w.manual_rebuilds = 1;
   w.max_deferring_writers = 1;
+  w.unchecked_copy_budget = 0;
   const RunResult r = RunOracle("busy", w);
   ExpectLinearizable(r);
   EXPECT_GT(r.stats.busy_sync_reads, 0u) << "no write saw another in progress: " << r.stats.ToString();
   EXPECT_EQ(r.stats.queue_full_fallbacks, 0u) << r.stats.ToString();
   ASSERT_FALSE(r.stats.column_families.empty());
   EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
+}
+
+// The same with unchecked copies (the default budget is 1/8 of the index's
+// sizing; here 1/2 of a 300-key sizing, so it runs out and schedules
+// rebuilds): a busy overwrite counts a copy without a read or a check,
+// until the budget is spent, then reads; every path mixes with deferred
+// checks, known states, DeleteRange, ingestion and rebuilds.
+TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersUncheckedCopies) {
+  Workload w;
+  w.ops_per_writer = Scaled(3000, 600);
+  w.manual_rebuilds = 1;
+  w.max_deferring_writers = 1;
+  w.unchecked_copy_budget = 0.5;
+  const RunResult r = RunOracle("unchecked", w);
+  ExpectLinearizable(r);
+  EXPECT_GT(r.stats.unchecked_copies, 0u) << "no busy overwrite took an unchecked copy: " << r.stats.ToString();
+  ASSERT_FALSE(r.stats.column_families.empty());
+  // The last rebuild counted every key exactly: the unchecked copies are gone.
+  EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
+  EXPECT_EQ(r.stats.column_families[0].unchecked_copies, 0u) << r.stats.ToString();
 }
 
 // Negative control: with the index insert moved after the base write, a

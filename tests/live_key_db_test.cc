@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +152,9 @@ TEST(LiveKeyDBTest, OptionsValidation) {
       {[](LiveKeyIndexOptions* o) { o->rebuild_progress_interval = 0; }, "rebuild_progress_interval"},
       {[](LiveKeyIndexOptions* o) { o->max_pending_checks = 0; }, "max_pending_checks"},
       {[](LiveKeyIndexOptions* o) { o->max_deferring_writers = (1u << 20) + 1; }, "max_deferring_writers"},
+      {[](LiveKeyIndexOptions* o) { o->unchecked_copy_budget = -0.01; }, "unchecked_copy_budget"},
+      {[](LiveKeyIndexOptions* o) { o->unchecked_copy_budget = 1.5; }, "unchecked_copy_budget"},
+      {[](LiveKeyIndexOptions* o) { o->unchecked_copy_budget = std::nan(""); }, "unchecked_copy_budget"},
       {[](LiveKeyIndexOptions* o) { o->rebuild_scan_threads = 0; }, "rebuild_scan_threads"},
       {[](LiveKeyIndexOptions* o) { o->checkpoint_interval_seconds = -1; }, "checkpoint_interval_seconds"},
   };

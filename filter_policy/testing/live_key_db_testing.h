@@ -138,6 +138,12 @@ bool GetLiveKeyRebuildWaitingForTesting();
 void SetLiveKeyCheckPauseForTesting(bool paused);
 bool GetLiveKeyCheckPauseForTesting();
 
+// While true, every LiveKeyDB write finds every core writing (as with more
+// writes in progress than max_deferring_writers): it takes an unchecked
+// copy or reads, never defers. Process-wide.
+void SetLiveKeyBusyWritersForTesting(bool busy);
+bool GetLiveKeyBusyWritersForTesting();
+
 // Process-wide; thread-safe (an atomic). Affects every LiveKeyDB instance.
 void SetLiveKeyFaultForTesting(LiveKeyFault fault);
 LiveKeyFault GetLiveKeyFaultForTesting();

@@ -411,9 +411,9 @@ int main(int argc, char** argv) {
   // ---- Zipf overwrites, 1 and 4 writers --------------------------------------------
   std::map<std::string, std::map<std::string, Latency>> lat;
   std::map<std::string, std::map<std::string, std::string>> zipf_mode;
-  // queue_full_fallbacks and busy_sync_reads before the workload, per
+  // queue_full_fallbacks, busy_sync_reads and unchecked copies before the workload, per
   // configuration (the line reports the workload's total over its repetitions)
-  std::map<std::string, uint64_t> fallbacks, busy;
+  std::map<std::string, uint64_t> fallbacks, busy, unchecked, budget_rebuilds;
   if (FLAGS_zipf_writes > 0) {
     const Zipf zipf(live_ids.size(), FLAGS_zipf_theta);
     struct Spec {
@@ -432,6 +432,8 @@ int main(int argc, char** argv) {
         const dlcbf::LiveKeyStats st0 = c.live->GetLiveKeyStats();
         fallbacks[c.name] = st0.queue_full_fallbacks;
         busy[c.name] = st0.busy_sync_reads;
+        unchecked[c.name] = st0.unchecked_copies;
+        budget_rebuilds[c.name] = st0.unchecked_budget_rebuilds;
       }
       for (uint32_t rep = 0; rep < FLAGS_write_repeats; ++rep) {
         // One key stream per thread, the same for every configuration.
@@ -471,14 +473,16 @@ int main(int argc, char** argv) {
             const dlcbf::LiveKeyCfStats& cf = st.column_families[0];
             if (!c.live->WaitForDeferredChecks(600000)) std::printf("live_key_bench ERROR checks did not drain\n");
             const uint64_t settled = c.live->GetLiveKeyStats().column_families[0].entries;
-            char b[240];
+            char b[320];
             // pending_*: at the end of the last repetition; the counts: all
             // repetitions of this workload.
             std::snprintf(b, sizeof(b), "mode=%s pending_copies=%" PRId64 " pending_checks=%" PRIu64
-                          " queue_full_fallbacks=%" PRIu64 " busy_sync_reads=%" PRIu64,
+                          " queue_full_fallbacks=%" PRIu64 " busy_sync_reads=%" PRIu64
+                          " unchecked_copies=%" PRIu64 " budget_rebuilds=%" PRIu64,
                           cf.mode.c_str(), static_cast<int64_t>(cf.entries) - static_cast<int64_t>(settled),
                           st.pending_checks, st.queue_full_fallbacks - fallbacks[c.name],
-                          st.busy_sync_reads - busy[c.name]);
+                          st.busy_sync_reads - busy[c.name], st.unchecked_copies - unchecked[c.name],
+                          st.unchecked_budget_rebuilds - budget_rebuilds[c.name]);
             zipf_mode[c.name][w] = b;
           }
         }

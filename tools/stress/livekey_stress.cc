@@ -243,16 +243,21 @@ DEFINE_double(foreign_write_prob, 0,
               "probability that a Put goes through GetBaseDB() (a writer LiveKeyDB does not see)");
 DEFINE_int32(fault, 0, "dlcbf::internal::LiveKeyFault to set (filter_policy/testing/live_key_db_testing.h)");
 DEFINE_bool(expect_loss, false, "negative control: exit 0 iff a loss was found (stops at the first)");
+DEFINE_double(busy_writers_prob, 1.0 / 3,
+              "probability that an Open runs with every write busy (the test hook: unchecked copies and busy "
+              "reads, as with more writes in progress than max_deferring_writers)");
+DEFINE_bool(expect_unchecked_copies, false,
+            "fail unless the in-process sessions took unchecked copies (unchecked_copy_budget) at all");
 DEFINE_bool(force_defer, false,
             "force deferred liveness checks on (defer_liveness_checks, max_deferring_writers=64, "
-            "max_pending_checks=65536)");
+            "max_pending_checks=65536, no busy writers)");
 DEFINE_string(index_options, "",
               "overrides applied after the draw, name=value[,name=value...]: kernel (dense|fast), "
               "expected_keys, bits_per_key, sizing_load, abf_counter_bits, auto_rebuild_drift, "
               "rebuild_at_capacity, rebuild_headroom, lock_stripes, delete_range_scan_limit, "
               "trust_single_delete, persist_index, defer_liveness_checks, max_pending_checks, "
               "max_deferring_writers, rebuild_scan_threads, background_open_build, "
-              "checkpoint_interval_seconds, seed, rebuild_progress_interval");
+              "checkpoint_interval_seconds, seed, rebuild_progress_interval, unchecked_copy_budget");
 DEFINE_bool(redraw_options, true, "draw new index options at every Open (false: one draw per run)");
 DEFINE_double(max_auto_rebuilds_per_kop, 50,
               "a round with more automatic rebuilds per 1000 written keys is a rebuild storm");
@@ -351,6 +356,7 @@ struct Counters {
   // From GetLiveKeyStats(), per session, and the parent's own.
   std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
   std::atomic<uint64_t> checkpoint_deltas{0};  // (the parent's sessions only)
+  std::atomic<uint64_t> unchecked_copies{0};   // (the parent's sessions only)
   // Transactions (kTxn), recovered prepared transactions, DeleteRange ops
   // skipped in pessimistic sessions, sessions by kind (none, pessimistic,
   // optimistic) and Opens redone pessimistic.
@@ -401,7 +407,7 @@ std::string SummaryLine() {
              " (%" PRIu64 "/%" PRIu64 ") skipped_delete_ranges=%" PRIu64 " skipped_entities=%" PRIu64
              " batch_entities_as_puts=%" PRIu64 " sessions=none:%" PRIu64
              ",pessimistic:%" PRIu64 ",optimistic:%" PRIu64 " txn_open_fallbacks=%" PRIu64 " checks=%" PRIu64
-             " lost=%" PRIu64,
+             " unchecked_copies=%" PRIu64 " lost=%" PRIu64,
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
@@ -411,7 +417,8 @@ std::string SummaryLine() {
              g.txn_reads.load(), g.recovered_prepared.load(), g.recovered_commits.load(),
              g.recovered_rollbacks.load(), g.skipped_delete_ranges.load(), g.skipped_entities.load(),
              g.batch_entities_as_puts.load(), g.sessions[0].load(),
-             g.sessions[1].load(), g.sessions[2].load(), g.open_fallbacks.load(), g.checks.load(), g.lost.load());
+             g.sessions[1].load(), g.sessions[2].load(), g.open_fallbacks.load(), g.checks.load(),
+             g.unchecked_copies.load(), g.lost.load());
 }
 
 void RemoveTempDb() {
@@ -564,6 +571,7 @@ bool ParseBool(const std::string& v) { return v == "1" || v == "true" || v == "o
 
 void ApplyOverrides(LiveKeyIndexOptions* io) {
   if (FLAGS_force_defer) {
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
     io->defer_liveness_checks = true;
     io->max_deferring_writers = 64;
     io->max_pending_checks = 65536;
@@ -608,6 +616,8 @@ void ApplyOverrides(LiveKeyIndexOptions* io) {
       io->max_pending_checks = static_cast<uint32_t>(u);
     } else if (k == "max_deferring_writers") {
       io->max_deferring_writers = static_cast<uint32_t>(u);
+    } else if (k == "unchecked_copy_budget") {
+      io->unchecked_copy_budget = d;
     } else if (k == "rebuild_scan_threads") {
       io->rebuild_scan_threads = static_cast<uint32_t>(u);
     } else if (k == "background_open_build") {
@@ -656,6 +666,13 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     io.defer_liveness_checks = I(0, 3) != 0;
     io.max_pending_checks = static_cast<uint32_t>(I(0, 1) ? I(1, 64) : I(1, 65536));
     io.max_deferring_writers = static_cast<uint32_t>(I(0, 8));
+    // Unchecked copies: off, a budget that runs out within a round (so its
+    // rebuilds run mixed with everything else), or a roomy one.
+    io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
+    // Busy writers (every write finds every core writing, as with more
+    // writes in progress than max_deferring_writers): unchecked copies and
+    // busy reads in most writes of this Open.
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
     io.rebuild_progress_interval = I(1, 100000);
     io.rebuild_scan_threads = static_cast<uint32_t>(I(1, 4));
     io.background_open_build = I(0, 3) != 0;
@@ -677,15 +694,17 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
 std::string Describe(const LiveKeyIndexOptions& io) {
   return Fmt("kernel=%s expected_keys=%" PRIu64 " bits_per_key=%.2f sizing_load=%.3f abf_counter_bits=%u "
              "auto_rebuild_drift=%.3f rebuild_at_capacity=%.3f rebuild_headroom=%.3f lock_stripes=%u "
-             "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u trust_single_delete=%d "
-             "delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
-             "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64 ")",
+             "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u unchecked_copy_budget=%.4f "
+             "trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
+             "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64
+             ", busy writers %d)",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
-             io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit, io.rebuild_scan_threads,
-             io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.persist_index ? 1 : 0,
-             io.seed, dlcbf::internal::GetLiveKeyCheckpointChunkBlocksForTesting());
+             io.unchecked_copy_budget, io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit,
+             io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds,
+             io.persist_index ? 1 : 0, io.seed, dlcbf::internal::GetLiveKeyCheckpointChunkBlocksForTesting(),
+             dlcbf::internal::GetLiveKeyBusyWritersForTesting() ? 1 : 0);
 }
 
 // ---- keys and locks -----------------------------------------------------------------------
@@ -1029,6 +1048,7 @@ void CloseSession(Session* s) {
   g.auto_rebuilds += st.auto_rebuilds;
   g.checkpoints += st.checkpoints;
   g.checkpoint_deltas += st.checkpoint_deltas;
+  g.unchecked_copies += st.unchecked_copies;
   HangGuard hg("Close");
   // A transaction session: through the transaction DB, which owns the
   // LiveKeyDB (its Close closes it, deleting it deletes it).
@@ -2133,13 +2153,13 @@ std::string ToOverrides(const LiveKeyIndexOptions& io) {
              "delete_range_scan_limit=%" PRIu64 ",trust_single_delete=%d,persist_index=%d,"
              "defer_liveness_checks=%d,max_pending_checks=%u,max_deferring_writers=%u,rebuild_scan_threads=%u,"
              "background_open_build=%d,checkpoint_interval_seconds=%.17g,seed=%" PRIu64
-             ",rebuild_progress_interval=%" PRIu64,
+             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.delete_range_scan_limit, io.trust_single_delete ? 1 : 0, io.persist_index ? 1 : 0,
              io.defer_liveness_checks ? 1 : 0, io.max_pending_checks, io.max_deferring_writers,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.seed,
-             io.rebuild_progress_interval);
+             io.rebuild_progress_interval, io.unchecked_copy_budget);
 }
 
 // The index options of a session: a fresh draw, with the hash seed and
@@ -2422,10 +2442,12 @@ int RunParent() {
         static_cast<double>(st.auto_rebuilds) * 1000.0 / static_cast<double>(std::max<uint64_t>(writes, 1000));
     std::printf("round %d: ops=%" PRIu64 " writes=%" PRIu64 " in %.1f s rebuilds=%" PRIu64 " auto_rebuilds=%" PRIu64
                 " (%.1f per 1000 writes) failed_rebuilds=%" PRIu64 " index_migrations=%" PRIu64 " checkpoints=%" PRIu64
-                " deferred_checks=%" PRIu64 " known_writes=%" PRIu64 " unseen_write_detections=%" PRIu64
+                " deferred_checks=%" PRIu64 " known_writes=%" PRIu64 " busy_sync_reads=%" PRIu64
+                " unchecked_copies=%" PRIu64 " unseen_write_detections=%" PRIu64
                 " trust_recoveries=%" PRIu64 " lost=%" PRIu64 "%s\n",
                 round, g.ops.load() - ops0, writes, secs, st.rebuilds, st.auto_rebuilds, per_kop, st.failed_rebuilds,
-                st.index_migrations, st.checkpoints, st.deferred_checks, st.known_writes, st.unseen_write_detections,
+                st.index_migrations, st.checkpoints, st.deferred_checks, st.known_writes, st.busy_sync_reads,
+                st.unchecked_copies, st.unseen_write_detections,
                 st.trust_recoveries, g.lost.load() - lost0,
                 IndexStates(st).c_str());
     std::fflush(stdout);
@@ -2478,7 +2500,10 @@ int RunParent() {
     std::fflush(stdout);
     return 1;
   }
-  const bool failed = lost > 0 || g.storms.load() > 0 || g.hangs.load() > 0 || g.errors.load() > 0 || !healthy;
+  const bool no_unchecked = FLAGS_expect_unchecked_copies && g.unchecked_copies.load() == 0;
+  if (no_unchecked) std::printf("livekey_stress: no unchecked copy was taken (--expect_unchecked_copies)\n");
+  const bool failed = lost > 0 || g.storms.load() > 0 || g.hangs.load() > 0 || g.errors.load() > 0 || !healthy ||
+                      no_unchecked;
   std::printf("livekey_stress: %s (seed %" PRIu64 ")\n", failed ? "FAILED" : "PASSED", g_seed);
   std::fflush(stdout);
   return failed ? 1 : 0;

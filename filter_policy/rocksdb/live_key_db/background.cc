@@ -24,7 +24,11 @@ void LiveKeyDB::Rep::ScheduleRebuild(CfState* cf) {
 void LiveKeyDB::Rep::MaybeReschedule(CfState* cf) {
   if (opt.auto_rebuild_drift <= 0) return;
   std::lock_guard<std::mutex> sl(swap_mu);  // keeps `owned` alive
-  if (!cf->dropped && cf->owned && cf->owned->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
+  // (Also when its unchecked copies are spent: the write that spent them
+  // may have found a rebuild still queued, whose index took them since.)
+  if (!cf->dropped && cf->owned &&
+      (cf->owned->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity) ||
+       UncheckedBudgetSpent(cf->owned.get()))) {
     ScheduleRebuild(cf);
   }
 }

@@ -22,10 +22,21 @@ namespace dlcbf {
 // most writes save both); else a new one replaces it. Changes to the key
 // that bypass LiveKeyDB (a compaction filter, TTL) can only make it not
 // live; then its old copy is stale and an erase it justifies is harmless.
-SharedSnapshot* LiveKeyDB::Rep::CheckSnapshot(uint32_t si) {
+// `*busy` (if given) is set when the reason is that every core is writing
+// (more LiveKeyDB writes in progress than deferring_writers); the caller
+// then takes an unchecked copy or reads, and counts which.
+SharedSnapshot* LiveKeyDB::Rep::CheckSnapshot(uint32_t si, bool* busy) {
   if (!opt.defer_liveness_checks) return nullptr;
-  if (writers_in_flight.load(std::memory_order_relaxed) > deferring_writers) {
-    epochs.Bump(kBusySyncReads);  // every core writing: no core for the checker
+  bool all_busy = writers_in_flight.load(std::memory_order_relaxed) > deferring_writers;
+#ifdef DLCBF_TESTING
+  all_busy = all_busy || internal::GetLiveKeyBusyWritersForTesting();
+#endif
+  if (all_busy) {  // every core writing: no core for the checker
+    if (busy != nullptr) {
+      *busy = true;
+    } else {
+      epochs.Bump(kBusySyncReads);
+    }
     return nullptr;
   }
   if (pending_checks.load(std::memory_order_relaxed) >= opt.max_pending_checks) {

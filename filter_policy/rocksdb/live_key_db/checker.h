@@ -25,8 +25,9 @@
 //   - Close drains the queue (Rep::StopChecks) before the index is saved.
 //   - A write defers only while at most max_deferring_writers LiveKeyDB
 //     writes are in progress (Rep::WriterScope; default: the cores minus
-//     one); with more, CheckSnapshot returns nullptr (busy_sync_reads) and
-//     the writer reads, as every core is already writing.
+//     one); with more, CheckSnapshot returns nullptr and the writer takes
+//     an unchecked copy (rep.h, TakeUncheckedCopy) while its index's budget
+//     lasts, else reads (busy_sync_reads), as every core is already writing.
 // Why one thread: the checks' cost is the reads, and MultiGet batches
 // them; a checker thread pays off only while a core is free for it, and
 // then one is enough (live_key_bench: no queue-full fallback with 1, 2 or

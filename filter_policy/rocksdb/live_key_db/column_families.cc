@@ -152,6 +152,7 @@ rocksdb::Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
     r.LockAll();
     s = db_->DropColumnFamily(column_family);
     if (s.ok()) {
+      r.stripes.ForgetFamily(cf->id);  // its records (stripes.h) would hold slots until Close
       std::lock_guard<std::mutex> sl(r.swap_mu);
       cf->dropped = true;
       retired = std::move(cf->owned);

@@ -46,6 +46,8 @@ enum Counter : uint32_t {
   kIndexMigrations,
   kQueueFullFallbacks,
   kBusySyncReads,
+  kUncheckedCopies,
+  kUncheckedBudgetRebuilds,
   kCheckReads,
   kUnverifiedReads,
   kNumCounters

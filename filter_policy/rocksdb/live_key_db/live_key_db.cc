@@ -94,6 +94,35 @@
 //     A batch (write_batch.cc) does the same per key of its overlay: a key
 //     live after the batch gets a blind copy, a key it deletes keeps its
 //     copy, and each gets a check, queued after the batch's write.
+//   - Unchecked (rep.h, TakeUncheckedCopy; LiveKeyIndexOptions::
+//     unchecked_copy_budget). With more writes in progress than
+//     max_deferring_writers, every core is writing and a read is the
+//     write's cost (a data block per overwrite once the LSM outgrows the
+//     block cache: about 7 us at 5.2M keys over a 32 MiB cache, against
+//     about 0.3 us per key for a rebuild's sequential scan). A Put/Merge of
+//     a k the index holds, state unknown, then inserts BEFORE the write
+//     without reading or queueing a check: live(k) => count(k) >= 1 holds
+//     whatever k was (a second copy of a live k is an over-count, a stale
+//     entry once k is deleted). Nothing takes the copy back but a rebuild,
+//     whose scan counts k exactly; so an index takes at most budget x
+//     sized_for of them (the write that takes the last schedules the
+//     rebuild, and writes read until it swaps in), none while a rebuild
+//     runs (its delta log would carry the copy into the new index, whose
+//     budget starts at 0) or while the index is built at Open, none
+//     without automatic rebuilds or under 64 copies of budget. The rebuild
+//     sizes for entries - unchecked, not for the inflated count (an
+//     undercount by the copies that were a dead k's only one, about the
+//     FPR of them; the triggers keep room). A fingerprint takes unchecked
+//     copies only while it has 1-3 copies (writers of colliding keys in
+//     other stripes may pass that by one each: the stash takes any
+//     overflow, exactly). The copy
+//     leaves a kLive record with no pending check (Stripes::NoteUnchecked,
+//     a few per stripe): a hot key adds one copy, not one per write; a
+//     rebuild's scan point drops such records with the others. A crash or
+//     Close keeps the over-counts in the saved index (exact again at its
+//     next rebuild) but not the count of them: a reopened index starts
+//     with a fresh budget, and the capacity and drift triggers bound what
+//     accumulates across sessions.
 //   - Known (stripes.h, KnownKey): while a check of k is pending, the stripe
 //     remembers what k's own writes made of it, kLive (one copy counts it
 //     once the pending checks ran) or kDead (none). Each check erases one
@@ -102,7 +131,8 @@
 //     there), a Put on kDead inserts, a Delete on kLive erases after the
 //     write, a Delete on kDead does nothing; none reads or queues a check.
 //     Only a key's first write while no check of it is pending is blind,
-//     so a key holds at most two copies however hot it is (before: one
+//     so a key holds at most two copies however hot it is (unchecked
+//     copies aside, bounded by their budget; see Unchecked) (before: one
 //     copy per overwrite until the checker caught up; the dense kernel's
 //     two candidate blocks hold 96). kLive is set only when the copy is
 //     certain; a failed write leaves kUnknown or a state that over-counts;

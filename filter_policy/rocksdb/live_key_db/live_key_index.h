@@ -268,6 +268,24 @@ class LiveKeyIndex {
   }
 
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  // Unchecked copies counted into this index (Rep::TakeUncheckedCopy):
+  // entries() - unchecked() is at most what the index would hold if every
+  // one of them had been checked. Reset by replacing the index (a rebuild).
+  uint64_t unchecked() const { return unchecked_.load(std::memory_order_relaxed); }
+  // Copies of h's fingerprint in the dense kernel (lock-free, exact when
+  // no writer of its blocks runs meanwhile); ~0u for the fast kernel and
+  // once the index has a stash (copies may lie there).
+  uint32_t KernelCopies(uint64_t h) const {
+    if (dense_ == nullptr || stash_.load(std::memory_order_acquire) != nullptr) return ~0u;
+    return dense_->CountHash(h);
+  }
+  // Takes one of `limit` unchecked copies: how many are taken with it, 0
+  // once all were (racing writers may take a few past the limit, one each;
+  // exactly one of them sees `limit`).
+  uint64_t TakeUnchecked(uint64_t limit) {
+    if (unchecked_.load(std::memory_order_relaxed) >= limit) return 0;
+    return unchecked_.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
   // The dense kernel overflowed into a stash (never removed): the index is
   // not persisted (Serialize) until a rebuild replaces it.
   bool has_stash() const { return stash_.load(std::memory_order_acquire) != nullptr; }
@@ -338,6 +356,7 @@ class LiveKeyIndex {
 
   void Describe(LiveKeyCfStats* st) const {
     st->entries = entries();
+    st->unchecked_copies = unchecked();
     st->sized_for = sized_for_;
     st->drift = sized_for_ ? static_cast<double>(st->entries) / static_cast<double>(sized_for_) : 0;
     const ElasticStats es = elastic_->Stats();
@@ -454,6 +473,7 @@ class LiveKeyIndex {
   std::unique_ptr<ElasticFilter> stash_owner_;  // under release_mu_
   std::atomic<ElasticFilter*> stash_{nullptr};
   std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> unchecked_{0};
 };
 
 

@@ -62,6 +62,9 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (max_deferring_writers > (1u << 20)) {
     return rocksdb::Status::InvalidArgument("max_deferring_writers must be in [0, 2^20]");
   }
+  if (!(unchecked_copy_budget >= 0.0 && unchecked_copy_budget <= 1.0)) {
+    return rocksdb::Status::InvalidArgument("unchecked_copy_budget must be in [0, 1]");
+  }
   if (max_pending_checks == 0 || max_pending_checks > (1u << 24)) {
     return rocksdb::Status::InvalidArgument("max_pending_checks must be in [1, 2^24]");
   }
@@ -87,6 +90,7 @@ std::string LiveKeyStats::ToString() const {
     << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
     << " pending_checks=" << pending_checks << " known_writes=" << known_writes
     << " queue_full_fallbacks=" << queue_full_fallbacks << " busy_sync_reads=" << busy_sync_reads
+    << " unchecked_copies=" << unchecked_copies << " unchecked_budget_rebuilds=" << unchecked_budget_rebuilds
     << " check_multigets=" << check_multigets << " unverified_reads=" << unverified_reads
     << " unseen_write_detections=" << unseen_write_detections << " trust_recoveries=" << trust_recoveries
     << " indexes_trusted=" << (indexes_trusted ? 1 : 0)
@@ -118,7 +122,8 @@ std::string LiveKeyStats::ToString() const {
       o << (c.build_error.empty() ? "building (" + std::to_string(c.build_keys_scanned) + " keys scanned; reads bypass) "
                                   : "build failed (" + c.build_error + "; reads bypass) ");
     }
-    o << "mode=" << c.mode << " entries=" << c.entries << " sized_for=" << c.sized_for
+    o << "mode=" << c.mode << " entries=" << c.entries << " unchecked_copies=" << c.unchecked_copies
+      << " sized_for=" << c.sized_for
       << " drift=" << c.drift << " bytes=" << c.bytes << " predicted_fpr=" << fpr
       << " loaded_from_file=" << (c.loaded_from_file ? 1 : 0) << " rebuilds=" << c.rebuilds;
     if (c.rebuilds > 0) {

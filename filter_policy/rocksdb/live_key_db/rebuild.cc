@@ -279,7 +279,8 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   const bool initial = !cf->serving.load(std::memory_order_acquire);
   uint64_t basis = 0;
   if (old != nullptr && !initial) {
-    basis = old->entries();
+    // Its unchecked copies are not keys (at most that many over-counts).
+    basis = old->entries() - std::min(old->entries(), old->unchecked());
   } else {
     uint64_t est = 0;
     if (base->GetIntProperty(cf->handle, "rocksdb.estimate-num-keys", &est)) basis = est;

@@ -523,10 +523,15 @@ struct LiveKeyDB::Rep {
     // it: either count up blindly now and check later (the common case),
     // or, when checks cannot be queued, read liveness first and insert
     // only if not live.
+    // Every core writing: an unchecked copy while the budget lasts
+    // (TakeUncheckedCopy), else a read.
     const bool certain = !p.contains || known_state == Known::kDead;
     if (known_state == Known::kDead) epochs.Bump(kKnownWrites);
-    SharedSnapshot* snap = certain ? nullptr : CheckSnapshot(si);
-    const bool insert = certain || snap != nullptr || ReadLiveness(h, key) != Liveness::kLive;
+    bool busy = false;
+    SharedSnapshot* snap = certain ? nullptr : CheckSnapshot(si, &busy);
+    const bool unchecked = busy && TakeUncheckedCopy(p.cf, p.idx, hash);
+    if (busy && !unchecked) epochs.Bump(kBusySyncReads);
+    const bool insert = certain || snap != nullptr || unchecked || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
       rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
       if (!s.ok()) {  // nothing written
@@ -538,6 +543,7 @@ struct LiveKeyDB::Rep {
     if (s.ok()) {
       if (snap != nullptr) QueueCheck(p.cf, hash, snap, key, si, Known::kLive);
       if (known_state == Known::kDead) stripes.Set(si, id, hash, key, Known::kLive);
+      if (unchecked) stripes.NoteUnchecked(si, id, hash, key);
       return s;
     }
     // A failed write may still have taken effect. Not live now: a failed
@@ -605,7 +611,7 @@ struct LiveKeyDB::Rep {
     }
     // Check later (the common case), or read liveness first when checks
     // cannot be queued; either way erase only after the write succeeded.
-    SharedSnapshot* snap = CheckSnapshot(si);
+    SharedSnapshot* snap = CheckSnapshot(si);  // busy: counted there, and read
     const bool was_live = snap == nullptr && ReadLiveness(h, key) == Liveness::kLive;
     rocksdb::Status s = write();
     if (snap != nullptr) {
@@ -620,7 +626,55 @@ struct LiveKeyDB::Rep {
   }
 
   // ---- deferred liveness checks (checker.cc; the contract: checker.h) ------------
-  SharedSnapshot* CheckSnapshot(uint32_t si);
+  SharedSnapshot* CheckSnapshot(uint32_t si, bool* busy = nullptr);
+  // A busy overwrite's unchecked copy (LiveKeyIndexOptions::
+  // unchecked_copy_budget), under the key's stripe: true if the index
+  // `idx` of `cf` takes one. Exactness: the copy only over-counts
+  // (live(k) => count(k) >= 1 holds whatever k was), and the rebuild that
+  // replaces `idx` counts k exactly. Not while a rebuild runs (its delta
+  // log would carry the copy into the new index, whose budget starts at 0)
+  // nor while the index is being built at Open (it is not serving). The
+  // write that takes the last one schedules that rebuild. A budget under
+  // kMinUncheckedCopies copies takes none: a rebuild per few writes would
+  // cost more than the reads it saves. Only while k's fingerprint has
+  // fewer than kMaxFingerprintCopies copies in the dense kernel
+  // (LiveKeyIndex::KernelCopies): however hot its key, a fingerprint takes
+  // at most kMaxFingerprintCopies - 1 unchecked copies, so its two
+  // candidate blocks (96 slots) never overflow from them; further writes
+  // read (or find k's record).
+  static constexpr uint64_t kMinUncheckedCopies = 64;
+  static constexpr uint32_t kMaxFingerprintCopies = 4;
+  uint64_t UncheckedLimit(const LiveKeyIndex* idx) const {
+    return static_cast<uint64_t>(opt.unchecked_copy_budget * static_cast<double>(idx->sized_for()));
+  }
+  // The index took every unchecked copy it may: a rebuild is due (a failed
+  // one is not retried for it; busy writes then read).
+  bool UncheckedBudgetSpent(const LiveKeyIndex* idx) const {
+    const uint64_t limit = UncheckedLimit(idx);
+    return opt.unchecked_copy_budget > 0 && opt.auto_rebuild_drift > 0 && limit >= kMinUncheckedCopies &&
+           idx->unchecked() >= limit;
+  }
+  bool TakeUncheckedCopy(CfState* cf, LiveKeyIndex* idx, uint64_t hash) {
+    if (opt.unchecked_copy_budget <= 0 || opt.auto_rebuild_drift <= 0) return false;
+    {
+      ReadSection rs(&epochs);  // as every probe (WriterContains)
+      const uint32_t copies = idx->KernelCopies(hash);
+      if (copies == 0 || copies >= kMaxFingerprintCopies) return false;
+    }
+    if (!cf->serving.load(std::memory_order_relaxed) || cf->rebuild_running.load(std::memory_order_relaxed)) {
+      return false;
+    }
+    const uint64_t limit = UncheckedLimit(idx);
+    if (limit < kMinUncheckedCopies) return false;
+    const uint64_t taken = idx->TakeUnchecked(limit);
+    if (taken == 0) return false;
+    epochs.Bump(kUncheckedCopies);
+    if (taken == limit) {
+      epochs.Bump(kUncheckedBudgetRebuilds);
+      ScheduleRebuild(cf);
+    }
+    return true;
+  }
   void ReleaseSnapshotRef(SharedSnapshot* s);
   void DropCurrentSnapshot();
   void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si, Known after);

@@ -98,6 +98,8 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.known_writes = r.epochs.Sum(kKnownWrites);
   st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
   st.busy_sync_reads = r.epochs.Sum(kBusySyncReads);
+  st.unchecked_copies = r.epochs.Sum(kUncheckedCopies);
+  st.unchecked_budget_rebuilds = r.epochs.Sum(kUncheckedBudgetRebuilds);
   st.check_multigets = r.epochs.Sum(kCheckReads);
   st.unverified_reads = r.epochs.Sum(kUnverifiedReads);
   st.unseen_write_detections = r.unseen_write_detections.load();

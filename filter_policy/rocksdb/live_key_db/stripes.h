@@ -52,6 +52,15 @@ namespace live_key {
 // while its key has pending checks (KnownKey::pending > 0). Range
 // deletions and ingestions, which change keys without naming them, reset
 // their family's records to kUnknown (Stripes::ForgetFamily).
+// An unchecked copy (LiveKeyIndexOptions::unchecked_copy_budget: a busy
+// overwrite that neither reads nor queues a check) leaves a kLive record
+// with no pending check (NoteUnchecked), at most kUncheckedRecords per
+// stripe: the key holds at least one copy of its own, which is all kLive's
+// uses need (a Put adds none, a Delete erases one), so a hot key adds one
+// unchecked copy, not one per write. Such a record lives until
+// ForgetFamily drops it (a rebuild's scan point, a range deletion, an
+// ingestion, a clip, a dropped family) or a check of the key finishes;
+// dropping one only lets the next write take its path again.
 enum class Known : uint8_t { kUnknown, kLive, kDead };
 struct KnownKey {
   uint32_t cf = 0;
@@ -148,6 +157,23 @@ class Stripes {
     k.state = state;
     return true;
   }
+  // An unchecked copy of the key was counted and its write succeeded: its
+  // record says kLive (created if the stripe holds fewer than
+  // kUncheckedRecords records and the slot is free).
+  static constexpr size_t kUncheckedRecords = 8;
+  void NoteUnchecked(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
+    KnownMap& m = known_[si];
+    auto it = m.find(KnownSlot(cf, h));
+    if (it != m.end()) {
+      if (it->second.cf == cf && rocksdb::Slice(it->second.key) == key) it->second.state = Known::kLive;
+      return;
+    }
+    if (m.size() >= kUncheckedRecords) return;
+    KnownKey& k = m[KnownSlot(cf, h)];
+    k.cf = cf;
+    k.state = Known::kLive;
+    k.key.assign(key.data(), key.size());
+  }
   // A check with a record finished (or was dropped).
   void FinishCheck(uint32_t si, uint32_t cf, uint64_t h) {
     KnownMap& m = known_[si];
@@ -155,11 +181,20 @@ class Stripes {
     if (it == m.end()) return;
     if (--it->second.pending == 0) m.erase(it);
   }
-  // With every stripe held: nothing more is known of family cf's keys.
+  // With every stripe held: nothing more is known of family cf's keys
+  // (records without a pending check, left by unchecked copies, go).
   void ForgetFamily(uint32_t cf) {
     for (uint32_t i = 0; i <= mask_; ++i) {
-      for (auto& kv : known_[i]) {
-        if (kv.second.cf == cf) kv.second.state = Known::kUnknown;
+      KnownMap& m = known_[i];
+      for (auto it = m.begin(); it != m.end();) {
+        if (it->second.cf != cf) {
+          ++it;
+        } else if (it->second.pending == 0) {
+          it = m.erase(it);
+        } else {
+          it->second.state = Known::kUnknown;
+          ++it;
+        }
       }
     }
   }

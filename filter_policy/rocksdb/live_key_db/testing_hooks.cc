@@ -18,11 +18,14 @@ namespace internal {
 namespace {
 std::atomic<int> g_fault{0};
 std::atomic<bool> g_check_pause{false};
+std::atomic<bool> g_busy_writers{false};
 std::atomic<bool> g_rebuild_pause{false};
 std::atomic<bool> g_rebuild_waiting{false};
 }  // namespace
 void SetLiveKeyFaultForTesting(LiveKeyFault fault) { g_fault.store(static_cast<int>(fault)); }
 LiveKeyFault GetLiveKeyFaultForTesting() { return static_cast<LiveKeyFault>(g_fault.load()); }
+void SetLiveKeyBusyWritersForTesting(bool busy) { g_busy_writers.store(busy); }
+bool GetLiveKeyBusyWritersForTesting() { return g_busy_writers.load(); }
 void SetLiveKeyCheckPauseForTesting(bool paused) { g_check_pause.store(paused); }
 bool GetLiveKeyCheckPauseForTesting() { return g_check_pause.load(); }
 void SetLiveKeyRebuildPauseForTesting(bool paused) { g_rebuild_pause.store(paused); }

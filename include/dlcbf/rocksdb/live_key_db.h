@@ -81,6 +81,11 @@
 //     progress than max_deferring_writers, or the option off, the write
 //     reads first instead: Put inserts only if k is not live, Delete
 //     erases only if k was live, AFTER the delete succeeded.
+//   - Unchecked copies (unchecked_copy_budget). With more LiveKeyDB writes
+//     in progress than max_deferring_writers, a Put/Merge of a k the index
+//     holds adds a copy with neither a read nor a check, while the index's
+//     budget lasts; the next rebuild (scheduled when the budget is spent)
+//     counts k exactly. An extra copy is only an over-count.
 //   - Write(WriteBatch): the entries are processed in order with an overlay
 //     of the keys the batch already touched; only each key's state before
 //     and after the batch matters (the batch becomes visible atomically).
@@ -404,6 +409,30 @@ struct LiveKeyIndexOptions {
   // To defer always, set it to at least your writer thread count.
   uint32_t max_deferring_writers = 0;
 
+  // Overwrites while every core is writing (more LiveKeyDB writes in
+  // progress than max_deferring_writers): a Put/Merge of a key the index
+  // may hold, its state unknown, counts a copy without a read and without
+  // a check (an unchecked copy: a second copy if the key was live). Such a
+  // copy can only over-count (a stale entry once the key is deleted: a
+  // false positive, never a lost key); the next rebuild's scan counts every
+  // key exactly. At most this fraction of the index's sized_for keys are
+  // taken per index; the write that reaches the limit schedules a rebuild,
+  // and writes read as before until the rebuilt index swaps in. While a key
+  // holds an unchecked copy, LiveKeyDB may remember it (per lock stripe, a
+  // few keys), and a key's fingerprint takes at most 3 of them, so a hot
+  // key never fills its blocks. Taken only with defer_liveness_checks on
+  // (the busy rule is part of it), the dense kernel (the default; not once
+  // its overflow stash exists), automatic rebuilds on
+  // (auto_rebuild_drift > 0) and a budget of at least 64 copies, while the
+  // index serves and no rebuild runs; Delete and WriteBatch still read
+  // when busy. GetLiveKeyStats: unchecked_copies, unchecked_budget_rebuilds
+  // and, per family, the active index's unchecked_copies.
+  // Why: with every core writing, the read is the write's cost (a block
+  // read per overwrite once the LSM outgrows the block cache); a rebuild
+  // scan costs about 0.3 us per key against several us per random read.
+  // 0: busy writes always read. [0, 1].
+  double unchecked_copy_budget = 0.125;
+
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
 
@@ -481,6 +510,7 @@ struct LiveKeyCfStats {
   // rebuild (with automatic rebuilds on). "" when !indexed.
   std::string mode;
   uint64_t entries = 0;     // keys counted: live keys + stale entries
+  uint64_t unchecked_copies = 0;  // of those, unchecked copies (unchecked_copy_budget)
   uint64_t sized_for = 0;   // keys the index was sized for
   double drift = 0;         // entries / sized_for
   uint64_t bytes = 0;       // filter memory, retained bytes included
@@ -528,6 +558,10 @@ struct LiveKeyStats {
   // max_deferring_writers writes were in progress (by design, not a
   // checker falling behind).
   uint64_t busy_sync_reads = 0;
+  // Busy overwrites that counted an unchecked copy instead of reading
+  // (unchecked_copy_budget), and the rebuilds their budget scheduled.
+  uint64_t unchecked_copies = 0;
+  uint64_t unchecked_budget_rebuilds = 0;
   uint64_t check_multigets = 0;  // the checker's reads (one MultiGet per
                                  // family and snapshot, up to 64 keys)
   // Writes LiveKeyDB did not make (see "Writes behind LiveKeyDB's back").
