@@ -666,13 +666,6 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     io.defer_liveness_checks = I(0, 3) != 0;
     io.max_pending_checks = static_cast<uint32_t>(I(0, 1) ? I(1, 64) : I(1, 65536));
     io.max_deferring_writers = static_cast<uint32_t>(I(0, 8));
-    // Unchecked copies: off, a budget that runs out within a round (so its
-    // rebuilds run mixed with everything else), or a roomy one.
-    io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
-    // Busy writers (every write finds every core writing, as with more
-    // writes in progress than max_deferring_writers): unchecked copies and
-    // busy reads in most writes of this Open.
-    dlcbf::internal::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
     io.rebuild_progress_interval = I(1, 100000);
     io.rebuild_scan_threads = static_cast<uint32_t>(I(1, 4));
     io.background_open_build = I(0, 3) != 0;
@@ -681,6 +674,14 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // (checkpoint.cc): small chunks put many writes between chunks of
     // these small tables (0: LiveKeyDB's 4096 blocks, one chunk here).
     dlcbf::internal::SetLiveKeyCheckpointChunkBlocksForTesting(I(0, 3) == 0 ? 0 : I(1, 64));
+    // Unchecked copies: off, a budget that runs out within a round (so its
+    // rebuilds run mixed with everything else), or a roomy one. Busy
+    // writers (every write finds every core writing, as with more writes
+    // in progress than max_deferring_writers): unchecked copies and busy
+    // reads in most writes of this Open. (Drawn last: the fields above
+    // keep the draws they had for a given seed before these existed.)
+    io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
+    dlcbf::internal::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
