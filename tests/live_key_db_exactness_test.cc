@@ -472,53 +472,6 @@ TEST(LiveKeyExactness, UncheckedCopiesBoundedPerFingerprint) {
   fs::remove_all(dir);
 }
 
-// always_unchecked_copies: overwrites take unchecked copies without any
-// write being busy, until the budget is spent (a rebuild is scheduled);
-// then they defer checks as before. No key is lost, and a rebuild leaves
-// exactly the live keys.
-TEST(LiveKeyExactness, AlwaysUncheckedCopiesNeedNoBusyWriters) {
-  const std::string dir = TestDir("always_unchecked");
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  LiveKeyIndexOptions io;
-  io.expected_keys = 10000;
-  io.unchecked_copy_budget = 0.02;  // 200 copies
-  io.always_unchecked_copies = true;
-  io.persist_index = false;
-  io.background_open_build = false;
-  LiveKeyDB* raw = nullptr;
-  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
-  std::unique_ptr<LiveKeyDB> db(raw);
-  std::vector<std::string> keys;
-  for (int i = 0; i < 1000; ++i) keys.push_back(Key("k", i));
-  for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
-  // (A new key whose fingerprint another key holds took one already.)
-  const LiveKeyStats f = db->GetLiveKeyStats();
-  // 100 overwrites: all unchecked, nothing read or checked.
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[static_cast<size_t>(i)], "v2").ok());
-  const LiveKeyStats s0 = db->GetLiveKeyStats();
-  EXPECT_EQ(s0.unchecked_copies - f.unchecked_copies, 100u) << s0.ToString();
-  EXPECT_EQ(s0.deferred_checks, f.deferred_checks) << s0.ToString();
-  EXPECT_EQ(s0.liveness_reads, f.liveness_reads) << s0.ToString();
-  EXPECT_EQ(s0.busy_sync_reads, 0u) << s0.ToString();
-  // The rest: the budget runs out at 200; later overwrites defer checks
-  // (or, once the rebuilt index swapped in, take its budget).
-  for (size_t i = 100; i < keys.size(); ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[i], "v2").ok());
-  const LiveKeyStats s1 = db->GetLiveKeyStats();
-  EXPECT_GE(s1.unchecked_copies, 200u) << s1.ToString();
-  EXPECT_GE(s1.unchecked_budget_rebuilds, 1u) << s1.ToString();
-  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
-  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
-  ASSERT_TRUE(db->WaitForDeferredChecks(60000));
-  ASSERT_TRUE(db->RebuildIndex().ok());
-  const LiveKeyStats s2 = db->GetLiveKeyStats();
-  EXPECT_EQ(s2.column_families[0].entries, keys.size()) << s2.ToString();
-  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
-  EXPECT_TRUE(db->Close().ok());
-  db.reset();
-  fs::remove_all(dir);
-}
-
 // unchecked_copy_budget = 0 and automatic rebuilds off both keep busy
 // overwrites on the read path (nothing would take their copies back).
 TEST(LiveKeyExactness, UncheckedCopiesOffReads) {

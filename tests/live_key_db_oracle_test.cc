@@ -220,7 +220,6 @@ struct Workload {
   // minus one). Large: every write defers, however many run at once.
   uint32_t max_deferring_writers = 1024;
   double unchecked_copy_budget = 0.125;  // LiveKeyDB's default
-  bool always_unchecked_copies = false;
   dlcbf::ElasticKernel kernel = dlcbf::ElasticKernel::kDense;  // the default index kernel
 };
 
@@ -250,7 +249,6 @@ RunResult RunOracle(const std::string& name, const Workload& w) {
   io.max_pending_checks = w.max_pending_checks;
   io.max_deferring_writers = w.max_deferring_writers;
   io.unchecked_copy_budget = w.unchecked_copy_budget;
-  io.always_unchecked_copies = w.always_unchecked_copies;
   io.kernel = w.kernel;
   LiveKeyDB* raw = nullptr;
   Status s = LiveKeyDB::Open(o, io, dir, &raw);
@@ -603,25 +601,6 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersUncheckedCopies) {
   // The last rebuild counted every key exactly: the unchecked copies are gone.
   EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
   EXPECT_EQ(r.stats.column_families[0].unchecked_copies, 0u) << r.stats.ToString();
-}
-
-// always_unchecked_copies: every overwrite of a held key with an unknown
-// state takes an unchecked copy first, busy or not (deferring writers
-// unlimited), so unchecked copies, deferred checks (deletes, and
-// overwrites once the budget is spent or while a rebuild runs) and
-// rebuilds interleave on the same keys.
-TEST(LiveKeyDBOracle, ConcurrentLinearizableAlwaysUncheckedCopies) {
-  Workload w;
-  w.ops_per_writer = Scaled(3000, 600);
-  w.manual_rebuilds = 1;
-  w.unchecked_copy_budget = 0.5;
-  w.always_unchecked_copies = true;
-  const RunResult r = RunOracle("always_unchecked", w);
-  ExpectLinearizable(r);
-  EXPECT_GT(r.stats.unchecked_copies, 0u) << r.stats.ToString();
-  EXPECT_GT(r.stats.deferred_checks, 0u) << r.stats.ToString();
-  ASSERT_FALSE(r.stats.column_families.empty());
-  EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
 }
 
 // Negative control: with the index insert moved after the base write, a

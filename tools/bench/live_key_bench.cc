@@ -9,8 +9,6 @@
 //            to the checker thread)
 //   livekey_sync  the same with defer_liveness_checks = false: the write
 //            path reads liveness itself (the behaviour before issue #23)
-//   livekey_unchecked  LiveKeyDB with always_unchecked_copies: overwrites
-//            count an unchecked copy while the budget lasts, busy or not
 //
 // Setup (auto compactions disabled throughout, so the shape is fixed): the
 // keys are split at random into batches, each written, flushed and moved
@@ -100,7 +98,7 @@ DEFINE_uint64(writes, 60000, "writes per write workload and repetition");
 DEFINE_uint32(repeats, 3, "repetitions of each read workload; the median is reported, with min and max");
 DEFINE_uint32(write_repeats, 5, "repetitions of each write workload (fresh keys each); the median is reported");
 DEFINE_string(configs, "bloom10,livekey,livekey_sync",
-              "comma-separated configurations: bloom10, dlcbf10, livekey, livekey_sync, livekey_unchecked");
+              "comma-separated configurations: bloom10, dlcbf10, livekey, livekey_sync");
 DEFINE_uint64(cache_mb, 32, "block cache per DB (MiB)");
 DEFINE_uint64(chunk, 1000, "ops per turn: configurations alternate every this many ops");
 DEFINE_uint64(seed, 8, "random seed");
@@ -245,7 +243,7 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(c.dir);
     std::filesystem::create_directories(FLAGS_db_dir);
     std::shared_ptr<const rocksdb::FilterPolicy> policy;
-    const bool live = name == "livekey" || name == "livekey_sync" || name == "livekey_unchecked";
+    const bool live = name == "livekey" || name == "livekey_sync";
     if (name == "bloom10" || live) {
       policy.reset(rocksdb::NewBloomFilterPolicy(10));
     } else if (name == "dlcbf10") {
@@ -263,8 +261,7 @@ int main(int argc, char** argv) {
     if (live) {
       dlcbf::LiveKeyIndexOptions io;
       io.expected_keys = FLAGS_num_keys + FLAGS_writes * FLAGS_write_repeats;
-      io.defer_liveness_checks = name != "livekey_sync";
-      io.always_unchecked_copies = name == "livekey_unchecked";
+      io.defer_liveness_checks = name == "livekey";
       if (FLAGS_livekey_kernel == "fast") {
         io.kernel = dlcbf::ElasticKernel::kFast;
       } else if (FLAGS_livekey_kernel != "dense") {

@@ -257,8 +257,7 @@ DEFINE_string(index_options, "",
               "rebuild_at_capacity, rebuild_headroom, lock_stripes, delete_range_scan_limit, "
               "trust_single_delete, persist_index, defer_liveness_checks, max_pending_checks, "
               "max_deferring_writers, rebuild_scan_threads, background_open_build, "
-              "checkpoint_interval_seconds, seed, rebuild_progress_interval, unchecked_copy_budget, "
-              "always_unchecked_copies");
+              "checkpoint_interval_seconds, seed, rebuild_progress_interval, unchecked_copy_budget");
 DEFINE_bool(redraw_options, true, "draw new index options at every Open (false: one draw per run)");
 DEFINE_double(max_auto_rebuilds_per_kop, 50,
               "a round with more automatic rebuilds per 1000 written keys is a rebuild storm");
@@ -619,8 +618,6 @@ void ApplyOverrides(LiveKeyIndexOptions* io) {
       io->max_deferring_writers = static_cast<uint32_t>(u);
     } else if (k == "unchecked_copy_budget") {
       io->unchecked_copy_budget = d;
-    } else if (k == "always_unchecked_copies") {
-      io->always_unchecked_copies = ParseBool(v);
     } else if (k == "rebuild_scan_threads") {
       io->rebuild_scan_threads = static_cast<uint32_t>(u);
     } else if (k == "background_open_build") {
@@ -685,7 +682,6 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // keep the draws they had for a given seed before these existed.)
     io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
     dlcbf::internal::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
-    io.always_unchecked_copies = I(0, 3) == 0;
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
@@ -700,13 +696,13 @@ std::string Describe(const LiveKeyIndexOptions& io) {
   return Fmt("kernel=%s expected_keys=%" PRIu64 " bits_per_key=%.2f sizing_load=%.3f abf_counter_bits=%u "
              "auto_rebuild_drift=%.3f rebuild_at_capacity=%.3f rebuild_headroom=%.3f lock_stripes=%u "
              "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u unchecked_copy_budget=%.4f "
-             "always_unchecked_copies=%d trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
+             "trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
              "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64
              ", busy writers %d)",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
-             io.unchecked_copy_budget, io.always_unchecked_copies ? 1 : 0, io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit,
+             io.unchecked_copy_budget, io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds,
              io.persist_index ? 1 : 0, io.seed, dlcbf::internal::GetLiveKeyCheckpointChunkBlocksForTesting(),
              dlcbf::internal::GetLiveKeyBusyWritersForTesting() ? 1 : 0);
@@ -2158,13 +2154,13 @@ std::string ToOverrides(const LiveKeyIndexOptions& io) {
              "delete_range_scan_limit=%" PRIu64 ",trust_single_delete=%d,persist_index=%d,"
              "defer_liveness_checks=%d,max_pending_checks=%u,max_deferring_writers=%u,rebuild_scan_threads=%u,"
              "background_open_build=%d,checkpoint_interval_seconds=%.17g,seed=%" PRIu64
-             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g,always_unchecked_copies=%d",
+             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.delete_range_scan_limit, io.trust_single_delete ? 1 : 0, io.persist_index ? 1 : 0,
              io.defer_liveness_checks ? 1 : 0, io.max_pending_checks, io.max_deferring_writers,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.seed,
-             io.rebuild_progress_interval, io.unchecked_copy_budget, io.always_unchecked_copies ? 1 : 0);
+             io.rebuild_progress_interval, io.unchecked_copy_budget);
 }
 
 // The index options of a session: a fresh draw, with the hash seed and

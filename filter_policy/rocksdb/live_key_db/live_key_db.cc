@@ -122,9 +122,7 @@
 //     Close keeps the over-counts in the saved index (exact again at its
 //     next rebuild) but not the count of them: a reopened index starts
 //     with a fresh budget, and the capacity and drift triggers bound what
-//     accumulates across sessions. always_unchecked_copies takes them
-//     first for every such write, busy or not (the same argument: the
-//     load only decides when the read is worth skipping).
+//     accumulates across sessions.
 //   - Known (stripes.h, KnownKey): while a check of k is pending, the stripe
 //     remembers what k's own writes made of it, kLive (one copy counts it
 //     once the pending checks ran) or kDead (none). Each check erases one

@@ -527,11 +527,9 @@ struct LiveKeyDB::Rep {
     // (TakeUncheckedCopy), else a read.
     const bool certain = !p.contains || known_state == Known::kDead;
     if (known_state == Known::kDead) epochs.Bump(kKnownWrites);
-    // (always_unchecked_copies: an unchecked copy first, whatever the load.)
     bool busy = false;
-    bool unchecked = !certain && opt.always_unchecked_copies && TakeUncheckedCopy(p.cf, p.idx, hash);
-    SharedSnapshot* snap = certain || unchecked ? nullptr : CheckSnapshot(si, &busy);
-    if (busy) unchecked = TakeUncheckedCopy(p.cf, p.idx, hash);
+    SharedSnapshot* snap = certain ? nullptr : CheckSnapshot(si, &busy);
+    const bool unchecked = busy && TakeUncheckedCopy(p.cf, p.idx, hash);
     if (busy && !unchecked) epochs.Bump(kBusySyncReads);
     const bool insert = certain || snap != nullptr || unchecked || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {

@@ -84,9 +84,8 @@
 //   - Unchecked copies (unchecked_copy_budget). With more LiveKeyDB writes
 //     in progress than max_deferring_writers, a Put/Merge of a k the index
 //     holds adds a copy with neither a read nor a check, while the index's
-//     budget lasts (with always_unchecked_copies, whatever the load); the
-//     next rebuild (scheduled when the budget is spent) counts k exactly.
-//     An extra copy is only an over-count.
+//     budget lasts; the next rebuild (scheduled when the budget is spent)
+//     counts k exactly. An extra copy is only an over-count.
 //   - Write(WriteBatch): the entries are processed in order with an overlay
 //     of the keys the batch already touched; only each key's state before
 //     and after the batch matters (the batch becomes visible atomically).
@@ -433,17 +432,6 @@ struct LiveKeyIndexOptions {
   // scan costs about 0.3 us per key against several us per random read.
   // 0: busy writes always read. [0, 1].
   double unchecked_copy_budget = 0.125;
-  // Take unchecked copies (within the same budget and conditions) for
-  // every such overwrite, not only while every core is writing: no checker
-  // read and no check at all while the budget lasts (the checker still
-  // serves deletes, and overwrites while a rebuild runs or the budget is
-  // spent). For overwrite-heavy DBs far larger than the block cache, where
-  // the checker's reads beside even one writer cost it: live_key_bench at
-  // 5.2M keys (the LiveKeyDB README), 1 writer 0.885x plain against 0.76x
-  // with the checker. The price: a rebuild every budget x sized_for
-  // overwrites, stale entries for keys deleted after an unchecked copy
-  // until then, and hot keys past their stripe's record slots read.
-  bool always_unchecked_copies = false;
 
   // Rebuild scans log progress every this many keys. >= 1.
   uint64_t rebuild_progress_interval = 1000000;
