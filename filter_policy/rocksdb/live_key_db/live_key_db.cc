@@ -98,8 +98,12 @@
 //     unchecked_copy_budget). With more writes in progress than
 //     max_deferring_writers, every core is writing and a read is the
 //     write's cost (a data block per overwrite once the LSM outgrows the
-//     block cache: about 7 us at 5.2M keys over a 32 MiB cache, against
-//     about 0.3 us per key for a rebuild's sequential scan). A Put/Merge of
+//     block cache: about 7 us at 5.2M keys over a 32 MiB cache), on the
+//     write path; a rebuild's in-order scan (7M keys/s with 2 threads on
+//     a quiet DB, 1.6M keys/s beside busy writers) pays for a budget of
+//     them at once, off the write path. With a core free, the checker's
+//     reads cost the writer less than that scan would (the LiveKeyDB
+//     README: measured and not kept), so only busy writes take them. A Put/Merge of
 //     a k the index holds, state unknown, then inserts BEFORE the write
 //     without reading or queueing a check: live(k) => count(k) >= 1 holds
 //     whatever k was (a second copy of a live k is an over-count, a stale
