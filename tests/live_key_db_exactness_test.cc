@@ -354,6 +354,28 @@ TEST(LiveKeyExactness, UncheckedCopyRecordDoesNotOutliveARebuildNegativeControl)
       << "an unchecked copy's record kept across the rebuild must lose keys here";
 }
 
+// ---- unchecked copies -------------------------------------------------------------
+
+// While alive, every LiveKeyDB write finds every core writing (the hook).
+class BusyWriters {
+ public:
+  BusyWriters() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(true); }
+  ~BusyWriters() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(false); }
+};
+
+// A LiveKeyDB in `dir` with `io`, neither persisted nor built in the
+// background (the tests below count what their own writes did).
+std::unique_ptr<LiveKeyDB> OpenUnpersisted(const std::string& dir, LiveKeyIndexOptions io) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  io.persist_index = false;
+  io.background_open_build = false;
+  LiveKeyDB* raw = nullptr;
+  const Status s = LiveKeyDB::Open(o, io, dir, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return std::unique_ptr<LiveKeyDB>(s.ok() ? raw : nullptr);
+}
+
 // Busy overwrites (every write finds every core writing) take unchecked
 // copies until the budget (unchecked_copy_budget x sized_for) is spent;
 // the write that spends it schedules a rebuild, and writes read until the
@@ -362,25 +384,17 @@ TEST(LiveKeyExactness, UncheckedCopyRecordDoesNotOutliveARebuildNegativeControl)
 // rebuild leaves exactly the live keys.
 TEST(LiveKeyExactness, UncheckedCopiesAreBoundedAndRebuiltAway) {
   const std::string dir = TestDir("unchecked");
-  rocksdb::Options o;
-  o.create_if_missing = true;
   LiveKeyIndexOptions io;
   io.expected_keys = 10000;
   io.unchecked_copy_budget = 0.02;  // 200 copies
-  io.persist_index = false;
-  io.background_open_build = false;
-  LiveKeyDB* raw = nullptr;
-  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
-  std::unique_ptr<LiveKeyDB> db(raw);
+  std::unique_ptr<LiveKeyDB> db = OpenUnpersisted(dir, io);
+  ASSERT_NE(db, nullptr);
   std::vector<std::string> keys;
   for (int i = 0; i < 2000; ++i) keys.push_back(Key("k", i));
   for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
   ASSERT_EQ(db->GetLiveKeyStats().column_families[0].entries, keys.size());
 
-  struct BusyScope {
-    BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(true); }
-    ~BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(false); }
-  } busy;
+  BusyWriters busy;
   // A hot key: one unchecked copy, then its record answers every write.
   const LiveKeyStats h0 = db->GetLiveKeyStats();
   for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[0], "hot" + std::to_string(i)).ok());
@@ -437,23 +451,15 @@ TEST(LiveKeyExactness, UncheckedCopiesAreBoundedAndRebuiltAway) {
 // write until its blocks overflow.
 TEST(LiveKeyExactness, UncheckedCopiesBoundedPerFingerprint) {
   const std::string dir = TestDir("unchecked_fp");
-  rocksdb::Options o;
-  o.create_if_missing = true;
   LiveKeyIndexOptions io;
   io.expected_keys = 10000;
   io.lock_stripes = 1;
-  io.persist_index = false;
-  io.background_open_build = false;
-  LiveKeyDB* raw = nullptr;
-  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
-  std::unique_ptr<LiveKeyDB> db(raw);
+  std::unique_ptr<LiveKeyDB> db = OpenUnpersisted(dir, io);
+  ASSERT_NE(db, nullptr);
   std::vector<std::string> keys;
   for (int i = 0; i < 100; ++i) keys.push_back(Key("k", i));
   for (const auto& k : keys) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
-  struct BusyScope {
-    BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(true); }
-    ~BusyScope() { dlcbf::internal::SetLiveKeyBusyWritersForTesting(false); }
-  } busy;
+  BusyWriters busy;
   // 50 keys take unchecked copies; at most 8 of them get a record.
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[static_cast<size_t>(i)], "v2").ok());
   const LiveKeyStats s0 = db->GetLiveKeyStats();
@@ -477,21 +483,17 @@ TEST(LiveKeyExactness, UncheckedCopiesBoundedPerFingerprint) {
 TEST(LiveKeyExactness, UncheckedCopiesOffReads) {
   for (int variant = 0; variant < 2; ++variant) {
     const std::string dir = TestDir("unchecked_off" + std::to_string(variant));
-    rocksdb::Options o;
-    o.create_if_missing = true;
     LiveKeyIndexOptions io;
     io.expected_keys = 10000;
     if (variant == 0) io.unchecked_copy_budget = 0;
     if (variant == 1) io.auto_rebuild_drift = 0;
-    io.persist_index = false;
-    io.background_open_build = false;
-    LiveKeyDB* raw = nullptr;
-    ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
-    std::unique_ptr<LiveKeyDB> db(raw);
+    std::unique_ptr<LiveKeyDB> db = OpenUnpersisted(dir, io);
+    ASSERT_NE(db, nullptr);
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v").ok());
-    dlcbf::internal::SetLiveKeyBusyWritersForTesting(true);
-    for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v2").ok());
-    dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
+    {
+      BusyWriters busy;
+      for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v2").ok());
+    }
     const LiveKeyStats st = db->GetLiveKeyStats();
     EXPECT_EQ(st.unchecked_copies, 0u) << variant << ": " << st.ToString();
     EXPECT_GE(st.busy_sync_reads, 100u) << variant << ": " << st.ToString();
