@@ -565,17 +565,23 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableMixedCheckPaths) {
   EXPECT_EQ(r.stats.column_families[0].entries, r.live_at_end) << r.stats.ToString();
 }
 
-// The same with max_deferring_writers = 1 (LiveKeyDB's default on a 2-core
-// machine): a write defers its check only while no other LiveKeyDB write
-// is in progress, and otherwise reads synchronously (unchecked copies off),
-// so the three writers switch paths from one write to the next.
-TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersRead) {
+// max_deferring_writers = 1 (LiveKeyDB's default on a 2-core machine), one
+// manual rebuild, the given unchecked_copy_budget.
+Workload BusyWritersWorkload(double unchecked_copy_budget) {
   Workload w;
   w.ops_per_writer = Scaled(3000, 600);
   w.manual_rebuilds = 1;
   w.max_deferring_writers = 1;
-  w.unchecked_copy_budget = 0;
-  const RunResult r = RunOracle("busy", w);
+  w.unchecked_copy_budget = unchecked_copy_budget;
+  return w;
+}
+
+// The same with max_deferring_writers = 1: a write defers its check only
+// while no other LiveKeyDB write is in progress, and otherwise reads
+// synchronously (unchecked copies off), so the three writers switch paths
+// from one write to the next.
+TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersRead) {
+  const RunResult r = RunOracle("busy", BusyWritersWorkload(0));
   ExpectLinearizable(r);
   EXPECT_GT(r.stats.busy_sync_reads, 0u) << "no write saw another in progress: " << r.stats.ToString();
   EXPECT_EQ(r.stats.queue_full_fallbacks, 0u) << r.stats.ToString();
@@ -589,12 +595,7 @@ TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersRead) {
 // until the budget is spent, then reads; every path mixes with deferred
 // checks, known states, DeleteRange, ingestion and rebuilds.
 TEST(LiveKeyDBOracle, ConcurrentLinearizableBusyWritersUncheckedCopies) {
-  Workload w;
-  w.ops_per_writer = Scaled(3000, 600);
-  w.manual_rebuilds = 1;
-  w.max_deferring_writers = 1;
-  w.unchecked_copy_budget = 0.5;
-  const RunResult r = RunOracle("unchecked", w);
+  const RunResult r = RunOracle("unchecked", BusyWritersWorkload(0.5));
   ExpectLinearizable(r);
   EXPECT_GT(r.stats.unchecked_copies, 0u) << "no busy overwrite took an unchecked copy: " << r.stats.ToString();
   ASSERT_FALSE(r.stats.column_families.empty());
