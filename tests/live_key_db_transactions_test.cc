@@ -1,9 +1,10 @@
 // LiveKeyDB's transaction routes (filter_policy/rocksdb/live_key_db/
-// transactions.cc): every commit indexed, reads inside a transaction that
-// skip the DB for absent keys, two-phase commit across a crash, the
-// refusals at Open, and a concurrency oracle over committing, rolling back
-// and conflicting transactions. Each lost-key path has a negative control
-// (a test hook puts the wrong behaviour back) that must see the loss.
+// transactions.cc and transaction_db.cc): every commit indexed, reads
+// inside a transaction that skip the DB for absent keys, two-phase commit
+// across a crash, the refusals at Open, and a concurrency oracle over
+// committing, rolling back and conflicting transactions. Each lost-key
+// path has a negative control (a test hook puts the wrong behaviour back)
+// that must see the loss.
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <gtest/gtest.h>

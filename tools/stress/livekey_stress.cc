@@ -95,14 +95,15 @@
 //   "Not implemented"), and PutEntity in pessimistic sessions
 //   (TransactionDB writes are rebuilt as transactions: "PutEntityCF not
 //   implemented"; batches then write such entries as Puts).
-//   Found by this mode (both fixed in transactions.cc, each with a
-//   regression test): the TransactionDB's own writes once built their
+//   Found by this mode (both fixed, each with a regression test): the
+//   TransactionDB's own writes (transaction_db.cc) once built their
 //   one-batch transaction with RocksDB's RebuildFromWriteBatch, which takes
 //   each entry's family from DBImpl::GetColumnFamilyHandle (one handle the
 //   write thread re-points): concurrent writers put entries into the other
 //   family (ConcurrentDbWritesLandInTheirFamily); and a disableWAL commit
-//   was not counted for the next checkpoint, which then claimed it before
-//   it was durable (ctest livekey_stress_txn_disablewal_checkpoint).
+//   (transactions.cc) was not counted for the next checkpoint, which then
+//   claimed it before it was durable (ctest
+//   livekey_stress_txn_disablewal_checkpoint).
 //   --txn_db_writes=false runs those writes as explicit transactions
 //   instead (a diagnostic).
 //   The op kTxn (--txn_weight) runs a transaction over 1..4 keys of both

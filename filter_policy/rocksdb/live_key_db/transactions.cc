@@ -1,25 +1,33 @@
-// LiveKeyDB's transaction routes: OpenTransactionDB and
+// LiveKeyDB's transactions: the wrapper of each transaction RocksDB's
+// transaction DBs hand out (IndexedTransaction), which indexes its commit
+// and answers its reads of keys the index does not hold without the LSM
+// tree, and the table of those wrappers (Wrappers). The transaction DBs
+// themselves (TxnDB, OccDB), their Open and FromTransactionDB are in
+// transaction_db.cc; what the two files share, in transactions_internal.h.
+//
+// Together they are LiveKeyDB's transaction routes: OpenTransactionDB and
 // OpenOptimisticTransactionDB return RocksDB's own TransactionDB and
 // OptimisticTransactionDB types with a LiveKeyDB between the transaction
 // layer and the DB, so that every commit is indexed and reads of absent
 // keys inside a transaction skip the LSM tree. The contract is in
 // include/dlcbf/rocksdb/live_key_db.h ("Transactions").
 //
-// Design note
+// Design note (both files)
 //   Layers, top down: our TransactionDB (TxnDB) or OptimisticTransactionDB
-//   (OccDB), a StackableDB over the LiveKeyDB, whose base is RocksDB's own
-//   transaction DB over DBImpl. RocksDB's transactions commit straight into
-//   DBImpl (ROCKSDB_NOTES.md: WriteImpl, WriteWithCallback), past any
-//   StackableDB, so each transaction RocksDB hands out is wrapped
-//   (IndexedTransaction): every call is forwarded, and Commit goes through
-//   Rep::IndexedWrite with the commit as its write. That is the exactness
-//   argument of a WriteBatch through LiveKeyDB (write_batch.cc), unchanged:
-//   the batches the commit writes are read before it (the prepared batch
-//   and, after Prepare, the commit-time batch before it: RocksDB writes
-//   commit-time batch + prepared batch as one batch), the keys that become
-//   live are inserted under their stripes BEFORE the commit, the keys it
-//   deletes are erased (or checked) after it succeeded. Nothing is indexed
-//   at Put time, so Rollback and savepoints need nothing.
+//   (OccDB; both in transaction_db.cc), a StackableDB over the LiveKeyDB,
+//   whose base is RocksDB's own transaction DB over DBImpl. RocksDB's
+//   transactions commit straight into DBImpl (ROCKSDB_NOTES.md: WriteImpl,
+//   WriteWithCallback), past any StackableDB, so each transaction RocksDB
+//   hands out is wrapped (IndexedTransaction): every call is forwarded, and
+//   Commit goes through Rep::IndexedWrite with the commit as its write. That
+//   is the exactness argument of a WriteBatch through LiveKeyDB
+//   (write_batch.cc), unchanged: the batches the commit writes are read
+//   before it (the prepared batch and, after Prepare, the commit-time batch
+//   before it: RocksDB writes commit-time batch + prepared batch as one
+//   batch), the keys that become live are inserted under their stripes
+//   BEFORE the commit, the keys it deletes are erased (or checked) after it
+//   succeeded. Nothing is indexed at Put time, so Rollback and savepoints
+//   need nothing.
 //
 //   Sequence numbers (seq_ledger.h): the commit's write consumes one per
 //   entry of what it writes (write-committed: the prepared batch's count,
@@ -30,14 +38,14 @@
 //
 //   Locks: RocksDB's key locks are always taken before LiveKeyDB's stripes,
 //   never the other way round. A transaction takes its key locks at Put /
-//   GetForUpdate time and the stripes only inside Commit, which waits for
-//   no key lock. The TransactionDB's non-transactional writes are run as a
+//   GetForUpdate time and the stripes only inside Commit, which waits for no
+//   key lock. The TransactionDB's non-transactional writes are run as a
 //   transaction of one batch (its Put/Delete/... calls take the locks, the
-//   families named by the handles LiveKeyDB keeps: BatchIntoTransaction),
-//   then the indexed commit, as RocksDB itself runs them; going through
-//   LiveKeyDB::Write instead would hold stripes while RocksDB's Write waits
-//   for a key lock that a committing transaction holds while it waits for
-//   the stripe.
+//   families named by the handles LiveKeyDB keeps: BatchIntoTransaction,
+//   transaction_db.cc), then the indexed commit, as RocksDB itself runs
+//   them; going through LiveKeyDB::Write instead would hold stripes while
+//   RocksDB's Write waits for a key lock that a committing transaction holds
+//   while it waits for the stripe.
 //
 //   Reads: a transaction's Get of a key its own batch does not hold and the
 //   index does not hold is NotFound: the batch answers for what the
@@ -51,53 +59,31 @@
 //   RocksDB answered from the DB with the key live leaves a hint for the
 //   commit (rep.h, LiveHint): the key's write then needs no check.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
+#include "filter_policy/rocksdb/live_key_db/transactions_internal.h"
 
+#include <functional>
 #include <mutex>
-#include <set>
 #include <unordered_map>
 #include <vector>
 
-#include "rocksdb/utilities/optimistic_transaction_db.h"
 #include "rocksdb/utilities/transaction.h"
-#include "rocksdb/utilities/transaction_db.h"
 #include "rocksdb/utilities/write_batch_with_index.h"
 
 namespace dlcbf {
 
-using rocksdb::OptimisticTransactionDB;
 using rocksdb::Transaction;
-using rocksdb::TransactionDB;
 using rocksdb::WriteBatchWithIndex;
 
+// LiveKeyDB's friend (live_key_db.h): the Rep, for the transactions here
+// and, through RepOf, for transaction_db.cc.
 class LiveKeyTransactions {
  public:
   static LiveKeyDB::Rep* RepOf(LiveKeyDB* db) { return db->rep_.get(); }
-  static rocksdb::Status OpenWith(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
-                         std::vector<ColumnFamilyHandle*>* handles,
-                         const std::function<rocksdb::Status(const rocksdb::DBOptions&, DB**)>& open_base,
-                         LiveKeyDB** dbptr) {
-    return LiveKeyDB::OpenWith(db_options, index_options, handles, open_base, dbptr);
-  }
 };
 
-namespace {
+namespace live_key {
 
-// The DBs OpenTransactionDB / OpenOptimisticTransactionDB returned, for
-// FromTransactionDB (no RTTI needed).
-std::mutex g_registry_mu;
-std::unordered_map<const DB*, LiveKeyDB*>& Registry() {
-  static auto* r = new std::unordered_map<const DB*, LiveKeyDB*>();
-  return *r;
-}
-
-// What a transaction DB wrapper gives its transactions.
-class TxnHost {
- public:
-  virtual ~TxnHost() = default;
-  virtual LiveKeyDB* live() = 0;
-  virtual const rocksdb::DBOptions& db_options() const = 0;
-  virtual void Forget(Transaction* inner) = 0;
-};
+LiveKeyDB::Rep* RepOf(LiveKeyDB* db) { return LiveKeyTransactions::RepOf(db); }
 
 class IndexedTransaction : public Transaction {
  public:
@@ -506,401 +492,54 @@ class IndexedTransaction : public Transaction {
   Transaction* inner_;
 };
 
-// The wrappers a transaction DB handed out, by RocksDB's transaction.
-class Wrappers {
- public:
-  IndexedTransaction* Wrap(TxnHost* host, Transaction* inner) {
-    if (inner == nullptr) return nullptr;
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = by_inner_.find(inner);
-    if (it != by_inner_.end()) return it->second;
-    IndexedTransaction* w = new IndexedTransaction(host, inner);
-    by_inner_.emplace(inner, w);
-    return w;
+// ---- Wrappers -----------------------------------------------------------------
+Transaction* Wrappers::Wrap(TxnHost* host, Transaction* inner) {
+  if (inner == nullptr) return nullptr;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = by_inner_.find(inner);
+  if (it != by_inner_.end()) return it->second;
+  IndexedTransaction* w = new IndexedTransaction(host, inner);
+  by_inner_.emplace(inner, w);
+  return w;
+}
+
+Transaction* Wrappers::InnerOf(Transaction* old_txn) {
+  auto* old = static_cast<IndexedTransaction*>(old_txn);
+  return old != nullptr ? old->inner() : nullptr;
+}
+
+Transaction* Wrappers::Begun(TxnHost* host, Transaction* old_txn, Transaction* in) {
+  auto* old = static_cast<IndexedTransaction*>(old_txn);
+  if (old != nullptr && in == old->inner()) {
+    old->Restart();
+    return old;
   }
-  void Forget(Transaction* inner) {
+  return Wrap(host, in);
+}
+
+void Wrappers::Forget(Transaction* inner) {
+  std::lock_guard<std::mutex> l(mu_);
+  by_inner_.erase(inner);
+}
+
+void Wrappers::DropOrphans(const std::function<bool(Transaction*)>& still_registered) {
+  std::vector<IndexedTransaction*> orphans;
+  {
     std::lock_guard<std::mutex> l(mu_);
-    by_inner_.erase(inner);
-  }
-  // At the DB's deletion: RocksDB deletes the prepared transactions still
-  // registered with it (`still_registered`); their wrappers go too.
-  template <class Pred>
-  void DropOrphans(Pred&& still_registered) {
-    std::vector<IndexedTransaction*> orphans;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (auto it = by_inner_.begin(); it != by_inner_.end();) {
-        if (still_registered(it->first)) {
-          orphans.push_back(it->second);
-          it = by_inner_.erase(it);
-        } else {
-          ++it;
-        }
+    for (auto it = by_inner_.begin(); it != by_inner_.end();) {
+      if (still_registered(it->first)) {
+        orphans.push_back(it->second);
+        it = by_inner_.erase(it);
+      } else {
+        ++it;
       }
     }
-    for (IndexedTransaction* w : orphans) {
-      w->Orphan();
-      delete w;
-    }
   }
-
- private:
-  std::mutex mu_;
-  std::unordered_map<Transaction*, IndexedTransaction*> by_inner_;
-};
-
-void Register(const DB* outer, LiveKeyDB* live) {
-  std::lock_guard<std::mutex> l(g_registry_mu);
-  Registry()[outer] = live;
-}
-void Unregister(const DB* outer) {
-  std::lock_guard<std::mutex> l(g_registry_mu);
-  Registry().erase(outer);
+  for (IndexedTransaction* w : orphans) {
+    w->Orphan();
+    delete w;
+  }
 }
 
-// A batch's entries as a transaction's writes (each takes its key's lock),
-// the family of each entry by its id among the handles LiveKeyDB keeps.
-class BatchIntoTransaction : public WriteBatch::Handler {
- public:
-  BatchIntoTransaction(Transaction* t, LiveKeyDB::Rep* r) : t_(t), r_(r) {}
-  rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Put(h, k, v) : Unknown(cf);
-  }
-  rocksdb::Status DeleteCF(uint32_t cf, const Slice& k) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Delete(h, k) : Unknown(cf);
-  }
-  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice& k) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->SingleDelete(h, k) : Unknown(cf);
-  }
-  rocksdb::Status MergeCF(uint32_t cf, const Slice& k, const Slice& v) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Merge(h, k, v) : Unknown(cf);
-  }
-  void LogData(const Slice& blob) override { t_->PutLogData(blob); }
-  // Everything else (range deletions, entities, blob indexes, markers):
-  // the Handler's default, an error, as RocksDB's own TransactionDB::Write
-  // returns for them. (PutEntity of the DB: RocksDB >= 9.3, below.)
-
- private:
-  ColumnFamilyHandle* Handle(uint32_t id) {
-    if (id == last_id_ && last_ != nullptr) return last_;
-    CfState* cf = r_->FindState(id);
-    last_id_ = id;
-    last_ = (cf != nullptr && !cf->dropped) ? cf->handle : nullptr;
-    return last_;
-  }
-  static rocksdb::Status Unknown(uint32_t id) {
-    return rocksdb::Status::InvalidArgument("LiveKeyDB: a batch names column family " + std::to_string(id) +
-                                            ", which this DB did not open");
-  }
-  Transaction* t_;
-  LiveKeyDB::Rep* r_;
-  uint32_t last_id_ = 0;
-  ColumnFamilyHandle* last_ = nullptr;
-};
-
-// ---------------------------------------------------------------------------
-// The pessimistic TransactionDB.
-// ---------------------------------------------------------------------------
-class TxnDB : public TransactionDB, public TxnHost {
- public:
-  TxnDB(LiveKeyDB* live, TransactionDB* inner, const rocksdb::TransactionDBOptions& o)
-      : TransactionDB(live), live_(live), inner_(inner), skip_cc_(o.skip_concurrency_control),
-        lock_timeout_(o.default_lock_timeout), db_options_(live->GetDBOptions()) {
-    Register(this, live_);
-  }
-  ~TxnDB() override {
-    Unregister(this);
-    wrappers_.DropOrphans([&](Transaction* t) {
-      const std::string name = t->GetName();
-      return !name.empty() && inner_->GetTransactionByName(name) == t;
-    });
-  }
-
-  LiveKeyDB* live() override { return live_; }
-  const rocksdb::DBOptions& db_options() const override { return db_options_; }
-  void Forget(Transaction* inner) override { wrappers_.Forget(inner); }
-
-  Transaction* BeginTransaction(const WriteOptions& wo, const rocksdb::TransactionOptions& options,
-                                Transaction* old_txn) override {
-    auto* old = static_cast<IndexedTransaction*>(old_txn);
-    rocksdb::TransactionOptions to = options;
-    // A commit that bypasses the memtable (RocksDB >= 9.10, experimental)
-    // ingests the transaction's index, latest update per key, with
-    // sequence numbers LiveKeyDB cannot account: such commits are made
-    // through the memtable instead (the contract, "Transactions").
-#if DLCBF_ROCKSDB_AT_LEAST(9, 10)
-    to.commit_bypass_memtable = false;
-#endif
-#if DLCBF_ROCKSDB_AT_LEAST(10, 4)
-    to.large_txn_commit_optimize_threshold = 0;
-    to.large_txn_commit_optimize_byte_threshold = 0;
-#endif
-    Transaction* in = inner_->BeginTransaction(wo, to, old != nullptr ? old->inner() : nullptr);
-    if (old != nullptr && in == old->inner()) {
-      old->Restart();
-      return old;
-    }
-    return wrappers_.Wrap(this, in);
-  }
-  Transaction* GetTransactionByName(const rocksdb::TransactionName& name) override {
-    return wrappers_.Wrap(this, inner_->GetTransactionByName(name));
-  }
-  void GetAllPreparedTransactions(std::vector<Transaction*>* trans) override {
-    inner_->GetAllPreparedTransactions(trans);
-    for (Transaction*& t : *trans) t = wrappers_.Wrap(this, t);
-  }
-  std::unordered_multimap<uint32_t, rocksdb::KeyLockInfo> GetLockStatusData() override { return inner_->GetLockStatusData(); }
-  std::vector<rocksdb::DeadlockPath> GetDeadlockInfoBuffer() override { return inner_->GetDeadlockInfoBuffer(); }
-  void SetDeadlockInfoBufferSize(uint32_t n) override { inner_->SetDeadlockInfoBufferSize(n); }
-  std::pair<rocksdb::Status, std::shared_ptr<const rocksdb::Snapshot>> CreateTimestampedSnapshot(
-      rocksdb::TxnTimestamp ts) override {
-    return inner_->CreateTimestampedSnapshot(ts);
-  }
-  std::shared_ptr<const rocksdb::Snapshot> GetTimestampedSnapshot(rocksdb::TxnTimestamp ts) const override {
-    return inner_->GetTimestampedSnapshot(ts);
-  }
-  void ReleaseTimestampedSnapshotsOlderThan(rocksdb::TxnTimestamp ts) override {
-    inner_->ReleaseTimestampedSnapshotsOlderThan(ts);
-  }
-  rocksdb::Status GetTimestampedSnapshots(rocksdb::TxnTimestamp lb, rocksdb::TxnTimestamp ub,
-                                 std::vector<std::shared_ptr<const rocksdb::Snapshot>>& out) const override {
-    return inner_->GetTimestampedSnapshots(lb, ub, out);
-  }
-
-  // ---- non-transactional writes: a transaction of one batch -------------------
-  using TransactionDB::Put;
-  rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k, const Slice& v) override {
-    WriteBatch b;
-    rocksdb::Status s = b.Put(cf, k, v);
-    return s.ok() ? Write(wo, &b) : s;
-  }
-  using TransactionDB::Delete;
-  rocksdb::Status Delete(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k) override {
-    WriteBatch b;
-    rocksdb::Status s = b.Delete(cf, k);
-    return s.ok() ? Write(wo, &b) : s;
-  }
-  using TransactionDB::SingleDelete;
-  rocksdb::Status SingleDelete(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k) override {
-    WriteBatch b;
-    rocksdb::Status s = b.SingleDelete(cf, k);
-    return s.ok() ? Write(wo, &b) : s;
-  }
-  using TransactionDB::Merge;
-  rocksdb::Status Merge(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k, const Slice& v) override {
-    WriteBatch b;
-    rocksdb::Status s = b.Merge(cf, k, v);
-    return s.ok() ? Write(wo, &b) : s;
-  }
-  using TransactionDB::PutEntity;
-  rocksdb::Status PutEntity(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k,
-                            const rocksdb::WideColumns& columns) override {
-#if DLCBF_ROCKSDB_AT_LEAST(9, 3)
-    if (skip_cc_) return live_->PutEntity(wo, cf, k, columns);
-    rocksdb::TransactionOptions to;
-    to.lock_timeout = lock_timeout_;
-    std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
-    if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for PutEntity");
-    rocksdb::Status s = t->PutEntity(cf, k, columns);
-    if (s.ok()) {
-      s = t->Commit();
-    } else {
-      t->Rollback().PermitUncheckedError();
-    }
-    return s;
-#else
-    // (A transaction has no PutEntity before RocksDB 9.3; RocksDB's own
-    // TransactionDB refuses it too.)
-    WriteBatch b;
-    rocksdb::Status s = b.PutEntity(cf, k, columns);
-    return s.ok() ? Write(wo, &b) : s;
-#endif
-  }
-  using TransactionDB::Write;
-  rocksdb::Status Write(const WriteOptions& wo, const rocksdb::TransactionDBWriteOptimizations&,
-               WriteBatch* updates) override {
-    return Write(wo, updates);
-  }
-  rocksdb::Status Write(const WriteOptions& wo, WriteBatch* updates) override {
-    if (updates == nullptr) return rocksdb::Status::InvalidArgument("updates must not be null");
-    // Without concurrency control RocksDB's Write takes no key lock:
-    // LiveKeyDB's own batch path is safe (and its Write is RocksDB's).
-    if (skip_cc_) return live_->Write(wo, updates);
-    rocksdb::TransactionOptions to;
-    to.lock_timeout = lock_timeout_;
-    std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
-    if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for Write");
-    t->DisableIndexing();  // (as RocksDB's own Write: nothing reads it)
-    // Not Transaction::RebuildFromWriteBatch: it finds each entry's family
-    // through DBImpl::GetColumnFamilyHandle, one shared handle that only
-    // the write thread (or the DB mutex holder) may use; concurrent Writes
-    // then put entries into the wrong family, unindexed there.
-    BatchIntoTransaction into(t.get(), LiveKeyTransactions::RepOf(live_));
-    rocksdb::Status s = updates->Iterate(&into);
-    if (s.ok()) {
-      s = t->Commit();
-    } else {
-      t->Rollback().PermitUncheckedError();
-    }
-    return s;
-  }
-
- private:
-  LiveKeyDB* live_;
-  TransactionDB* inner_;  // owned by live_ (its base)
-  const bool skip_cc_;
-  const int64_t lock_timeout_;
-  const rocksdb::DBOptions db_options_;
-  Wrappers wrappers_;
-};
-
-// ---------------------------------------------------------------------------
-// The OptimisticTransactionDB. Its non-transactional writes are the DB's
-// (RocksDB's too): StackableDB forwards them to the LiveKeyDB.
-// ---------------------------------------------------------------------------
-class OccDB : public OptimisticTransactionDB, public TxnHost {
- public:
-  OccDB(LiveKeyDB* live, OptimisticTransactionDB* inner)
-#if ROCKSDB_MAJOR >= 11
-      : OptimisticTransactionDB(std::unique_ptr<DB>(live)),
-#else
-      : OptimisticTransactionDB(live),
-#endif
-        live_(live), inner_(inner), db_options_(live->GetDBOptions()) {
-    Register(this, live_);
-  }
-  ~OccDB() override { Unregister(this); }
-
-  LiveKeyDB* live() override { return live_; }
-  const rocksdb::DBOptions& db_options() const override { return db_options_; }
-  void Forget(Transaction* inner) override { wrappers_.Forget(inner); }
-
-  Transaction* BeginTransaction(const WriteOptions& wo, const rocksdb::OptimisticTransactionOptions& to,
-                                Transaction* old_txn) override {
-    auto* old = static_cast<IndexedTransaction*>(old_txn);
-    Transaction* in = inner_->BeginTransaction(wo, to, old != nullptr ? old->inner() : nullptr);
-    if (old != nullptr && in == old->inner()) {
-      old->Restart();
-      return old;
-    }
-    return wrappers_.Wrap(this, in);
-  }
-
- private:
-  LiveKeyDB* live_;
-  OptimisticTransactionDB* inner_;  // owned by live_ (its base)
-  const rocksdb::DBOptions db_options_;
-  Wrappers wrappers_;
-};
-
-const char* PolicyName(rocksdb::TxnDBWritePolicy p) {
-  switch (p) {
-    case rocksdb::WRITE_COMMITTED:
-      return "WRITE_COMMITTED";
-    case rocksdb::WRITE_PREPARED:
-      return "WRITE_PREPARED";
-    case rocksdb::WRITE_UNPREPARED:
-      return "WRITE_UNPREPARED";
-  }
-  return "unknown";
-}
-
-}  // namespace
-
-rocksdb::Status LiveKeyDB::OpenTransactionDB(const rocksdb::Options& options,
-                                             const rocksdb::TransactionDBOptions& txn_db_options,
-                                             const LiveKeyIndexOptions& index_options, const std::string& path,
-                                             TransactionDB** dbptr) {
-  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
-  *dbptr = nullptr;
-  std::vector<ColumnFamilyDescriptor> cfds{
-      ColumnFamilyDescriptor(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(options))};
-  std::vector<ColumnFamilyHandle*> handles;
-  TransactionDB* db = nullptr;
-  rocksdb::Status s = OpenTransactionDB(rocksdb::DBOptions(options), txn_db_options, index_options, path, cfds, &handles, &db);
-  if (!s.ok()) return s;
-  for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  *dbptr = db;
-  return s;
-}
-
-rocksdb::Status LiveKeyDB::OpenTransactionDB(const rocksdb::DBOptions& db_options,
-                                             const rocksdb::TransactionDBOptions& txn_db_options,
-                                             const LiveKeyIndexOptions& index_options, const std::string& path,
-                                             const std::vector<ColumnFamilyDescriptor>& column_families,
-                                             std::vector<ColumnFamilyHandle*>* handles, TransactionDB** dbptr) {
-  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
-  *dbptr = nullptr;
-  if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
-  if (txn_db_options.write_policy != rocksdb::WRITE_COMMITTED) {
-    return rocksdb::Status::InvalidArgument(std::string("LiveKeyDB: TransactionDBOptions::write_policy = ") +
-                                   PolicyName(txn_db_options.write_policy) +
-                                   " is not supported (it writes uncommitted data into the DB); use "
-                                   "WRITE_COMMITTED");
-  }
-  TransactionDB* inner = nullptr;
-  LiveKeyDB* live = nullptr;
-  rocksdb::Status s = LiveKeyTransactions::OpenWith(
-      db_options, index_options, handles,
-      [&](const rocksdb::DBOptions& opts, DB** base) {
-        rocksdb::Status o = TransactionDB::Open(opts, txn_db_options, path, column_families, handles, &inner);
-        *base = inner;
-        return o;
-      },
-      &live);
-  if (!s.ok()) return s;
-  *dbptr = new TxnDB(live, inner, txn_db_options);
-  return s;
-}
-
-rocksdb::Status LiveKeyDB::OpenOptimisticTransactionDB(const rocksdb::Options& options,
-                                                       const LiveKeyIndexOptions& index_options,
-                                                       const std::string& path, OptimisticTransactionDB** dbptr) {
-  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
-  *dbptr = nullptr;
-  std::vector<ColumnFamilyDescriptor> cfds{
-      ColumnFamilyDescriptor(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(options))};
-  std::vector<ColumnFamilyHandle*> handles;
-  OptimisticTransactionDB* db = nullptr;
-  rocksdb::Status s = OpenOptimisticTransactionDB(rocksdb::DBOptions(options), rocksdb::OptimisticTransactionDBOptions(),
-                                         index_options, path, cfds, &handles, &db);
-  if (!s.ok()) return s;
-  for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  *dbptr = db;
-  return s;
-}
-
-rocksdb::Status LiveKeyDB::OpenOptimisticTransactionDB(
-    const rocksdb::DBOptions& db_options, const rocksdb::OptimisticTransactionDBOptions& occ_options,
-    const LiveKeyIndexOptions& index_options, const std::string& path,
-    const std::vector<ColumnFamilyDescriptor>& column_families, std::vector<ColumnFamilyHandle*>* handles,
-    OptimisticTransactionDB** dbptr) {
-  if (dbptr == nullptr) return rocksdb::Status::InvalidArgument("dbptr must not be null");
-  *dbptr = nullptr;
-  if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
-  OptimisticTransactionDB* inner = nullptr;
-  LiveKeyDB* live = nullptr;
-  rocksdb::Status s = LiveKeyTransactions::OpenWith(
-      db_options, index_options, handles,
-      [&](const rocksdb::DBOptions& opts, DB** base) {
-        rocksdb::Status o = OptimisticTransactionDB::Open(opts, occ_options, path, column_families, handles, &inner);
-        *base = inner;
-        return o;
-      },
-      &live);
-  if (!s.ok()) return s;
-  *dbptr = new OccDB(live, inner);
-  return s;
-}
-
-LiveKeyDB* LiveKeyDB::FromTransactionDB(const DB* db) {
-  std::lock_guard<std::mutex> l(g_registry_mu);
-  auto it = Registry().find(db);
-  return it == Registry().end() ? nullptr : it->second;
-}
-
+}  // namespace live_key
 }  // namespace dlcbf
