@@ -5,7 +5,6 @@
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <chrono>
-#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -60,8 +59,8 @@ SharedSnapshot* LiveKeyDB::Rep::CheckSnapshot(uint32_t si, bool* busy) {
   current_snap->refs.fetch_add(1, std::memory_order_relaxed);
   return current_snap;
 }
-void LiveKeyDB::Rep::ReleaseSnapshotRef(SharedSnapshot* s) {
-  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+void LiveKeyDB::Rep::ReleaseSnapshotRef(SharedSnapshot* s, uint32_t n) {
+  if (s->refs.fetch_sub(n, std::memory_order_acq_rel) == n) {
     base->ReleaseSnapshot(s->snap);
     delete s;
   }
@@ -84,7 +83,7 @@ void LiveKeyDB::Rep::QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap
   c.serial = cf->serial.load(std::memory_order_relaxed);
   c.has_record = stripes.RegisterCheck(si, cf->id, hash, key, after);
   c.snapshot = snap;
-  c.key.assign(key.data(), key.size());
+  c.key.assign(key);
   pending_checks.fetch_add(1, std::memory_order_relaxed);
   epochs.Bump(kDeferredChecks);
   bool wake;
@@ -126,18 +125,23 @@ void LiveKeyDB::Rep::RunChecks(std::vector<PendingCheck>* batch) {
     const size_t n = j - i;
     hs.assign(n, first.cf->handle);
     ks.clear();
-    for (size_t k = i; k < j; ++k) ks.emplace_back((*batch)[k].key);
+    for (size_t k = i; k < j; ++k) ks.emplace_back((*batch)[k].key.slice());
     vals.clear();
     vals.resize(n);
     sts.assign(n, rocksdb::Status());
     ReadOptions ro;
     ro.snapshot = first.snapshot->snap;
+    // The checks' blocks are random and read once: caching them would
+    // evict the application's blocks (and cost the checker an insert and
+    // an eviction per block).
+    ro.fill_cache = false;
     base->MultiGet(ro, n, hs.data(), ks.data(), vals.data(), sts.data());
     epochs.Bump(kCheckReads);
-    for (size_t k = i; k < j; ++k) {
-      ApplyCheck(&(*batch)[k], sts[k - i].ok());
-      pending_checks.fetch_sub(1, std::memory_order_relaxed);
-    }
+    for (size_t k = i; k < j; ++k) ApplyCheck(&(*batch)[k], sts[k - i].ok());
+    // One release of the group's snapshot references and one count down
+    // per MultiGet, not one per check: writers take both lines.
+    ReleaseSnapshotRef(first.snapshot, static_cast<uint32_t>(n));
+    pending_checks.fetch_sub(n, std::memory_order_relaxed);
     i = j;
   }
 }
@@ -145,8 +149,6 @@ void LiveKeyDB::Rep::ApplyCheck(PendingCheck* c, bool live) {
 #ifdef DLCBF_TESTING
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckEraseWithoutRead) live = true;
 #endif
-  ReleaseSnapshotRef(c->snapshot);
-  c->snapshot = nullptr;
   const uint32_t si = stripes.Of(c->cf->id, c->hash);
   std::lock_guard<std::mutex> l(stripes.mutex(si));
   if (c->has_record) stripes.FinishCheck(si, c->cf->id, c->hash);
@@ -203,9 +205,10 @@ void LiveKeyDB::Rep::CheckLoop() {
       continue;
     }
 #endif
-    // Take everything queued at once (one lock round trip per batch).
-    batch.assign(std::make_move_iterator(checks.begin()), std::make_move_iterator(checks.end()));
-    checks.clear();
+    // Take everything queued at once (one lock round trip per batch). The
+    // two vectors trade places and keep their capacity: no allocation per
+    // check once they have grown.
+    batch.swap(checks);
     check_busy = true;
     l.unlock();
     RunChecks(&batch);

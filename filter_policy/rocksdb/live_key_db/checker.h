@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <string>
 
+#include "filter_policy/rocksdb/live_key_db/small_key.h"
 #include "rocksdb/snapshot.h"
 
 namespace dlcbf {
@@ -67,7 +68,7 @@ struct PendingCheck {
   uint64_t serial = 0;      // CfState::serial when queued
   bool has_record = false;  // counted in its key's KnownKey (stripes.h)
   SharedSnapshot* snapshot = nullptr;
-  std::string key;
+  SmallKey key;
 };
 
 }  // namespace live_key

@@ -206,7 +206,7 @@ struct LiveKeyDB::Rep {
   std::thread checker;
   std::mutex check_mu;
   std::condition_variable check_cv, check_idle_cv;
-  std::deque<PendingCheck> checks;
+  std::vector<PendingCheck> checks;  // swapped with the checker's batch (CheckLoop)
   bool check_stop = false;
   bool check_busy = false;
   bool check_sleeping = false;  // CheckLoop waits for a first check (idle)
@@ -675,7 +675,7 @@ struct LiveKeyDB::Rep {
     }
     return true;
   }
-  void ReleaseSnapshotRef(SharedSnapshot* s);
+  void ReleaseSnapshotRef(SharedSnapshot* s, uint32_t n = 1);  // n references
   void DropCurrentSnapshot();
   void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si, Known after);
   void RunChecks(std::vector<PendingCheck>* batch);

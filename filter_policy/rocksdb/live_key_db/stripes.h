@@ -21,10 +21,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "rocksdb/slice.h"
 #include "dlcbf/internal/hash.h"
+#include "filter_policy/rocksdb/live_key_db/small_key.h"
 #ifdef DLCBF_TESTING
 #include "filter_policy/testing/live_key_db_testing.h"
 #endif
@@ -63,24 +63,21 @@ namespace live_key {
 // dropping one only lets the next write take its path again.
 enum class Known : uint8_t { kUnknown, kLive, kDead };
 struct KnownKey {
+  uint64_t slot = 0;  // KnownSlot(cf, hash): at most one record per slot and stripe
   uint32_t cf = 0;
-  Known state = Known::kUnknown;
   uint32_t pending = 0;  // deferred checks of the key not yet finished
-  std::string key;
+  Known state = Known::kUnknown;
+  SmallKey key;
 };
-// Keyed by KnownSlot(cf, hash); the record's cf and key must match (a 64-bit
-// hash collision between two keys finds no record for the second: it takes
-// the ordinary path).
-using KnownMap = std::unordered_map<uint64_t, KnownKey>;
+// The record's cf and key must match its slot's lookup (a 64-bit hash
+// collision between two keys finds no record for the second: it takes the
+// ordinary path).
 inline uint64_t KnownSlot(uint32_t cf, uint64_t hash) { return hash ^ (uint64_t{cf} << 40); }
 
 class Stripes {
  public:
   // n: a power of two (LiveKeyIndexOptions::lock_stripes, validated).
-  explicit Stripes(uint32_t n)
-      : mu_(new std::mutex[n]), released_at_(new std::atomic<uint64_t>[n]), known_(new KnownMap[n]), mask_(n - 1) {
-    for (uint32_t i = 0; i < n; ++i) released_at_[i].store(0, std::memory_order_relaxed);
-  }
+  explicit Stripes(uint32_t n) : s_(new Stripe[n]), mask_(n - 1) {}
   Stripes(const Stripes&) = delete;
   Stripes& operator=(const Stripes&) = delete;
 
@@ -88,16 +85,17 @@ class Stripes {
     return static_cast<uint32_t>(internal::Mix64(h ^ (uint64_t{cf} * 0x9E3779B97F4A7C15ULL))) & mask_;
   }
   uint32_t count() const { return mask_ + 1; }
-  // Starts loading stripe i's mutex (a writer does, before its index probe).
-  void Prefetch(uint32_t i) const { __builtin_prefetch(&mu_[i], 1); }
+  // Starts loading stripe i (its mutex, stamp and records' header share a
+  // cache line): a writer does, before its index probe.
+  void Prefetch(uint32_t i) const { __builtin_prefetch(&s_[i], 1); }
 
-  void Lock(uint32_t i) { mu_[i].lock(); }
+  void Lock(uint32_t i) { s_[i].mu.lock(); }
   void Unlock(uint32_t i, uint64_t seq) {
-    released_at_[i].store(seq, std::memory_order_release);
-    mu_[i].unlock();
+    s_[i].released_at.store(seq, std::memory_order_release);
+    s_[i].mu.unlock();
   }
   void LockAll() {
-    for (uint32_t i = 0; i <= mask_; ++i) mu_[i].lock();
+    for (uint32_t i = 0; i <= mask_; ++i) s_[i].mu.lock();
   }
   void UnlockAll(uint64_t seq) {
     all_epoch_.fetch_add(1, std::memory_order_release);
@@ -109,22 +107,20 @@ class Stripes {
   // Read with StampBeforeRead, before the read.
   uint64_t AllEpochBeforeRead() const { return all_epoch_.load(std::memory_order_acquire); }
   // For holders that write nothing to the DB (they leave ReleasedAt as is).
-  std::mutex& mutex(uint32_t i) { return mu_[i]; }
-  uint64_t ReleasedAt(uint32_t i) const { return released_at_[i].load(std::memory_order_relaxed); }
+  std::mutex& mutex(uint32_t i) { return s_[i].mu; }
+  uint64_t ReleasedAt(uint32_t i) const { return s_[i].released_at.load(std::memory_order_relaxed); }
   // The stamp of stripe i, read without holding it, BEFORE a read of one of
   // its keys (LiveHint, rep.h): seeing a writer's stamp (release, acquire)
   // makes its DB write visible to that read. Writers that release the
   // stripe with Unlock after a write move the stamp past every stamp before
   // it (the DB's latest number after their write).
-  uint64_t StampBeforeRead(uint32_t i) const { return released_at_[i].load(std::memory_order_acquire); }
+  uint64_t StampBeforeRead(uint32_t i) const { return s_[i].released_at.load(std::memory_order_acquire); }
 
   // ---- known key states (KnownKey); stripe si held -------------------------
   KnownKey* Find(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
-    KnownMap& m = known_[si];
-    if (m.empty()) return nullptr;
-    auto it = m.find(KnownSlot(cf, h));
-    if (it == m.end() || it->second.cf != cf || rocksdb::Slice(it->second.key) != key) return nullptr;
-    return &it->second;
+    KnownKey* k = s_[si].FindSlot(KnownSlot(cf, h));
+    if (k == nullptr || k->cf != cf || !(k->key == key)) return nullptr;
+    return k;
   }
   Known State(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
 #ifdef DLCBF_TESTING
@@ -143,18 +139,22 @@ class Stripes {
     if (k != nullptr) k->state = state;
   }
   // A check of the key is being queued: count it in the key's record
-  // (created if needed) and set the state. False when the slot belongs to
-  // another key (a hash collision): the check then runs without a record.
+  // (created if needed; a record of another key in the slot with no
+  // pending check is taken over) and set the state. False when the slot
+  // belongs to another key with a pending check (a hash collision): the
+  // check then runs without a record.
   bool RegisterCheck(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key, Known state) {
-    KnownKey& k = known_[si][KnownSlot(cf, h)];
-    if (k.pending == 0) {
-      k.cf = cf;
-      k.key.assign(key.data(), key.size());
-    } else if (k.cf != cf || rocksdb::Slice(k.key) != key) {
+    const uint64_t slot = KnownSlot(cf, h);
+    KnownKey* k = s_[si].FindSlot(slot);
+    if (k == nullptr) k = s_[si].Add(slot);
+    if (k->pending == 0) {
+      k->cf = cf;
+      k->key.assign(key);
+    } else if (k->cf != cf || !(k->key == key)) {
       return false;
     }
-    ++k.pending;
-    k.state = state;
+    ++k->pending;
+    k->state = state;
     return true;
   }
   // An unchecked copy of the key was counted and its write succeeded: its
@@ -162,47 +162,97 @@ class Stripes {
   // kUncheckedRecords records and the slot is free).
   static constexpr size_t kUncheckedRecords = 8;
   void NoteUnchecked(uint32_t si, uint32_t cf, uint64_t h, const rocksdb::Slice& key) {
-    KnownMap& m = known_[si];
-    auto it = m.find(KnownSlot(cf, h));
-    if (it != m.end()) {
-      if (it->second.cf == cf && rocksdb::Slice(it->second.key) == key) it->second.state = Known::kLive;
+    const uint64_t slot = KnownSlot(cf, h);
+    Stripe& s = s_[si];
+    if (KnownKey* k = s.FindSlot(slot)) {
+      if (k->cf == cf && k->key == key) k->state = Known::kLive;
       return;
     }
-    if (m.size() >= kUncheckedRecords) return;
-    KnownKey& k = m[KnownSlot(cf, h)];
-    k.cf = cf;
-    k.state = Known::kLive;
-    k.key.assign(key.data(), key.size());
+    if (s.known_size >= kUncheckedRecords) return;
+    KnownKey* k = s.Add(slot);
+    k->cf = cf;
+    k->state = Known::kLive;
+    k->key.assign(key);
   }
   // A check with a record finished (or was dropped).
   void FinishCheck(uint32_t si, uint32_t cf, uint64_t h) {
-    KnownMap& m = known_[si];
-    auto it = m.find(KnownSlot(cf, h));
-    if (it == m.end()) return;
-    if (--it->second.pending == 0) m.erase(it);
+    Stripe& s = s_[si];
+    KnownKey* k = s.FindSlot(KnownSlot(cf, h));
+    if (k == nullptr) return;
+    if (--k->pending == 0) s.Remove(k);
   }
   // With every stripe held: nothing more is known of family cf's keys
   // (records without a pending check, left by unchecked copies, go).
   void ForgetFamily(uint32_t cf) {
     for (uint32_t i = 0; i <= mask_; ++i) {
-      KnownMap& m = known_[i];
-      for (auto it = m.begin(); it != m.end();) {
-        if (it->second.cf != cf) {
-          ++it;
-        } else if (it->second.pending == 0) {
-          it = m.erase(it);
+      Stripe& s = s_[i];
+      for (uint32_t j = 0; j < s.known_size;) {
+        KnownKey* k = &s.known[j];
+        if (k->cf != cf) {
+          ++j;
+        } else if (k->pending == 0) {
+          s.Remove(k);  // moves the last record into j
         } else {
-          it->second.state = Known::kUnknown;
-          ++it;
+          k->state = Known::kUnknown;
+          ++j;
         }
       }
     }
   }
 
  private:
-  std::unique_ptr<std::mutex[]> mu_;
-  std::unique_ptr<std::atomic<uint64_t>[]> released_at_;
-  std::unique_ptr<KnownMap[]> known_;  // per stripe, guarded by it
+  // One stripe: its mutex, its stamp and its records' header in one cache
+  // line, so a write's lock, known-state lookup and release touch one line
+  // (plus the records themselves, only while the stripe has some). The
+  // records are an unordered array searched by slot: a stripe holds about
+  // pending checks / lock_stripes of them (0-3 on a busy DB with 1024
+  // stripes), and the array keeps its capacity, so records are added and
+  // removed without an allocation once it has grown.
+  struct alignas(64) Stripe {
+    std::mutex mu;
+    std::atomic<uint64_t> released_at{0};
+    std::unique_ptr<KnownKey[]> known;  // known_cap records, the first known_size in use
+    uint32_t known_size = 0;
+    uint32_t known_cap = 0;
+
+    KnownKey* FindSlot(uint64_t slot) {
+      for (uint32_t j = 0; j < known_size; ++j) {
+        if (known[j].slot == slot) return &known[j];
+      }
+      return nullptr;
+    }
+    KnownKey* Add(uint64_t slot) {
+      if (known_size == known_cap) {
+        const uint32_t cap = known_cap == 0 ? kInitialRecords : 2 * known_cap;
+        std::unique_ptr<KnownKey[]> grown(new KnownKey[cap]);
+        for (uint32_t j = 0; j < known_size; ++j) grown[j] = std::move(known[j]);
+        known = std::move(grown);
+        known_cap = cap;
+      }
+      KnownKey* k = &known[known_size++];
+      k->slot = slot;
+      k->cf = 0;
+      k->pending = 0;
+      k->state = Known::kUnknown;
+      return k;
+    }
+    // Removes *k (the last record takes its place). An emptied array
+    // that grew past kKeptRecords is freed (a burst of pending checks
+    // leaves no lasting memory).
+    void Remove(KnownKey* k) {
+      KnownKey* last = &known[known_size - 1];
+      if (k != last) *k = std::move(*last);
+      --known_size;
+      if (known_size == 0 && known_cap > kKeptRecords) {
+        known.reset();
+        known_cap = 0;
+      }
+    }
+  };
+  static constexpr uint32_t kInitialRecords = 4;
+  static constexpr uint32_t kKeptRecords = 16;
+
+  std::unique_ptr<Stripe[]> s_;
   uint32_t mask_;
   std::atomic<uint64_t> all_epoch_{0};
 };

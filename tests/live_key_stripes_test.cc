@@ -1,0 +1,181 @@
+// LiveKeyDB's per-stripe known key states (filter_policy/rocksdb/live_key_db/
+// stripes.h) and the key copies they and the deferred checks hold
+// (small_key.h): a randomized differential test of the records against a
+// reference model keyed by (stripe, slot), the container they replaced,
+// with slot collisions between keys forced; and SmallKey at its bounds.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "filter_policy/rocksdb/live_key_db/small_key.h"
+#include "filter_policy/rocksdb/live_key_db/stripes.h"
+
+namespace dlcbf {
+namespace live_key {
+namespace {
+
+TEST(LiveKeySmallKey, HoldsEveryLengthAndMoves) {
+  for (size_t n : {size_t{0}, size_t{1}, SmallKey::kInline - 1, SmallKey::kInline, SmallKey::kInline + 1,
+                   size_t{1000}}) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s.push_back(static_cast<char>('a' + i % 26));
+    SmallKey k;
+    k.assign(s);
+    EXPECT_EQ(k.slice().ToString(), s) << n;
+    SmallKey moved(std::move(k));
+    EXPECT_EQ(moved.slice().ToString(), s) << n;
+    EXPECT_EQ(k.slice().size(), 0u) << n;  // a moved-from key is empty
+    SmallKey assigned;
+    assigned.assign(std::string(3, 'z'));
+    assigned = std::move(moved);
+    EXPECT_TRUE(assigned == rocksdb::Slice(s)) << n;
+    assigned.assign(std::string(5, 'y'));  // from the heap back inline, and back
+    EXPECT_EQ(assigned.slice().ToString(), std::string(5, 'y'));
+  }
+}
+
+// The reference: one record per (stripe, slot), as the records' contract
+// says (stripes.h).
+struct Model {
+  struct Rec {
+    uint32_t cf;
+    Known state;
+    uint32_t pending;
+    std::string key;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, Rec> recs;
+  size_t InStripe(uint32_t si) const {
+    size_t n = 0;
+    for (const auto& r : recs) n += r.first.first == si;
+    return n;
+  }
+  Rec* Find(uint32_t si, uint32_t cf, uint64_t h, const std::string& key) {
+    auto it = recs.find({si, KnownSlot(cf, h)});
+    if (it == recs.end() || it->second.cf != cf || it->second.key != key) return nullptr;
+    return &it->second;
+  }
+};
+
+class LiveKeyStripesRecords : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(LiveKeyStripesRecords, MatchTheReferenceModel) {
+  std::mt19937_64 rng(GetParam());
+  const uint32_t n_stripes = 1u << (GetParam() % 3);  // 1, 2 or 4: crowded stripes
+  Stripes stripes(n_stripes);
+  Model model;
+  // Keys of two families; some pairs share a hash (a slot collision),
+  // some keys are longer than SmallKey's inline bytes.
+  struct K {
+    uint32_t cf;
+    uint64_t h;
+    std::string key;
+  };
+  std::vector<K> keys;
+  for (uint32_t i = 0; i < 200; ++i) {
+    K k;
+    k.cf = i % 7 == 0 ? 1 : 0;
+    k.h = i % 5 == 4 ? keys[i - 1].h : rng();  // every fifth key collides with the one before
+    if (i % 5 == 4) k.cf = keys[i - 1].cf;
+    k.key = "key" + std::to_string(i) + std::string(i % 3 == 0 ? 60 : 10, 'x');
+    keys.push_back(k);
+  }
+  std::vector<size_t> outstanding;  // keys with a registered check not yet finished
+  const Known states[] = {Known::kLive, Known::kDead, Known::kUnknown};
+  for (int step = 0; step < 20000; ++step) {
+    const size_t ki = rng() % keys.size();
+    const K& k = keys[ki];
+    const uint32_t si = stripes.Of(k.cf, k.h) % n_stripes;
+    ASSERT_EQ(si, stripes.Of(k.cf, k.h));
+    const uint64_t slot = KnownSlot(k.cf, k.h);
+    switch (rng() % 6) {
+      case 0: {  // RegisterCheck
+        const Known s = states[rng() % 3];
+        Model::Rec& r = model.recs[{si, slot}];
+        bool expect = true;
+        if (r.pending == 0) {
+          r.cf = k.cf;
+          r.key = k.key;
+        } else if (r.cf != k.cf || r.key != k.key) {
+          expect = false;
+        }
+        if (expect) {
+          ++r.pending;
+          r.state = s;
+        }
+        ASSERT_EQ(stripes.RegisterCheck(si, k.cf, k.h, k.key, s), expect) << step;
+        if (expect) outstanding.push_back(ki);
+        break;
+      }
+      case 1: {  // FinishCheck of a registered check
+        if (outstanding.empty()) break;
+        const size_t oi = rng() % outstanding.size();
+        const K& o = keys[outstanding[oi]];
+        outstanding.erase(outstanding.begin() + static_cast<std::ptrdiff_t>(oi));
+        const uint32_t osi = stripes.Of(o.cf, o.h);
+        auto it = model.recs.find({osi, KnownSlot(o.cf, o.h)});
+        ASSERT_TRUE(it != model.recs.end());
+        if (--it->second.pending == 0) model.recs.erase(it);
+        stripes.FinishCheck(osi, o.cf, o.h);
+        break;
+      }
+      case 2: {  // NoteUnchecked
+        auto it = model.recs.find({si, slot});
+        if (it != model.recs.end()) {
+          if (it->second.cf == k.cf && it->second.key == k.key) it->second.state = Known::kLive;
+        } else if (model.InStripe(si) < Stripes::kUncheckedRecords) {
+          model.recs[{si, slot}] = Model::Rec{k.cf, Known::kLive, 0, k.key};
+        }
+        stripes.NoteUnchecked(si, k.cf, k.h, k.key);
+        break;
+      }
+      case 3: {  // Set
+        const Known s = states[rng() % 3];
+        if (Model::Rec* r = model.Find(si, k.cf, k.h, k.key)) r->state = s;
+        stripes.Set(si, k.cf, k.h, k.key, s);
+        break;
+      }
+      case 4: {  // ForgetFamily, now and then
+        if (rng() % 50 != 0) break;
+        const uint32_t cf = static_cast<uint32_t>(rng() % 2);
+        for (auto it = model.recs.begin(); it != model.recs.end();) {
+          if (it->second.cf != cf) {
+            ++it;
+          } else if (it->second.pending == 0) {
+            it = model.recs.erase(it);
+          } else {
+            it->second.state = Known::kUnknown;
+            ++it;
+          }
+        }
+        stripes.ForgetFamily(cf);
+        break;
+      }
+      default:
+        break;
+    }
+    // Every key's state agrees after every step.
+    if (step % 16 == 0 || step > 19900) {
+      for (const K& q : keys) {
+        const uint32_t qi = stripes.Of(q.cf, q.h);
+        const Model::Rec* r = model.Find(qi, q.cf, q.h, q.key);
+        ASSERT_EQ(stripes.State(qi, q.cf, q.h, q.key), r == nullptr ? Known::kUnknown : r->state)
+            << "step " << step << " key " << q.key;
+        KnownKey* found = stripes.Find(qi, q.cf, q.h, q.key);
+        ASSERT_EQ(found != nullptr, r != nullptr) << "step " << step;
+        if (found != nullptr) {
+          ASSERT_EQ(found->pending, r->pending) << "step " << step;
+        }
+      }
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Seeds, LiveKeyStripesRecords, ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u));
+
+}  // namespace
+}  // namespace live_key
+}  // namespace dlcbf
