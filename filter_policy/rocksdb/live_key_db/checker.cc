@@ -140,7 +140,7 @@ void LiveKeyDB::Rep::RunChecks(std::vector<PendingCheck>* batch) {
     for (size_t k = i; k < j; ++k) ApplyCheck(&(*batch)[k], sts[k - i].ok());
     // One release of the group's snapshot references and one count down
     // per MultiGet, not one per check: writers take both lines.
-    ReleaseSnapshotRef(first.snapshot, static_cast<uint32_t>(n));
+    ReleaseSnapshotRef(first.snapshot, static_cast<uint32_t>(n));  // the group's checks no longer use it
     pending_checks.fetch_sub(n, std::memory_order_relaxed);
     i = j;
   }
@@ -213,6 +213,9 @@ void LiveKeyDB::Rep::CheckLoop() {
     l.unlock();
     RunChecks(&batch);
     batch.clear();
+    // A burst's capacity is not kept (up to max_pending_checks checks):
+    // past kKeptChecks the vector is freed, at one allocation per batch.
+    if (batch.capacity() > kKeptChecks) std::vector<PendingCheck>().swap(batch);
     l.lock();
     check_busy = false;
     if (checks.empty()) check_idle_cv.notify_all();

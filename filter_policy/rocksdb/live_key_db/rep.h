@@ -685,6 +685,7 @@ struct LiveKeyDB::Rep {
   static constexpr size_t kCheckWakeBatch = 256;  // queued checks that wake the checker
   static constexpr int kCheckPollMs = 1;          // its poll while checks come
   static constexpr size_t kCheckMultiGet = 64;    // keys per MultiGet
+  static constexpr size_t kKeptChecks = 8192;     // a check vector's capacity kept between batches
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
   // A read that found `key` live in the DB at the latest state, with its

@@ -38,14 +38,15 @@ class SmallKey {
   }
 
   void assign(const rocksdb::Slice& key) {
-    size_ = key.size();
-    if (size_ <= kInline) {
+    if (key.size() <= kInline) {
       heap_.reset();
-      if (size_ > 0) std::memcpy(inline_, key.data(), size_);
+      if (key.size() > 0) std::memcpy(inline_, key.data(), key.size());
     } else {
-      heap_.reset(new char[size_]);
-      std::memcpy(heap_.get(), key.data(), size_);
+      std::unique_ptr<char[]> h(new char[key.size()]);  // size_ unchanged until it holds the key
+      std::memcpy(h.get(), key.data(), key.size());
+      heap_ = std::move(h);
     }
+    size_ = key.size();
   }
   rocksdb::Slice slice() const { return rocksdb::Slice(heap_ != nullptr ? heap_.get() : inline_, size_); }
   bool operator==(const rocksdb::Slice& key) const { return slice() == key; }

@@ -179,7 +179,7 @@ class Stripes {
     Stripe& s = s_[si];
     KnownKey* k = s.FindSlot(KnownSlot(cf, h));
     if (k == nullptr) return;
-    if (--k->pending == 0) s.Remove(k);
+    if (--k->pending == 0) s.Remove(k, KeepsRecords(si));
   }
   // With every stripe held: nothing more is known of family cf's keys
   // (records without a pending check, left by unchecked copies, go).
@@ -191,7 +191,7 @@ class Stripes {
         if (k->cf != cf) {
           ++j;
         } else if (k->pending == 0) {
-          s.Remove(k);  // moves the last record into j
+          s.Remove(k, KeepsRecords(i));  // moves the last record into j
         } else {
           k->state = Known::kUnknown;
           ++j;
@@ -202,12 +202,14 @@ class Stripes {
 
  private:
   // One stripe: its mutex, its stamp and its records' header in one cache
-  // line, so a write's lock, known-state lookup and release touch one line
-  // (plus the records themselves, only while the stripe has some). The
-  // records are an unordered array searched by slot: a stripe holds about
-  // pending checks / lock_stripes of them (0-3 on a busy DB with 1024
-  // stripes), and the array keeps its capacity, so records are added and
-  // removed without an allocation once it has grown.
+  // line (where std::mutex takes 40 bytes: glibc on x86-64), so a write's
+  // lock, known-state lookup and release touch one line (plus the records
+  // themselves, only while the stripe has some). The records are an
+  // unordered array searched by slot: a stripe holds about pending checks
+  // / lock_stripes of them (0-3 on a busy DB with 1024 stripes). Stripes
+  // below kKeepingStripes keep an emptied array of up to kKeptRecords
+  // records (at most 1.3 MB in all), so their records come and go without
+  // an allocation; other arrays are freed when emptied.
   struct alignas(64) Stripe {
     std::mutex mu;
     std::atomic<uint64_t> released_at{0};
@@ -236,21 +238,26 @@ class Stripes {
       k->state = Known::kUnknown;
       return k;
     }
-    // Removes *k (the last record takes its place). An emptied array
-    // that grew past kKeptRecords is freed (a burst of pending checks
-    // leaves no lasting memory).
-    void Remove(KnownKey* k) {
+    // Removes *k (the last record takes its place, and leaves no key
+    // behind). An emptied array is freed unless `keep` and it holds at
+    // most kKeptRecords (a burst of pending checks leaves no lasting
+    // memory).
+    void Remove(KnownKey* k, bool keep) {
       KnownKey* last = &known[known_size - 1];
       if (k != last) *k = std::move(*last);
+      last->key.assign(rocksdb::Slice());
       --known_size;
-      if (known_size == 0 && known_cap > kKeptRecords) {
+      if (known_size == 0 && (!keep || known_cap > kKeptRecords)) {
         known.reset();
         known_cap = 0;
       }
     }
   };
+  static_assert(sizeof(std::mutex) != 40 || sizeof(Stripe) == 64, "a stripe fits one cache line");
   static constexpr uint32_t kInitialRecords = 4;
-  static constexpr uint32_t kKeptRecords = 16;
+  static constexpr uint32_t kKeptRecords = 4;
+  static constexpr uint32_t kKeepingStripes = 4096;
+  static bool KeepsRecords(uint32_t si) { return si < kKeepingStripes; }
 
   std::unique_ptr<Stripe[]> s_;
   uint32_t mask_;
