@@ -4,6 +4,7 @@
 // snapshot) and apply it (ApplyCheck). Contract: checker.h.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -211,11 +212,16 @@ void LiveKeyDB::Rep::CheckLoop() {
     batch.swap(checks);
     check_busy = true;
     l.unlock();
+    const size_t taken = batch.size();
     RunChecks(&batch);
     batch.clear();
     // A burst's capacity is not kept (up to max_pending_checks checks):
     // past kKeptChecks the vector is freed, at one allocation per batch.
+    // Else it is sized here, on the checker's thread, for twice this
+    // batch: the writers who fill it next rarely grow it (a growth moves
+    // every queued check under check_mu).
     if (batch.capacity() > kKeptChecks) std::vector<PendingCheck>().swap(batch);
+    batch.reserve(std::min(kKeptChecks, 2 * taken));
     l.lock();
     check_busy = false;
     if (checks.empty()) check_idle_cv.notify_all();
