@@ -56,8 +56,14 @@
 // then the goal lines (LiveKeyDB vs bloom10, same run; issues #23 and #28),
 // and for the write workloads the cost paired by repetition:
 //   live_key_bench paired <w> livekey/bloom10 per repetition: median <x>x (min, max, reps)
+// and for the overwrite workloads the throughput paired by repetition:
+//   live_key_bench paired <w> throughput livekey/bloom10 per repetition: median <x>x (min, max, reps)
 // Latency lines (Zipf and growth workloads):
-//   live_key_bench latency config=<c> workload=<w> ops=<n> kops_per_sec=<x> p50_us=.. p99_us=.. p999_us=.. max_us=.. [mode=.. pending_copies=.. ...]
+//   live_key_bench latency config=<c> workload=<w> ops=<n> kops_per_sec=<x> p50_us=.. p99_us=.. p999_us=.. max_us=..
+//     [writer_cpu_us_per_op=.. process_cores=..] [mode=.. pending_copies=.. ...]
+// (overwrite workloads: the writers' CPU time per op and the cores the
+// process kept busy, medians of the repetitions; before each timed run the
+// bench waits until no DB has a flush or compaction running or pending)
 #include <gflags/gflags.h>
 
 #include <algorithm>
@@ -66,6 +72,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -185,6 +192,20 @@ class Zipf {
 };
 
 // Per-op latencies (ns) of one configuration and workload, all repetitions.
+// Per repetition of a timed overwrite run: the writer threads' CPU time
+// per op, and the cores the whole process kept busy (process CPU time /
+// wall time: writers, LiveKeyDB's checker, RocksDB's flushes and
+// compactions).
+struct Cpu {
+  std::vector<double> writer_us_per_op, cores;
+  static double Median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  }
+};
+
 struct Latency {
   std::vector<uint64_t> ns;
   double Pct(double p) {
@@ -199,6 +220,39 @@ struct Latency {
 uint64_t NowNs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+}
+
+// CPU seconds of the calling thread, and of the whole process.
+double CpuSeconds(clockid_t which) {
+  timespec ts{};
+  clock_gettime(which, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Waits (up to 120 s) until no DB has a flush or compaction running or
+// pending, so that a timed run competes only with its own DB's background
+// work, never with what the run before it left behind. Returns the
+// seconds waited; prints a line if the wait timed out.
+double QuiesceAll(const std::vector<Config>& configs) {
+  const auto t0 = Clock::now();
+  const char* props[] = {"rocksdb.num-running-flushes", "rocksdb.num-running-compactions",
+                         "rocksdb.mem-table-flush-pending", "rocksdb.compaction-pending"};
+  for (;;) {
+    bool busy = false;
+    for (const Config& c : configs) {
+      for (const char* p : props) {
+        uint64_t v = 0;
+        if (c.db->GetIntProperty(p, &v) && v != 0) busy = true;
+      }
+    }
+    if (!busy) break;
+    if (Since(t0) > 120) {
+      std::printf("live_key_bench WARNING background work still running after 120 s; timing anyway\n");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Since(t0);
 }
 
 }  // namespace
@@ -412,6 +466,7 @@ int main(int argc, char** argv) {
 
   // ---- Zipf overwrites, 1 and 4 writers --------------------------------------------
   std::map<std::string, std::map<std::string, Latency>> lat;
+  std::map<std::string, std::map<std::string, Cpu>> cpus;
   std::map<std::string, std::map<std::string, std::string>> zipf_mode;
   // queue_full_fallbacks, busy_sync_reads and unchecked copies before the workload, per
   // configuration (the line reports the workload's total over its repetitions)
@@ -451,22 +506,33 @@ int main(int argc, char** argv) {
         }
         for (size_t j = 0; j < configs.size(); ++j) {
           Config& c = configs[(j + rep) % configs.size()];
+          QuiesceAll(configs);
           std::vector<std::vector<uint64_t>> tl(threads);
+          std::vector<double> writer_cpu(threads, 0.0);
+          const double proc0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
           const auto t0 = Clock::now();
           std::vector<std::thread> ts;
           for (uint32_t t = 0; t < threads; ++t) {
             ts.emplace_back([&, t] {
               tl[t].reserve(streams[t].size());
+              const double cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
               for (const std::string& k : streams[t]) {
                 const uint64_t a = NowNs();
                 Check(c.db->Put(wo, k, value), "Zipf Put");
                 tl[t].push_back(NowNs() - a);
               }
+              writer_cpu[t] = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
             });
           }
           for (auto& t : ts) t.join();
           Result& r = results[c.name][w];
-          r.secs.push_back(Since(t0));
+          const double wall = Since(t0);
+          r.secs.push_back(wall);
+          double wcpu = 0;
+          for (double x : writer_cpu) wcpu += x;
+          Cpu& cpu = cpus[c.name][w];
+          cpu.writer_us_per_op.push_back(wcpu * 1e6 / static_cast<double>(FLAGS_zipf_writes));
+          cpu.cores.push_back((CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - proc0) / wall);
           r.ops = FLAGS_zipf_writes;
           for (auto& v : tl) lat[c.name][w].ns.insert(lat[c.name][w].ns.end(), v.begin(), v.end());
           if (c.live != nullptr) {
@@ -493,10 +559,13 @@ int main(int argc, char** argv) {
       for (const Config& c : configs) {
         const Result& r = results[c.name][w];
         Latency& l = lat[c.name][w];
+        Cpu& cpu = cpus[c.name][w];
         std::printf("live_key_bench latency config=%-12s workload=%-10s ops=%-8" PRIu64
-                    " kops_per_sec=%9.1f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.1f %s\n",
+                    " kops_per_sec=%9.1f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.1f"
+                    " writer_cpu_us_per_op=%.2f process_cores=%.2f %s\n",
                     c.name.c_str(), w.c_str(), r.ops, r.ops / r.Median() / 1e3, l.Pct(0.50), l.Pct(0.99),
-                    l.Pct(0.999), l.MaxUs(), zipf_mode[c.name][w].c_str());
+                    l.Pct(0.999), l.MaxUs(), Cpu::Median(cpu.writer_us_per_op), Cpu::Median(cpu.cores),
+                    zipf_mode[c.name][w].c_str());
       }
       std::fflush(stdout);
     }
@@ -644,6 +713,20 @@ int main(int argc, char** argv) {
         std::printf("live_key_bench goal %-10s index mode at the end: %s (goal: dlcbf) %s\n", w,
                     zipf_mode["livekey"][w].c_str(), in_dlcbf ? "PASS" : "FAIL");
       }
+    }
+    // The overwrite workloads' throughput paired by repetition (each
+    // configuration runs alone, back to back with the other inside one
+    // repetition, so a ratio shares the VM's speed of that minute).
+    for (const char* w : {"zipf_1t", "zipf_4t", "uniform_1t", "uniform_2t", "uniform_4t"}) {
+      if (!results["livekey"].count(w) || !results["bloom10"].count(w)) continue;
+      const Result& a = results["livekey"][w];
+      const Result& b = results["bloom10"][w];
+      if (a.secs.size() != b.secs.size() || a.secs.empty()) continue;
+      Result r;
+      for (size_t i = 0; i < a.secs.size(); ++i) r.secs.push_back(b.secs[i] / a.secs[i]);
+      std::printf("live_key_bench paired %-10s throughput livekey/bloom10 per repetition: median %.3fx "
+                  "(min %.3fx, max %.3fx, %zu reps)\n",
+                  w, r.Median(), r.Min(), r.Max(), r.secs.size());
     }
     if (FLAGS_zipf_writes > 0 && results["livekey"].count("uniform_4t") && results["bloom10"].count("uniform_4t")) {
       const double u4 = results["bloom10"]["uniform_4t"].Median() / results["livekey"]["uniform_4t"].Median();
