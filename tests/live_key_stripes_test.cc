@@ -1,17 +1,23 @@
 // LiveKeyDB's per-stripe known key states (filter_policy/rocksdb/live_key_db/
-// stripes.h) and the key copies they and the deferred checks hold
-// (small_key.h): a randomized differential test of the records against a
-// reference model keyed by (stripe, slot), the container they replaced,
-// with slot collisions between keys forced; and SmallKey at its bounds.
+// stripes.h), the key copies they and the deferred checks hold
+// (small_key.h) and the queue of deferred checks (checker.h, CheckQueue):
+// a randomized differential test of the records against a reference model
+// keyed by (stripe, slot), the container they replaced, with slot
+// collisions between keys forced; SmallKey at its bounds; and the queue
+// against a std::deque, FIFO across its blocks, with its pool reused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "filter_policy/rocksdb/live_key_db/checker.h"
 #include "filter_policy/rocksdb/live_key_db/small_key.h"
 #include "filter_policy/rocksdb/live_key_db/stripes.h"
 
@@ -176,6 +182,80 @@ TEST_P(LiveKeyStripesRecords, MatchTheReferenceModel) {
     }
   }
 }
+// The check queue against a std::deque: random bursts of pushes (some
+// past the pool's kPooledBlocks blocks), each taken whole as the checker
+// takes it, with more pushed while a batch is out (as writers do while the
+// checker runs), must come out in push order with every key intact. The
+// pool is checked against its own model: a block is allocated only when
+// the pool is empty, and Recycle keeps up to kPooledBlocks.
+class LiveKeyCheckQueue : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(LiveKeyCheckQueue, IsFifoAcrossBlocksAndReusesItsPool) {
+  std::mt19937_64 rng(GetParam());
+  CheckQueue q;
+  std::deque<std::pair<uint64_t, std::string>> model;
+  uint64_t next = 0;
+  size_t pool = 0;             // the pool's model
+  uint64_t allocated = 0;      // blocks allocated, by the model
+  size_t tail_room = 0;        // free slots in the queue's last block
+  auto push = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (tail_room == 0) {  // a new block: from the pool if it has one
+        if (pool > 0) {
+          --pool;
+        } else {
+          ++allocated;
+        }
+        tail_room = CheckQueue::kBlockChecks;
+      }
+      --tail_room;
+      const uint64_t hash = next++;
+      // Short keys inline, long ones on the heap (SmallKey::kInline).
+      const std::string key = std::to_string(hash) + std::string(rng() % 3 == 0 ? 60 : 4, 'k');
+      PendingCheck c;
+      c.hash = hash;
+      c.key.assign(key);
+      q.Push(std::move(c));
+      model.emplace_back(hash, key);
+    }
+  };
+  for (int round = 0; round < 60; ++round) {
+    const size_t burst_blocks = rng() % 4 == 0 ? CheckQueue::kPooledBlocks + 1 + rng() % 8 : rng() % 6;
+    push(burst_blocks * CheckQueue::kBlockChecks + rng() % CheckQueue::kBlockChecks);
+    ASSERT_EQ(q.size(), model.size());
+    ASSERT_EQ(q.allocated(), allocated) << "round " << round;
+    ASSERT_EQ(q.pooled(), pool) << "round " << round;
+    CheckQueue::Blocks taken;
+    q.TakeAll(&taken);
+    tail_room = 0;
+    EXPECT_TRUE(q.empty());
+    std::deque<std::pair<uint64_t, std::string>> later;  // pushed while the batch is out
+    const size_t taken_checks = model.size();
+    push(rng() % (2 * CheckQueue::kBlockChecks));
+    later.assign(model.begin() + static_cast<std::ptrdiff_t>(taken_checks), model.end());
+    model.resize(taken_checks);
+    for (const auto& b : taken) {
+      ASSERT_GT(b->n, 0u);
+      ASSERT_LE(b->n, CheckQueue::kBlockChecks);
+      for (size_t i = 0; i < b->n; ++i) {
+        ASSERT_FALSE(model.empty());
+        ASSERT_EQ(b->c[i].hash, model.front().first);
+        ASSERT_EQ(b->c[i].key.slice().ToString(), model.front().second);
+        model.pop_front();
+        b->c[i].key.assign(rocksdb::Slice());  // as RunChecks leaves them
+      }
+    }
+    EXPECT_TRUE(model.empty());
+    model = std::move(later);
+    pool = std::min(CheckQueue::kPooledBlocks, pool + taken.size());
+    q.Recycle(&taken);
+    EXPECT_TRUE(taken.empty());
+    ASSERT_EQ(q.pooled(), pool) << "round " << round;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, LiveKeyCheckQueue, ::testing::Values(1u, 2u, 3u));
+
 INSTANTIATE_TEST_SUITE_P(Seeds, LiveKeyStripesRecords, ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u));
 
 }  // namespace

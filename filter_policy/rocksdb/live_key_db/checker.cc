@@ -4,7 +4,6 @@
 // snapshot) and apply it (ApplyCheck). Contract: checker.h.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
-#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -90,7 +89,7 @@ void LiveKeyDB::Rep::QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap
   bool wake;
   {
     std::lock_guard<std::mutex> l(check_mu);
-    checks.push_back(std::move(c));
+    checks.Push(std::move(c));
     wake = checks.size() == kCheckWakeBatch || check_sleeping;
   }
   // No wake-up per check: a futex wake and a context switch would cost
@@ -111,39 +110,43 @@ void LiveKeyDB::Rep::QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap
 // without moving its ReleasedAt.
 // The reads are batched (RunChecks): the checks of one family that share
 // a snapshot (most do: rep.h, CheckSnapshot) are read in one MultiGet.
-void LiveKeyDB::Rep::RunChecks(std::vector<PendingCheck>* batch) {
+void LiveKeyDB::Rep::RunChecks(CheckQueue::Blocks* batch) {
   std::vector<ColumnFamilyHandle*> hs;
   std::vector<Slice> ks;
   std::vector<PinnableSlice> vals;
   std::vector<rocksdb::Status> sts;
-  for (size_t i = 0; i < batch->size();) {
-    PendingCheck& first = (*batch)[i];
-    size_t j = i + 1;
-    while (j < batch->size() && j - i < kCheckMultiGet && (*batch)[j].cf == first.cf &&
-           (*batch)[j].snapshot == first.snapshot) {
-      ++j;
+  for (auto& block : *batch) {  // (a group never spans two blocks)
+    PendingCheck* const c = block->c;
+    const size_t size = block->n;
+    for (size_t i = 0; i < size;) {
+      PendingCheck& first = c[i];
+      size_t j = i + 1;
+      while (j < size && j - i < kCheckMultiGet && c[j].cf == first.cf && c[j].snapshot == first.snapshot) ++j;
+      const size_t n = j - i;
+      hs.assign(n, first.cf->handle);
+      ks.clear();
+      for (size_t k = i; k < j; ++k) ks.emplace_back(c[k].key.slice());
+      vals.clear();
+      vals.resize(n);
+      sts.assign(n, rocksdb::Status());
+      ReadOptions ro;
+      ro.snapshot = first.snapshot->snap;
+      // The checks' blocks are random and read once: caching them would
+      // evict the application's blocks (and cost the checker an insert and
+      // an eviction per block).
+      ro.fill_cache = false;
+      base->MultiGet(ro, n, hs.data(), ks.data(), vals.data(), sts.data());
+      epochs.Bump(kCheckReads);
+      for (size_t k = i; k < j; ++k) {
+        ApplyCheck(&c[k], sts[k - i].ok());
+        c[k].key.assign(Slice());  // a long key's bytes go now, not when the block is reused
+      }
+      // One release of the group's snapshot references and one count down
+      // per MultiGet, not one per check: writers take both lines.
+      ReleaseSnapshotRef(first.snapshot, static_cast<uint32_t>(n));  // the group's checks no longer use it
+      pending_checks.fetch_sub(n, std::memory_order_relaxed);
+      i = j;
     }
-    const size_t n = j - i;
-    hs.assign(n, first.cf->handle);
-    ks.clear();
-    for (size_t k = i; k < j; ++k) ks.emplace_back((*batch)[k].key.slice());
-    vals.clear();
-    vals.resize(n);
-    sts.assign(n, rocksdb::Status());
-    ReadOptions ro;
-    ro.snapshot = first.snapshot->snap;
-    // The checks' blocks are random and read once: caching them would
-    // evict the application's blocks (and cost the checker an insert and
-    // an eviction per block).
-    ro.fill_cache = false;
-    base->MultiGet(ro, n, hs.data(), ks.data(), vals.data(), sts.data());
-    epochs.Bump(kCheckReads);
-    for (size_t k = i; k < j; ++k) ApplyCheck(&(*batch)[k], sts[k - i].ok());
-    // One release of the group's snapshot references and one count down
-    // per MultiGet, not one per check: writers take both lines.
-    ReleaseSnapshotRef(first.snapshot, static_cast<uint32_t>(n));  // the group's checks no longer use it
-    pending_checks.fetch_sub(n, std::memory_order_relaxed);
-    i = j;
   }
 }
 void LiveKeyDB::Rep::ApplyCheck(PendingCheck* c, bool live) {
@@ -177,7 +180,7 @@ void LiveKeyDB::Rep::ApplyCheck(PendingCheck* c, bool live) {
 // Close drains the queue before it stops.
 void LiveKeyDB::Rep::CheckLoop() {
   std::unique_lock<std::mutex> l(check_mu);
-  std::vector<PendingCheck> batch;
+  CheckQueue::Blocks batch;
   bool idle = false;
   for (;;) {
     if (idle && checks.empty() && !check_stop) {
@@ -206,23 +209,18 @@ void LiveKeyDB::Rep::CheckLoop() {
       continue;
     }
 #endif
-    // Take everything queued at once (one lock round trip per batch). The
-    // two vectors trade places and keep their capacity: no allocation per
-    // check once they have grown.
-    batch.swap(checks);
+    // Take everything queued at once (one lock round trip per batch), and
+    // give the emptied blocks back for the writers to fill again
+    // (CheckQueue: a burst's blocks beyond its pool are freed).
+    checks.TakeAll(&batch);
     check_busy = true;
     l.unlock();
-    const size_t taken = batch.size();
     RunChecks(&batch);
-    batch.clear();
-    // A burst's capacity is not kept (up to max_pending_checks checks):
-    // past kKeptChecks the vector is freed, at one allocation per batch.
-    // Else it is sized here, on the checker's thread, for twice this
-    // batch: the writers who fill it next rarely grow it (a growth moves
-    // every queued check under check_mu).
-    if (batch.capacity() > kKeptChecks) std::vector<PendingCheck>().swap(batch);
-    batch.reserve(std::min(kKeptChecks, 2 * taken));
+    // A burst's blocks past what the pool keeps are freed here, outside
+    // check_mu, so writers never wait for those frees.
+    if (batch.size() > CheckQueue::kPooledBlocks) batch.resize(CheckQueue::kPooledBlocks);
     l.lock();
+    checks.Recycle(&batch);
     check_busy = false;
     if (checks.empty()) check_idle_cv.notify_all();
   }

@@ -206,7 +206,7 @@ struct LiveKeyDB::Rep {
   std::thread checker;
   std::mutex check_mu;
   std::condition_variable check_cv, check_idle_cv;
-  std::vector<PendingCheck> checks;  // swapped with the checker's batch (CheckLoop)
+  CheckQueue checks;  // guarded by check_mu (checker.h)
   bool check_stop = false;
   bool check_busy = false;
   bool check_sleeping = false;  // CheckLoop waits for a first check (idle)
@@ -678,14 +678,13 @@ struct LiveKeyDB::Rep {
   void ReleaseSnapshotRef(SharedSnapshot* s, uint32_t n = 1);  // n references
   void DropCurrentSnapshot();
   void QueueCheck(CfState* cf, uint64_t hash, SharedSnapshot* snap, const Slice& key, uint32_t si, Known after);
-  void RunChecks(std::vector<PendingCheck>* batch);
+  void RunChecks(CheckQueue::Blocks* batch);
   void ApplyCheck(PendingCheck* c, bool live);
   void CheckLoop();
   void StopChecks();
   static constexpr size_t kCheckWakeBatch = 256;  // queued checks that wake the checker
   static constexpr int kCheckPollMs = 1;          // its poll while checks come
   static constexpr size_t kCheckMultiGet = 64;    // keys per MultiGet
-  static constexpr size_t kKeptChecks = 8192;     // a check vector's capacity kept between batches
 
   rocksdb::Status WriteBatchImpl(const WriteOptions& wo, WriteBatch* batch);
   // A read that found `key` live in the DB at the latest state, with its
