@@ -150,16 +150,19 @@ rocksdb::Options MakeOptions(const std::shared_ptr<const rocksdb::FilterPolicy>&
   return dlcbf::bench::DeepLsmOptions(policy, FLAGS_cache_mb);
 }
 
+// The median of v (0 if empty).
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 struct Result {
   std::vector<double> secs;  // one per repetition
   uint64_t ops = 0;
   uint64_t found = 0;
-  double Median() const {
-    std::vector<double> v = secs;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-  }
+  double Median() const { return ::Median(secs); }
   double Min() const { return *std::min_element(secs.begin(), secs.end()); }
   double Max() const { return *std::max_element(secs.begin(), secs.end()); }
 };
@@ -191,21 +194,15 @@ class Zipf {
   double theta_, zetan_ = 0, alpha_ = 0, eta_ = 0;
 };
 
-// Per-op latencies (ns) of one configuration and workload, all repetitions.
 // Per repetition of a timed overwrite run: the writer threads' CPU time
 // per op, and the cores the whole process kept busy (process CPU time /
 // wall time: writers, LiveKeyDB's checker, RocksDB's flushes and
 // compactions).
 struct Cpu {
   std::vector<double> writer_us_per_op, cores;
-  static double Median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-  }
 };
 
+// Per-op latencies (ns) of one configuration and workload, all repetitions.
 struct Latency {
   std::vector<uint64_t> ns;
   double Pct(double p) {
@@ -231,9 +228,9 @@ double CpuSeconds(clockid_t which) {
 
 // Waits (up to 120 s) until no DB has a flush or compaction running or
 // pending, so that a timed run competes only with its own DB's background
-// work, never with what the run before it left behind. Returns the
-// seconds waited; prints a line if the wait timed out.
-double QuiesceAll(const std::vector<Config>& configs) {
+// work, never with what the run before it left behind. Prints a line if
+// the wait timed out.
+void QuiesceAll(const std::vector<Config>& configs) {
   const auto t0 = Clock::now();
   const char* props[] = {"rocksdb.num-running-flushes", "rocksdb.num-running-compactions",
                          "rocksdb.mem-table-flush-pending", "rocksdb.compaction-pending"};
@@ -252,7 +249,6 @@ double QuiesceAll(const std::vector<Config>& configs) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return Since(t0);
 }
 
 }  // namespace
@@ -564,7 +560,7 @@ int main(int argc, char** argv) {
                     " kops_per_sec=%9.1f p50_us=%.2f p99_us=%.2f p999_us=%.2f max_us=%.1f"
                     " writer_cpu_us_per_op=%.2f process_cores=%.2f %s\n",
                     c.name.c_str(), w.c_str(), r.ops, r.ops / r.Median() / 1e3, l.Pct(0.50), l.Pct(0.99),
-                    l.Pct(0.999), l.MaxUs(), Cpu::Median(cpu.writer_us_per_op), Cpu::Median(cpu.cores),
+                    l.Pct(0.999), l.MaxUs(), Median(cpu.writer_us_per_op), Median(cpu.cores),
                     zipf_mode[c.name][w].c_str());
       }
       std::fflush(stdout);
