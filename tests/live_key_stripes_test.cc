@@ -77,7 +77,8 @@ TEST_P(LiveKeyStripesRecords, MatchTheReferenceModel) {
   Stripes stripes(n_stripes);
   Model model;
   // Keys of two families; some pairs share a hash (a slot collision),
-  // some keys are longer than SmallKey's inline bytes.
+  // some only the top 8 bits of it (a tag collision: stripes.h, Tag), some
+  // keys are longer than SmallKey's inline bytes.
   struct K {
     uint32_t cf;
     uint64_t h;
@@ -88,6 +89,7 @@ TEST_P(LiveKeyStripesRecords, MatchTheReferenceModel) {
     K k;
     k.cf = i % 7 == 0 ? 1 : 0;
     k.h = i % 5 == 4 ? keys[i - 1].h : rng();  // every fifth key collides with the one before
+    if (i % 5 == 3) k.h = (keys[i - 1].h & 0xFF00000000000000ULL) | (rng() >> 8);  // its tag only
     if (i % 5 == 4) k.cf = keys[i - 1].cf;
     k.key = "key" + std::to_string(i) + std::string(i % 3 == 0 ? 60 : 10, 'x');
     keys.push_back(k);

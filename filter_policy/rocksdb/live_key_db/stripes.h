@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -203,34 +205,87 @@ class Stripes {
  private:
   // One stripe: its mutex, its stamp and its records' header in one cache
   // line (where std::mutex takes 40 bytes: glibc on x86-64), so a write's
-  // lock, known-state lookup and release touch one line (plus the records
-  // themselves, only while the stripe has some). The records are an
-  // unordered array searched by slot: a stripe holds about pending checks
-  // / lock_stripes of them (0-3 on a busy DB with 1024 stripes). Stripes
-  // below kKeepingStripes keep an emptied array of up to kKeptRecords
-  // records (at most 1.3 MB in all), so their records come and go without
-  // an allocation; other arrays are freed when emptied.
+  // lock, known-state lookup and release touch one line (plus the records'
+  // tags, only while the stripe has records). The records are an unordered
+  // array; a stripe holds about pending checks / lock_stripes of them: 0-3
+  // on a DB whose checker keeps up, up to 64 with 1024 stripes and a full
+  // queue of 65,536 checks (max_pending_checks). A lookup therefore scans
+  // a tag array, one byte per record (Tag: the slot's top 8 bits), eight
+  // tags per step (64 records: one cache line), and reads only the records
+  // whose tag matches (1/256 of the others): scanning the 80-byte records
+  // themselves cost a writer 0.49 us per op at 64 per stripe (perf,
+  // live_key_bench uniform_1t, 600,000 writes). The tags sit before the
+  // records in one allocation (Alloc). Stripes below kKeepingStripes keep
+  // an emptied array of up to kKeptRecords records (at most 1.6 MB in
+  // all), so their records come and go without an allocation; other
+  // arrays are freed when emptied.
   struct alignas(64) Stripe {
     std::mutex mu;
     std::atomic<uint64_t> released_at{0};
-    std::unique_ptr<KnownKey[]> known;  // known_cap records, the first known_size in use
+    KnownKey* known = nullptr;  // known_cap records (Alloc), the first known_size in use
     uint32_t known_size = 0;
     uint32_t known_cap = 0;
 
+    Stripe() = default;
+    Stripe(const Stripe&) = delete;
+    Stripe& operator=(const Stripe&) = delete;
+    ~Stripe() { Free(known, known_cap); }
+
+    static uint8_t Tag(uint64_t slot) { return static_cast<uint8_t>(slot >> 56); }
+    // known_cap tags, then 8-byte steps' padding (never read as a match).
+    static size_t TagBytes(uint32_t cap) { return (static_cast<size_t>(cap) + 63) & ~size_t{63}; }
+    uint8_t* tags() const { return reinterpret_cast<uint8_t*>(known) - TagBytes(known_cap); }
+    // One allocation: TagBytes(cap) tag bytes, then cap records.
+    static KnownKey* Alloc(uint32_t cap) {
+      static_assert(alignof(KnownKey) <= 64, "records follow 64-byte-rounded tags");
+      char* mem = static_cast<char*>(::operator new(TagBytes(cap) + cap * sizeof(KnownKey)));
+      KnownKey* r = reinterpret_cast<KnownKey*>(mem + TagBytes(cap));
+      for (uint32_t j = 0; j < cap; ++j) new (&r[j]) KnownKey();
+      return r;
+    }
+    static void Free(KnownKey* r, uint32_t cap) {
+      if (r == nullptr) return;
+      for (uint32_t j = 0; j < cap; ++j) r[j].~KnownKey();
+      ::operator delete(reinterpret_cast<char*>(r) - TagBytes(cap));
+    }
+
     KnownKey* FindSlot(uint64_t slot) {
-      for (uint32_t j = 0; j < known_size; ++j) {
-        if (known[j].slot == slot) return &known[j];
+      const uint8_t* t = tags();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+      const uint64_t pattern = 0x0101010101010101ULL * Tag(slot);
+      for (uint32_t base = 0; base < known_size; base += 8) {
+        uint64_t w;
+        std::memcpy(&w, t + base, 8);  // within TagBytes(known_cap): base < known_cap, a multiple of 8
+        const uint64_t x = w ^ pattern;
+        // 0x80 in exactly the bytes where x is 0 (the tag matches).
+        uint64_t m = ~(((x & kLow7) + kLow7) | x | kLow7);
+        if (known_size - base < 8) m &= (uint64_t{1} << (8 * (known_size - base))) - 1;
+        for (; m != 0; m &= m - 1) {
+          KnownKey* k = &known[base + static_cast<uint32_t>(__builtin_ctzll(m)) / 8];
+          if (k->slot == slot) return k;
+        }
       }
+#else
+      const uint8_t tag = Tag(slot);
+      for (uint32_t j = 0; j < known_size; ++j) {
+        if (t[j] == tag && known[j].slot == slot) return &known[j];
+      }
+#endif
       return nullptr;
     }
     KnownKey* Add(uint64_t slot) {
       if (known_size == known_cap) {
         const uint32_t cap = known_cap == 0 ? kInitialRecords : 2 * known_cap;
-        std::unique_ptr<KnownKey[]> grown(new KnownKey[cap]);
+        KnownKey* grown = Alloc(cap);
+        uint8_t* grown_tags = reinterpret_cast<uint8_t*>(grown) - TagBytes(cap);
         for (uint32_t j = 0; j < known_size; ++j) grown[j] = std::move(known[j]);
-        known = std::move(grown);
+        if (known_size > 0) std::memcpy(grown_tags, tags(), known_size);
+        Free(known, known_cap);
+        known = grown;
         known_cap = cap;
       }
+      tags()[known_size] = Tag(slot);
       KnownKey* k = &known[known_size++];
       k->slot = slot;
       k->cf = 0;
@@ -244,11 +299,15 @@ class Stripes {
     // memory).
     void Remove(KnownKey* k, bool keep) {
       KnownKey* last = &known[known_size - 1];
-      if (k != last) *k = std::move(*last);
+      if (k != last) {
+        *k = std::move(*last);
+        tags()[k - known] = tags()[known_size - 1];
+      }
       last->key.assign(rocksdb::Slice());
       --known_size;
       if (known_size == 0 && (!keep || known_cap > kKeptRecords)) {
-        known.reset();
+        Free(known, known_cap);
+        known = nullptr;
         known_cap = 0;
       }
     }
