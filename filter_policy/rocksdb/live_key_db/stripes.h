@@ -239,6 +239,7 @@ class Stripes {
     static KnownKey* Alloc(uint32_t cap) {
       static_assert(alignof(KnownKey) <= 64, "records follow 64-byte-rounded tags");
       char* mem = static_cast<char*>(::operator new(TagBytes(cap) + cap * sizeof(KnownKey)));
+      std::memset(mem, 0, TagBytes(cap));  // a scan's last step reads past known_size (masked)
       KnownKey* r = reinterpret_cast<KnownKey*>(mem + TagBytes(cap));
       for (uint32_t j = 0; j < cap; ++j) new (&r[j]) KnownKey();
       return r;
