@@ -431,8 +431,11 @@ void RemoveTempDb() {
   }
 }
 
-// Losses and errors: printed (parent) or sent to the parent (child).
+// Losses and errors: printed (parent) or sent to the parent (child). The
+// parent also keeps the first of each, repeated beside the verdict, so a
+// FAILED run's last lines say why.
 std::mutex g_print_mu;
+std::string g_first_loss, g_first_error;  // guarded by g_print_mu
 void ReportLoss(const std::string& what) {
   const uint64_t n = g.lost.fetch_add(1) + 1;
   if (FLAGS_expect_loss) g_stop = true;
@@ -440,8 +443,9 @@ void ReportLoss(const std::string& what) {
     WriteLine(g_side_fd, "L " + what + "\n");
     return;
   }
+  std::lock_guard<std::mutex> l(g_print_mu);
+  if (g_first_loss.empty()) g_first_loss = what;
   if (n <= static_cast<uint64_t>(FLAGS_print_losses)) {
-    std::lock_guard<std::mutex> l(g_print_mu);
     std::printf("livekey_stress: LOST %s\n", what.c_str());
     std::fflush(stdout);
   }
@@ -452,8 +456,9 @@ void ReportError(const std::string& what) {
     WriteLine(g_side_fd, "E " + what + "\n");
     return;
   }
+  std::lock_guard<std::mutex> l(g_print_mu);
+  if (g_first_error.empty()) g_first_error = what;
   if (n <= 20) {
-    std::lock_guard<std::mutex> l(g_print_mu);
     std::printf("livekey_stress: ERROR %s\n", what.c_str());
     std::fflush(stdout);
   }
@@ -2506,6 +2511,11 @@ int RunParent() {
   if (no_unchecked) std::printf("livekey_stress: no unchecked copy was taken (--expect_unchecked_copies)\n");
   const bool failed = lost > 0 || g.storms.load() > 0 || g.hangs.load() > 0 || g.errors.load() > 0 || !healthy ||
                       no_unchecked;
+  {
+    std::lock_guard<std::mutex> l(g_print_mu);
+    if (!g_first_loss.empty()) std::printf("livekey_stress: first loss: %s\n", g_first_loss.c_str());
+    if (!g_first_error.empty()) std::printf("livekey_stress: first error: %s\n", g_first_error.c_str());
+  }
   std::printf("livekey_stress: %s (seed %" PRIu64 ")\n", failed ? "FAILED" : "PASSED", g_seed);
   std::fflush(stdout);
   return failed ? 1 : 0;
