@@ -47,6 +47,35 @@ JOBS="${JOBS:-$(nproc)}"
 
 log() { printf '\n== %s\n' "$*"; }
 
+# run_ctest DIR CMD...: runs CMD (a ctest command line, maybe behind `env`)
+# in DIR. When tests fail, each failed test's last lines are printed again
+# at the very end: a CI log keeps its head and tail, and a long suite puts a
+# failure's own lines in the middle, where they would be cut.
+run_ctest() {
+  local dir="$1" rc=0
+  shift
+  (cd "$dir" && "$@") || rc=$?
+  [ "$rc" = 0 ] || ctest_failure_digest "$dir"
+  return "$rc"
+}
+
+ctest_failure_digest() {
+  local out="$1/Testing/Temporary/LastTest.log" failed="$1/Testing/Temporary/LastTestsFailed.log"
+  [ -f "$out" ] && [ -f "$failed" ] || { echo "(no ctest logs under $1/Testing/Temporary)"; return 0; }
+  local name
+  while IFS=: read -r _ name; do
+    echo
+    echo "==== FAILED: $name (its output's last ${DIGEST_LINES:-40} lines, from $out)"
+    # A test's block in LastTest.log: "N/M Test: <name>", ..., "Output:",
+    # a dashed line, the output, "<end of output>".
+    awk -v t="$name" '
+      $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); inside = ($0 == t); printing = 0; next }
+      inside && $0 == "<end of output>" { inside = 0; printing = 0; next }
+      inside && printing { print; next }
+      inside && /^-+$/ { printing = 1 }' "$out" | tail -n "${DIGEST_LINES:-40}"
+  done < "$failed"
+}
+
 # Debian packages the project needs. Each entry: "<package>".
 # gnuplot-nox: tools/bench/peer_bench --plot_dir draws its frontier plots with it.
 PACKAGES=(librocksdb-dev rocksdb-tools libgtest-dev libgmock-dev libgflags-dev
@@ -116,11 +145,11 @@ asan_suite() {
         -DDLCBF_BUILD_BENCHMARKS=OFF -DDLCBF_BUILD_EXAMPLES=OFF -DDLCBF_BUILD_PAPER_TOOLS=OFF >/dev/null
   cmake --build "$ASAN_BUILD_DIR" -j "$JOBS"
   log "running tests under ASan+UBSan (not the db_bench tests: stock db_bench cannot preload an ASan plugin; they ran in the Release suite)"
-  (cd "$ASAN_BUILD_DIR" &&
+  run_ctest "$ASAN_BUILD_DIR" env \
    DLCBF_TEST_SCALE="${DLCBF_TEST_SCALE:-0.25}" \
    ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}" \
    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-   ctest --output-on-failure -j "$JOBS" -E "$SANITIZER_CTEST_EXCLUDE" "$@")
+   ctest --output-on-failure -j "$JOBS" -E "$SANITIZER_CTEST_EXCLUDE" "$@"
 }
 
 TSAN_TARGETS=(dense_dleft_filter_test dense_dleft_filter_bmi2_test fast_dleft_filter_test dleft_test
@@ -160,18 +189,18 @@ tsan_suite() {
   local supp="$here/tests/memtable_index_tsan.supp"
   local opts="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$supp}"
   log "running the concurrency tests under TSan (-R '$TSAN_TESTS', LiveKeyDB apart)"
-  (cd "$TSAN_BUILD_DIR" &&
+  run_ctest "$TSAN_BUILD_DIR" env \
    DLCBF_TEST_SCALE="${DLCBF_TEST_SCALE:-0.25}" TSAN_OPTIONS="$opts" \
-   ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" -E "$SANITIZER_CTEST_EXCLUDE|$TSAN_EXCLUDE|^LiveKeyDB" "$@")
+   ctest --output-on-failure -j "$JOBS" -R "$TSAN_TESTS" -E "$SANITIZER_CTEST_EXCLUDE|$TSAN_EXCLUDE|^LiveKeyDB" "$@"
   # LiveKeyDB's rebuild holds all its stripe mutexes at once (LockAll), more
   # than the 64 locks per thread TSan's deadlock detector can track (it
   # aborts with "CHECK failed: sanitizer_deadlock_detector.h:67"), so its
   # tests run with detect_deadlocks=0: data races are still reported, lock
   # order inversions are not.
   log "running LiveKeyDB's concurrency tests under TSan (detect_deadlocks=0)"
-  (cd "$TSAN_BUILD_DIR" &&
+  run_ctest "$TSAN_BUILD_DIR" env \
    DLCBF_TEST_SCALE="${DLCBF_TEST_SCALE:-0.25}" TSAN_OPTIONS="$opts:detect_deadlocks=0" \
-   ctest --output-on-failure -j "$JOBS" -R "^LiveKeyDB.*($TSAN_TESTS)" -E "$SANITIZER_CTEST_EXCLUDE" "$@")
+   ctest --output-on-failure -j "$JOBS" -R "^LiveKeyDB.*($TSAN_TESTS)" -E "$SANITIZER_CTEST_EXCLUDE" "$@"
 }
 
 fuzz_build() {
@@ -611,7 +640,7 @@ case "$cmd" in
     install_packages
     build
     log "running tests (ctest)"
-    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" "$@")
+    run_ctest "$BUILD_DIR" ctest --output-on-failure -j "$JOBS" "$@"
     if [ "${DLCBF_CI_ASAN:-1}" != 0 ]; then asan_suite "$@"; else log "DLCBF_CI_ASAN=0: ASan/UBSan suite SKIPPED"; fi
     if [ "${DLCBF_CI_TSAN:-1}" != 0 ]; then tsan_suite "$@"; else log "DLCBF_CI_TSAN=0: TSan suite SKIPPED"; fi
     # 15 s per fuzzer here (CI's 30-minute budget); `tools/run.sh fuzz` runs 600 s each.
