@@ -2274,7 +2274,11 @@ LiveKeyIndexOptions CrashCycle(std::mt19937_64& rng, int round, const LiveKeyInd
   }
   const ChildReport r = ReadSideFile(side);
   if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
-    ReportError(Fmt("round %d: the crash child exited by itself (status %d)", round, status));
+    ReportError(WIFSIGNALED(status)
+                    ? Fmt("round %d: the crash child died of signal %d (%s)", round, WTERMSIG(status),
+                          strsignal(WTERMSIG(status)))
+                    : Fmt("round %d: the crash child exited by itself (exit code %d)", round,
+                          WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   } else {
     g.kills++;
   }

@@ -196,6 +196,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -287,8 +288,14 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   // (The file stays: from here on it is a checkpoint. A later crash loads
   // it and reads the keys written since; Close and checkpoints replace it.)
   UpdateCacheCharge();
-  bg = std::thread([this] { BackgroundLoop(); });
-  checker = std::thread([this] { CheckLoop(); });
+  // (No exception leaves LiveKeyDB: a thread that cannot start fails the
+  // Open, whose error path stops whichever one did.)
+  try {
+    bg = std::thread([this] { BackgroundLoop(); });
+    checker = std::thread([this] { CheckLoop(); });
+  } catch (const std::system_error& e) {
+    return rocksdb::Status::Aborted("LiveKeyDB: cannot start its background threads", e.what());
+  }
   if (flush_signal) flush_signal->Set([this] { RequestCheckpoint(); });
   if (background) {
     for (CfState* cf : todo) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -458,7 +459,18 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       for (size_t p = next_part.fetch_add(1); p < parts; p = next_part.fetch_add(1)) scan(p);
     };
     std::vector<std::thread> helpers;
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(worker);
+    for (size_t t = 1; t < threads; ++t) {
+      // A thread that cannot start (the process is at its thread limit)
+      // leaves its parts to the others: the scan is slower, never wrong,
+      // and no exception leaves LiveKeyDB.
+      try {
+        helpers.emplace_back(worker);
+      } catch (const std::system_error& e) {
+        rocksdb::Warn(log, "LiveKeyDB: rebuilding '%s': %zu scan threads of %zu started (%s)", cf->name.c_str(),
+                      helpers.size() + 1, threads, e.what());
+        break;
+      }
+    }
     worker();
     for (std::thread& h : helpers) h.join();
     s = sink.Finish();
