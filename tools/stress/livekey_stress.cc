@@ -1893,6 +1893,11 @@ class Worker {
     for (int i = 0; i < n; ++i) chosen.insert(KKey());
     const std::string file =
         s_->sst_dir + "/ingest_" + std::to_string(::getpid()) + "_" + std::to_string(++s_->sst_serial) + ".sst";
+    // A file of that name can only be a killed process's leftover (its pid
+    // reused), maybe hard-linked into the DB by a move_files ingestion:
+    // unlink the name, so that the writer below never truncates that SST.
+    std::error_code rm_ec;
+    std::filesystem::remove(file, rm_ec);
     rocksdb::Options o = BaseOptions();
     rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o, H(cf));
     Status st = w.Open(file);
