@@ -177,10 +177,20 @@ bool DenseDLeftFilter::CopyChangedBlocks(const ImageSink& sink, std::mutex* writ
   // writer never waits for the sink.
   std::string chunk;
   chunk.reserve(chunk_blocks * kRecord);
+  // The chunk's changed blocks are listed first, then copied with a
+  // prefetch kCopyAhead blocks ahead. They lie scattered over the chunk's
+  // 64 * chunk_blocks bytes, and in a table larger than the cache each is a
+  // miss: copied one after the other, every miss was waited for in turn,
+  // with the writers' lock held (a delta of about 400,000 blocks of a
+  // 300 MB table took about 12 ms of it).
+  constexpr size_t kCopyAhead = 16;
+  std::vector<uint64_t> todo;
+  todo.reserve(chunk_blocks);
   for (uint64_t b0 = 0; ok && b0 < m.nblocks; b0 += chunk_blocks) {
     const uint64_t b1 = std::min<uint64_t>(m.nblocks, b0 + chunk_blocks);
     if (b0 > 0 && between_chunks != nullptr && *between_chunks) (*between_chunks)(b0);
     chunk.clear();
+    todo.clear();
     {
       std::unique_lock<std::mutex> g;
       if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
@@ -191,12 +201,17 @@ bool DenseDLeftFilter::CopyChangedBlocks(const ImageSink& sink, std::mutex* writ
           const uint64_t b = (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits));
           bits &= bits - 1;
           if (b >= m.nblocks) break;
-          internal::PutFixed64(&chunk, b);
-          AppendBlock(m, b, &chunk);
-          ++copied;
+          if (todo.size() < kCopyAhead) __builtin_prefetch(m.Blk(b), 0, 0);
+          todo.push_back(b);
         }
         m.changed[w] = 0;
       }
+      for (size_t i = 0; i < todo.size(); ++i) {
+        if (i + kCopyAhead < todo.size()) __builtin_prefetch(m.Blk(todo[i + kCopyAhead]), 0, 0);
+        internal::PutFixed64(&chunk, todo[i]);
+        AppendBlock(m, todo[i], &chunk);
+      }
+      copied += todo.size();
       if (b1 == m.nblocks) moved = m.relocations != relocations_before;
     }
     if (!chunk.empty()) ok = sink(chunk);
