@@ -195,6 +195,9 @@ bool DenseDLeftFilter::CopyChangedBlocks(const ImageSink& sink, std::mutex* writ
       std::unique_lock<std::mutex> g;
       if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
       if (b0 == 0) relocations_before = m.relocations;
+#ifdef DLCBF_TESTING
+      dense_testing::RunChunkLockedHook(b0);
+#endif
       for (uint64_t w = b0 >> 6; w < (b1 + 63) >> 6; ++w) {
         uint64_t bits = m.changed[w];
         while (bits != 0) {
@@ -353,6 +356,9 @@ bool DenseDLeftFilter::SerializeInChunks(const ImageSink& sink, std::mutex* writ
       std::unique_lock<std::mutex> g;
       if (mu != nullptr) g = std::unique_lock<std::mutex>(*mu);
       if (b0 == 0) relocations_before = m.relocations;
+#ifdef DLCBF_TESTING
+      dense_testing::RunChunkLockedHook(b0);
+#endif
       if (sparse) {
         for (uint64_t b = b0; b < b1; ++b) {
           uint64_t w[dense_detail::kBlockWords];

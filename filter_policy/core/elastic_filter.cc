@@ -81,9 +81,11 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -335,8 +337,12 @@ bool ElasticFilter::SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& s
     if (options_.thread_safe) lock.lock();
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
-  return kernel_->SerializeInChunks(sink, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, items,
-                                    between_chunks, layout);
+  if (!options_.thread_safe) return kernel_->SerializeInChunks(sink, nullptr, chunk_blocks, items, between_chunks, layout);
+  const std::function<void(uint64_t)> between = [this, between_chunks](uint64_t blocks) {
+    LetWaitingWritersIn();
+    if (between_chunks != nullptr && *between_chunks) (*between_chunks)(blocks);
+  };
+  return kernel_->SerializeInChunks(sink, &mu_, chunk_blocks, items, &between, layout);
 }
 
 bool ElasticFilter::TrackChangedKernelBlocks() {
@@ -356,8 +362,12 @@ bool ElasticFilter::CopyChangedKernelBlocks(const DenseDLeftFilter::ImageSink& s
     if (options_.thread_safe) lock.lock();
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
-  return kernel_->CopyChangedBlocks(sink, options_.thread_safe ? &mu_ : nullptr, chunk_blocks, copied,
-                                    between_chunks);
+  if (!options_.thread_safe) return kernel_->CopyChangedBlocks(sink, nullptr, chunk_blocks, copied, between_chunks);
+  const std::function<void(uint64_t)> between = [this, between_chunks](uint64_t blocks) {
+    LetWaitingWritersIn();
+    if (between_chunks != nullptr && *between_chunks) (*between_chunks)(blocks);
+  };
+  return kernel_->CopyChangedBlocks(sink, &mu_, chunk_blocks, copied, &between);
 }
 
 Status ElasticFilter::InitFast(std::unique_ptr<FastDLeftFilter> given) {
@@ -581,17 +591,61 @@ bool ElasticFilter::Migrate(MigrationCause cause) {
 #ifdef DLCBF_TESTING
 namespace {
 std::atomic<bool> g_skip_mirror_for_testing{false};  // testing/elastic_testing.h
+std::atomic<bool> g_chunk_handoff_for_testing{true};
+std::atomic<uint64_t> g_chunk_handoff_micros_for_testing{0};
+std::atomic<void (*)()> g_writer_waits_hook_for_testing{nullptr};
 }  // namespace
 
 namespace internal {
 void SetElasticSkipMirrorForTesting(bool skip) {
   g_skip_mirror_for_testing.store(skip, std::memory_order_relaxed);
 }
+void SetElasticChunkHandoffForTesting(bool on, uint64_t max_micros) {
+  g_chunk_handoff_for_testing.store(on, std::memory_order_relaxed);
+  g_chunk_handoff_micros_for_testing.store(max_micros, std::memory_order_relaxed);
+}
+void SetElasticWriterWaitsHookForTesting(void (*hook)()) { g_writer_waits_hook_for_testing.store(hook); }
 }  // namespace internal
 #define DLCBF_ELASTIC_SKIP_MIRROR() g_skip_mirror_for_testing.load(std::memory_order_relaxed)
+#define DLCBF_ELASTIC_NO_HANDOFF() !g_chunk_handoff_for_testing.load(std::memory_order_relaxed)
 #else
 #define DLCBF_ELASTIC_SKIP_MIRROR() false
+#define DLCBF_ELASTIC_NO_HANDOFF() false
 #endif
+
+// The writers' lock, handed to them between a chunked copy's chunks.
+// std::mutex is not fair: a copy that unlocks and locks again at once (a
+// sparse base's chunks of empty blocks have nothing to write in between)
+// can take it back before a writer it woke gets to run, chunk after
+// chunk. A writer then slept through most of a copy: 10-25 ms at the end
+// of each first base of a 300 MB index on a 2-vCPU VM, where a chunk
+// takes tens of microseconds (livekey_scale_bench, 2026-11-28; gone with
+// the hand-off in six runs of six). A writer that finds the lock taken
+// counts itself in writers_waiting_ while it waits; between chunks the
+// copy yields until none waits, or for at most kChunkHandoffMicros (a
+// stream of writers then still lets the copy go on, a chunk at a time).
+// An uncontended writer pays what lock() costs: one try_lock.
+void ElasticFilter::LockWriters(std::unique_lock<std::mutex>* lock) const {
+  if (lock->try_lock()) return;
+  writers_waiting_.fetch_add(1, std::memory_order_relaxed);
+#ifdef DLCBF_TESTING
+  if (void (*hook)() = g_writer_waits_hook_for_testing.load()) hook();
+#endif
+  lock->lock();
+  writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ElasticFilter::LetWaitingWritersIn() const {
+  if (DLCBF_ELASTIC_NO_HANDOFF() || writers_waiting_.load(std::memory_order_relaxed) == 0) return;
+  uint64_t max_micros = kChunkHandoffMicros;
+#ifdef DLCBF_TESTING
+  if (const uint64_t t = g_chunk_handoff_micros_for_testing.load(std::memory_order_relaxed)) max_micros = t;
+#endif
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(max_micros);
+  while (writers_waiting_.load(std::memory_order_relaxed) != 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::yield();  // (the woken writer may need this core)
+  }
+}
 
 // The block of a key hash is the top field of its packed fingerprint (fast
 // kernel); blocks below copied_blocks_ are in the ABF already.
@@ -622,7 +676,7 @@ void ElasticFilter::MaybeRetune() {
 
 OpResult ElasticFilter::InsertHash(uint64_t hash) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  if (options_.thread_safe) lock.lock();
+  if (options_.thread_safe) LockWriters(&lock);
   return InsertHashLocked(hash);
 }
 
@@ -631,7 +685,7 @@ void ElasticFilter::InsertHashBatch(const uint64_t* hashes, size_t n, OpResult* 
   // cover a DRAM round trip (~100 ns) at ~30-60 ns per cached insert.
   constexpr size_t kAhead = 8;
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  if (options_.thread_safe) lock.lock();
+  if (options_.thread_safe) LockWriters(&lock);
   for (size_t i = 0; i < n && i < kAhead; ++i) PrefetchHash(hashes[i]);
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) PrefetchHash(hashes[i + kAhead]);
@@ -689,7 +743,7 @@ OpResult ElasticFilter::InsertHashLocked(uint64_t hash) {
 
 OpResult ElasticFilter::EraseHash(uint64_t hash) {
   std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
-  if (options_.thread_safe) lock.lock();
+  if (options_.thread_safe) LockWriters(&lock);
   if (abf_ == nullptr) {
     const OpResult r = kernel_->EraseHash(hash);
     if (r == OpResult::kOk) {

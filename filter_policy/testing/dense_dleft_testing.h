@@ -58,6 +58,14 @@ inline int ForcedPdep() { return g_forced_pdep.load(std::memory_order_relaxed); 
 // applies: the tests compare both.
 inline void SetNoInlineProbe(bool on) { g_no_inline_probe.store(on); }
 inline bool NoInlineProbe() { return g_no_inline_probe.load(std::memory_order_relaxed); }
+// Called under the writers' lock in each chunk of a chunked copy
+// (SerializeInChunks, CopyChangedBlocks) with the chunk's first block
+// (nullptr: none): a test can hold the copy inside a chunk.
+inline std::atomic<void (*)(uint64_t)> g_chunk_locked_hook{nullptr};
+inline void SetChunkLockedHook(void (*hook)(uint64_t)) { g_chunk_locked_hook.store(hook); }
+inline void RunChunkLockedHook(uint64_t first_block) {
+  if (void (*hook)(uint64_t) = g_chunk_locked_hook.load(std::memory_order_relaxed)) hook(first_block);
+}
 // Readers pause about `spins` relax instructions between candidate blocks
 // (widens the window in which a concurrent move is seen half done).
 inline void SetReaderPause(uint32_t spins) { g_reader_pause.store(spins); }

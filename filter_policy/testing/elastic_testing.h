@@ -1,4 +1,5 @@
-// Test-only fault injection for ElasticFilter's incremental migration. Compiled only
+// Test-only fault injection for ElasticFilter's incremental migration and
+// its chunked copies' hand-off to writers. Compiled only
 // into the test builds of the library (DLCBF_TESTING); never installed.
 //
 // During an incremental migration (ElasticOptions::incremental_migration)
@@ -14,12 +15,27 @@
 #error "elastic_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
 #endif
 
+#include <cstdint>
+
 namespace dlcbf {
 namespace internal {
 
 // Process-wide; thread-safe (an atomic). true: ElasticFilter skips the
 // mirroring of inserts and erases during incremental migrations.
 void SetElasticSkipMirrorForTesting(bool skip);
+// Process-wide; thread-safe (atomics). on = false: a chunked copy
+// (SerializeKernelInChunks, CopyChangedKernelBlocks) takes the writers' lock
+// back between chunks without letting waiting writers in first
+// (ElasticFilter::LetWaitingWritersIn), as before that hand-off existed.
+// ElasticChunkedCopyConcurrency.AWaitingWriterGoesBeforeTheNextChunk run
+// with it off fails (10 runs of 10, by hand, 2026-11-28); not every run
+// would, so no suite runs it off.
+// max_micros > 0: the hand-off waits up to that long instead of
+// ElasticFilter::kChunkHandoffMicros (a test on a loaded machine).
+void SetElasticChunkHandoffForTesting(bool on, uint64_t max_micros = 0);
+// Called by a writer that found the writers' lock taken, once it counts
+// itself as waiting and before it blocks (nullptr: none).
+void SetElasticWriterWaitsHookForTesting(void (*hook)());
 
 }  // namespace internal
 }  // namespace dlcbf

@@ -275,7 +275,10 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // migrate_on_overflow = false (the kernel then stays the filter's for
   // its life); false otherwise (nothing streamed), and when a relocation
   // moved an entry during the copy or `sink` failed (what was streamed is
-  // no image).
+  // no image). Between chunks, writers that found the lock taken get it
+  // first (for at most kChunkHandoffMicros per chunk), so a copy of a
+  // large table never holds them off for more than one chunk at a time.
+  static constexpr uint32_t kChunkHandoffMicros = 1000;
   bool SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks, uint64_t* items,
                                const std::function<void(uint64_t)>* between_chunks = nullptr,
                                DenseDLeftFilter::ImageLayout layout = DenseDLeftFilter::ImageLayout::kWhole) const;
@@ -402,6 +405,11 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   std::unordered_set<uint64_t> pinned_;  // packed fingerprints; writers only
 
   mutable std::mutex mu_;  // writers (thread_safe mode)
+  // Writers waiting for mu_ (LockWriters), which a chunked copy lets in
+  // between its chunks (LetWaitingWritersIn).
+  mutable std::atomic<uint32_t> writers_waiting_{0};
+  void LockWriters(std::unique_lock<std::mutex>* lock) const;
+  void LetWaitingWritersIn() const;
   uint64_t items_ = 0;
   uint64_t inserts_ = 0;
   uint64_t failed_inserts_ = 0;
