@@ -854,6 +854,7 @@ TEST(ElasticAdopt, WrapsALoadedKernelAndMigratesFromIt) {
 // both vCPUs busy (2026-11-28): the test then fails, but not in every run,
 // so there is no negative control that must fail. Returns how many tries
 // found the insert in chunk 2, or -1 on a setup failure.
+#ifdef DLCBF_TESTING
 namespace handoff_test {
 ElasticFilter* filter = nullptr;
 constexpr uint64_t kHash = 0x9E3779B97F4A7C15ull;
@@ -900,6 +901,7 @@ int InsertsSeenInTheNextChunk(bool handoff, int tries) {
     });
     uint64_t items = 0;
     const bool copied = f->SerializeKernelInChunks([](std::string_view) { return true; }, kChunk, &items);
+    go = true;  // (a copy that never reached chunk 1 must not leave the writer waiting)
     writer.join();
     if (!copied || !f->ContainsHash(kHash)) {
       seen = -1;
@@ -913,9 +915,15 @@ int InsertsSeenInTheNextChunk(bool handoff, int tries) {
   filter = nullptr;
   return seen;
 }
+#endif  // DLCBF_TESTING
 
 TEST(ElasticChunkedCopyConcurrency, AWaitingWriterGoesBeforeTheNextChunk) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build of the library (its chunk and writer hooks exist only "
+                  "there; the in-tree plugin build links the shipped library)";
+#else
   EXPECT_EQ(InsertsSeenInTheNextChunk(true, 20), 20);
+#endif
 }
 
 }  // namespace

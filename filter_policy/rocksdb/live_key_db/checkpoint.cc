@@ -89,7 +89,8 @@ namespace dlcbf {
 // last file (test LiveKeyExactness.StreamedBaseHoldsNoCopyOfTheIndex).
 // The checkpoint holds one chunk (256 KiB) and the read-back buffer
 // (1 MiB); a delta or a sparse base also the chunk's compact form (both
-// at most 72 bytes per block: compact records, FORMATS.md); a
+// at most 72 bytes per block: compact records, FORMATS.md), a delta the
+// list of the chunk's changed blocks (8 bytes per block); a
 // table copied whole under the stripes (fast kernel, an Env without
 // RandomRWFile) its image (LiveKeyStats::max_checkpoint_buffer_bytes).
 //
@@ -262,7 +263,10 @@ rocksdb::Status LiveKeyDB::Rep::CheckpointOnce(bool chunked, bool may_flush) {
     }
     if (delta) out->Late(kDeltaBodyAt, out->size() - kDeltaBodyAt - 8);
     const bool any_sparse = std::find(sparse.begin(), sparse.end(), true) != sparse.end();
-    NoteCheckpointBuffer((delta || any_sparse ? 2 * 72 : 64) * chunk_blocks + StreamedIndexFile::kReadBackBytes);
+    // (A delta also lists a chunk's changed blocks, 8 bytes each:
+    // DenseDLeftFilter::CopyChangedBlocks.)
+    NoteCheckpointBuffer((delta || any_sparse ? 2 * 72 : 64) * chunk_blocks + (delta ? 8 * chunk_blocks : 0) +
+                         StreamedIndexFile::kReadBackBytes);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kCheckpointSeqAfterCopy) {
       seq = base->GetLatestSequenceNumber();

@@ -275,9 +275,10 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   // migrate_on_overflow = false (the kernel then stays the filter's for
   // its life); false otherwise (nothing streamed), and when a relocation
   // moved an entry during the copy or `sink` failed (what was streamed is
-  // no image). Between chunks, writers that found the lock taken get it
-  // first (for at most kChunkHandoffMicros per chunk), so a copy of a
-  // large table never holds them off for more than one chunk at a time.
+  // no image). Between chunks the copy tries to let the writers that found
+  // the lock taken (Insert, Erase and their batches) have it first: it
+  // yields while any waits, for at most kChunkHandoffMicros per chunk, so
+  // under steady contention a copy of N chunks takes up to N ms longer.
   static constexpr uint32_t kChunkHandoffMicros = 1000;
   bool SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& sink, uint64_t chunk_blocks, uint64_t* items,
                                const std::function<void(uint64_t)>* between_chunks = nullptr,
