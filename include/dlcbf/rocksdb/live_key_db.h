@@ -601,10 +601,12 @@ struct LiveKeyStats {
   // Checkpoints that failed (an I/O error; the info LOG says which): the
   // file keeps the last good one, and the next checkpoint writes it whole.
   uint64_t checkpoint_failures = 0;
-  // The most memory one checkpoint held for its copies since Open: a new
-  // dense base is streamed to its file as it is copied (one 256 KiB chunk
-  // and a 1 MiB read-back buffer), a delta holds its changed-block
-  // records (72 bytes per block), a table copied whole (fast kernel) its
+  // The most memory one checkpoint held for its copies since Open. A dense
+  // base or delta is streamed to its file as it is copied, a chunk of 4096
+  // blocks at a time: the chunk (a base's 256 KiB, or a sparse base's or
+  // a delta's records at 72 bytes per block, with their compact form),
+  // a delta's list of the chunk's changed blocks (8 bytes per block) and
+  // a 1 MiB read-back buffer. A table copied whole (fast kernel) adds its
   // image.
   uint64_t max_checkpoint_buffer_bytes = 0;
   // Writers paused by checkpoints (every stripe held while the sequence
