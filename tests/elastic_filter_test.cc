@@ -13,10 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <functional>
 #include <cmath>
 #include <memory>
@@ -25,7 +23,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <utility>
 #include <vector>
 
 namespace dlcbf {
@@ -865,7 +862,7 @@ void ChunkLocked(uint64_t first_block) {
     go = true;
     while (!writer_waits.load()) std::this_thread::yield();
     // Time for it to block in the lock (else it may take the lock as it
-    // comes, hand-off or not, and the negative control shows nothing).
+    // comes, hand-off or not, and a run without the hand-off shows nothing).
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   } else if (first_block == 2 * kChunk) {
     in_chunk2 = filter->ContainsHash(kHash);  // (readers take no lock)

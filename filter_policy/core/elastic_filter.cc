@@ -338,10 +338,7 @@ bool ElasticFilter::SerializeKernelInChunks(const DenseDLeftFilter::ImageSink& s
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
   if (!options_.thread_safe) return kernel_->SerializeInChunks(sink, nullptr, chunk_blocks, items, between_chunks, layout);
-  const std::function<void(uint64_t)> between = [this, between_chunks](uint64_t blocks) {
-    LetWaitingWritersIn();
-    if (between_chunks != nullptr && *between_chunks) (*between_chunks)(blocks);
-  };
+  const std::function<void(uint64_t)> between = HandingOff(between_chunks);
   return kernel_->SerializeInChunks(sink, &mu_, chunk_blocks, items, &between, layout);
 }
 
@@ -363,10 +360,7 @@ bool ElasticFilter::CopyChangedKernelBlocks(const DenseDLeftFilter::ImageSink& s
     if (abf_ != nullptr || kernel_ == nullptr) return false;
   }
   if (!options_.thread_safe) return kernel_->CopyChangedBlocks(sink, nullptr, chunk_blocks, copied, between_chunks);
-  const std::function<void(uint64_t)> between = [this, between_chunks](uint64_t blocks) {
-    LetWaitingWritersIn();
-    if (between_chunks != nullptr && *between_chunks) (*between_chunks)(blocks);
-  };
+  const std::function<void(uint64_t)> between = HandingOff(between_chunks);
   return kernel_->CopyChangedBlocks(sink, &mu_, chunk_blocks, copied, &between);
 }
 
@@ -637,6 +631,13 @@ void ElasticFilter::LockWriters(std::unique_lock<std::mutex>* lock) const {
 #endif
   lock->lock();
   writers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::function<void(uint64_t)> ElasticFilter::HandingOff(const std::function<void(uint64_t)>* between_chunks) const {
+  return [this, between_chunks](uint64_t blocks) {
+    LetWaitingWritersIn();
+    if (between_chunks != nullptr && *between_chunks) (*between_chunks)(blocks);
+  };
 }
 
 void ElasticFilter::LetWaitingWritersIn() const {

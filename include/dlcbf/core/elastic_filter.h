@@ -411,6 +411,9 @@ class ElasticFilter : public CountingFilterApi<ElasticFilter> {
   mutable std::atomic<uint32_t> writers_waiting_{0};
   void LockWriters(std::unique_lock<std::mutex>* lock) const;
   void LetWaitingWritersIn() const;
+  // A chunked copy's between-chunks callback: LetWaitingWritersIn, then
+  // the caller's `between_chunks` (if any).
+  std::function<void(uint64_t)> HandingOff(const std::function<void(uint64_t)>* between_chunks) const;
   uint64_t items_ = 0;
   uint64_t inserts_ = 0;
   uint64_t failed_inserts_ = 0;
