@@ -4,7 +4,10 @@
 // across a crash, the refusals at Open, and a concurrency oracle over
 // committing, rolling back and conflicting transactions. Each lost-key
 // path has a negative control (a test hook puts the wrong behaviour back)
-// that must see the loss.
+// that must see the loss. The TransactionDB's non-transactional writes are
+// checked against RocksDB's own TransactionDB (lock order and timeouts,
+// range deletions without concurrency control). Every directory a test
+// makes is removed when it ends.
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <gtest/gtest.h>
@@ -14,10 +17,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -45,8 +50,33 @@ using rocksdb::WriteOptions;
 
 namespace {
 
+// The directories the running test asked for: removed when it ends,
+// passed or failed (a listener, so an ASSERT's early return leaves none).
+std::mutex g_dirs_mu;
+std::vector<std::string>& Dirs() {
+  static auto* d = new std::vector<std::string>();
+  return *d;
+}
+class RemoveTestDirs : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    std::lock_guard<std::mutex> l(g_dirs_mu);
+    for (const std::string& d : Dirs()) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+    Dirs().clear();
+  }
+};
+const bool g_remove_test_dirs = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new RemoveTestDirs);
+  return true;
+}();
+
 std::string TestDir(const std::string& name) {
-  return dlcbf::testing_util::TestDir("live_key_db_transactions_test", name);
+  std::string d = dlcbf::testing_util::TestDir("live_key_db_transactions_test", name);
+  std::lock_guard<std::mutex> l(g_dirs_mu);
+  Dirs().push_back(d);
+  return d;
 }
 
 std::string Key(const char* prefix, int i) {
@@ -467,6 +497,335 @@ TEST(LiveKeyDBTransactionsConcurrency, ConcurrentDbWritesLandInTheirFamily) {
   EXPECT_EQ(lost, 0);
   for (auto* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
   delete db;
+}
+
+// ---- the TransactionDB's own writes, against RocksDB's --------------------------------
+
+// A pessimistic TransactionDB in `dir`: LiveKeyDB's, or RocksDB's own (the
+// control: what the same calls must do).
+Status OpenPessimistic(bool live, const std::string& dir, const rocksdb::TransactionDBOptions& tdo,
+                       rocksdb::TransactionDB** db) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.merge_operator = std::make_shared<dlcbf::testing_util::AppendOperator>();
+  if (live) return LiveKeyDB::OpenTransactionDB(o, tdo, IndexOptions(), dir, db);
+  return rocksdb::TransactionDB::Open(o, tdo, dir, db);
+}
+
+// Aborts the process if not disarmed (destroyed) within `seconds`: a
+// deadlocked writer fails the suite instead of hanging it.
+class Watchdog {
+ public:
+  Watchdog(double seconds, std::string what)
+      : what_(std::move(what)), thread_([this, seconds] {
+          std::unique_lock<std::mutex> l(mu_);
+          if (!cv_.wait_for(l, std::chrono::duration<double>(seconds), [this] { return disarmed_; })) {
+            std::fprintf(stderr, "FATAL: %s did not finish within %.0f s (a deadlock?): aborting\n", what_.c_str(),
+                         seconds);
+            std::fflush(stdout);
+            std::fflush(stderr);
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      disarmed_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool disarmed_ = false;
+  std::thread thread_;
+};
+
+struct WritersOutcome {
+  uint64_t ok = 0, timed_out = 0, other = 0;
+  bool in_time = false;  // every write returned before the deadline
+  std::string first_error;
+};
+
+constexpr int kOppositeKeys = 8;
+
+// Two threads write batches of the same kOppositeKeys keys, one in
+// ascending key order, the other descending, `rounds` batches each.
+// RocksDB's own Write locks a batch's keys sorted: the two never wait for
+// each other in a cycle, so with no transaction holding a lock every write
+// succeeds, whatever default_lock_timeout says. Past `deadline_s` the
+// writers stop after their current write; a writer still stuck 20 s later
+// (a deadlock without a timeout) aborts the process (Watchdog).
+WritersOutcome OppositeOrderWriters(rocksdb::TransactionDB* db, int rounds, double deadline_s) {
+  WritersOutcome out;
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::atomic<int> done{0};
+  Watchdog dog(deadline_s + 20, "two writers of batches in opposite key orders");
+  std::vector<std::thread> ws;
+  for (int w = 0; w < 2; ++w) {
+    ws.emplace_back([&, w] {
+      for (int r = 0; r < rounds && !stop.load(); ++r) {
+        rocksdb::WriteBatch b;
+        for (int i = 0; i < kOppositeKeys; ++i) {
+          const int k = w == 0 ? i : kOppositeKeys - 1 - i;
+          b.Put(Key("oo", k), std::to_string(w) + ":" + std::to_string(r)).PermitUncheckedError();
+        }
+        const Status s = db->Write(WriteOptions(), &b);
+        std::lock_guard<std::mutex> l(mu);
+        if (s.ok()) {
+          ++out.ok;
+        } else {
+          ++(s.IsTimedOut() ? out.timed_out : out.other);
+          if (out.first_error.empty()) out.first_error = s.ToString();
+        }
+      }
+      done++;
+    });
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  while (done.load() < 2 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop = true;
+  for (auto& t : ws) t.join();  // (the watchdog ends a writer that never returns)
+  std::lock_guard<std::mutex> l(mu);
+  out.in_time = out.ok + out.timed_out + out.other == 2u * static_cast<uint64_t>(rounds);
+  return out;
+}
+
+// Two threads writing the same keys in opposite orders through the
+// TransactionDB's Write: every write succeeds, in bounded time, with
+// default_lock_timeout = -1 (wait forever: a lock-order cycle would hang)
+// and with the default timeouts (a cycle would time out), as with
+// RocksDB's own TransactionDB (the control). Each batch is atomic: the
+// keys end with one batch's values, all found through the index.
+TEST(LiveKeyDBTransactionsLocks, DbWritesInOppositeKeyOrdersNeverDeadlock) {
+  constexpr int kRounds = 1000;
+  for (bool live : {false, true}) {
+    for (int64_t timeout : {int64_t{-1}, rocksdb::TransactionDBOptions().default_lock_timeout}) {
+      const std::string what = std::string(live ? "LiveKeyDB's" : "RocksDB's own (control)") +
+                                " TransactionDB, default_lock_timeout = " + std::to_string(timeout);
+      SCOPED_TRACE(what);
+      rocksdb::TransactionDBOptions tdo;
+      tdo.default_lock_timeout = timeout;
+      rocksdb::TransactionDB* db = nullptr;
+      ASSERT_TRUE(OpenPessimistic(live, TestDir(std::string("opposite_") + (live ? "live" : "own") +
+                                                (timeout < 0 ? "_forever" : "_default")),
+                                  tdo, &db)
+                      .ok());
+      const WritersOutcome o = OppositeOrderWriters(db, kRounds, 30.0);
+      std::printf("%s: ok=%llu timed_out=%llu other=%llu of %d%s\n", what.c_str(),
+                  static_cast<unsigned long long>(o.ok), static_cast<unsigned long long>(o.timed_out),
+                  static_cast<unsigned long long>(o.other), 2 * kRounds, o.in_time ? "" : " (deadline passed)");
+      EXPECT_TRUE(o.in_time) << "the writers did not finish within 30 s";
+      EXPECT_EQ(o.ok, 2u * kRounds) << o.first_error;
+      EXPECT_EQ(o.timed_out, 0u);
+      EXPECT_EQ(o.other, 0u);
+      std::string first, v;
+      for (int i = 0; i < kOppositeKeys; ++i) {
+        ASSERT_TRUE(db->Get(ReadOptions(), Key("oo", i), &v).ok()) << Key("oo", i);
+        if (i == 0) first = v;
+        EXPECT_EQ(v, first) << "one batch's values";
+      }
+      delete db;
+    }
+  }
+}
+
+// A non-transactional write waits for a transaction's lock as long as
+// default_lock_timeout says, as RocksDB's own: a negative value waits
+// forever (well past transaction_lock_timeout, which
+// TransactionOptions::lock_timeout = -1 would mean), a positive one gives
+// up after it. Both the batch Write and the single-key Put.
+TEST(LiveKeyDBTransactionsLocks, DbWriteWaitsAsLongAsDefaultLockTimeoutSays) {
+  for (bool live : {false, true}) {
+    for (int64_t timeout : {int64_t{-1}, int64_t{100}}) {
+      const std::string what = std::string(live ? "LiveKeyDB's" : "RocksDB's own (control)") +
+                                " TransactionDB, default_lock_timeout = " + std::to_string(timeout);
+      SCOPED_TRACE(what);
+      rocksdb::TransactionDBOptions tdo;
+      tdo.transaction_lock_timeout = 200;
+      tdo.default_lock_timeout = timeout;
+      rocksdb::TransactionDB* db = nullptr;
+      ASSERT_TRUE(OpenPessimistic(live, TestDir(std::string("timeout_") + (live ? "live" : "own") +
+                                                (timeout < 0 ? "_forever" : "_short")),
+                                  tdo, &db)
+                      .ok());
+      Watchdog dog(60, what + ": writers waiting for a held lock");
+      std::unique_ptr<Transaction> txn(db->BeginTransaction(WriteOptions()));
+      ASSERT_TRUE(txn->Put("held", "txn").ok());
+      Status write_status, put_status;
+      std::thread writer([&] {
+        rocksdb::WriteBatch b;
+        b.Put("free", "w").PermitUncheckedError();
+        b.Put("held", "w").PermitUncheckedError();
+        write_status = db->Write(WriteOptions(), &b);
+      });
+      std::thread putter([&] { put_status = db->Put(WriteOptions(), "held", "p"); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));  // 3x transaction_lock_timeout
+      EXPECT_TRUE(txn->Commit().ok());
+      writer.join();
+      putter.join();
+      std::printf("%s: Write %s, Put %s\n", what.c_str(), write_status.ToString().c_str(),
+                  put_status.ToString().c_str());
+      std::string v;
+      if (timeout < 0) {
+        EXPECT_TRUE(write_status.ok()) << write_status.ToString();
+        EXPECT_TRUE(put_status.ok()) << put_status.ToString();
+        EXPECT_TRUE(db->Get(ReadOptions(), "free", &v).ok());
+      } else {
+        EXPECT_TRUE(write_status.IsTimedOut()) << write_status.ToString();
+        EXPECT_TRUE(put_status.IsTimedOut()) << put_status.ToString();
+        EXPECT_TRUE(db->Get(ReadOptions(), "free", &v).IsNotFound()) << "a failed batch writes nothing";
+      }
+      ASSERT_TRUE(db->Get(ReadOptions(), "held", &v).ok());
+      txn.reset();
+      delete db;
+    }
+  }
+}
+
+// The batch is replayed sorted by key; the entries of one key keep their
+// order (Merges in order, a Delete then a Put), as RocksDB's own Write
+// applies them.
+TEST(LiveKeyDBTransactionsLocks, DbWriteKeepsEachKeysOrder) {
+  for (bool live : {false, true}) {
+    SCOPED_TRACE(live ? "LiveKeyDB's TransactionDB" : "RocksDB's own (control)");
+    rocksdb::TransactionDB* db = nullptr;
+    ASSERT_TRUE(OpenPessimistic(live, TestDir(live ? "order_live" : "order_own"), rocksdb::TransactionDBOptions(), &db)
+                    .ok());
+    ASSERT_TRUE(db->Put(WriteOptions(), "a", "a1").ok());
+    ASSERT_TRUE(db->Put(WriteOptions(), "b", "b1").ok());
+    rocksdb::WriteBatch b;
+    ASSERT_TRUE(b.Merge("m", "1").ok());
+    ASSERT_TRUE(b.Put("z", "z").ok());
+    ASSERT_TRUE(b.Merge("m", "2").ok());
+    ASSERT_TRUE(b.Delete("a").ok());
+    ASSERT_TRUE(b.PutLogData("blob").ok());
+    ASSERT_TRUE(b.Put("b", "b2").ok());
+    ASSERT_TRUE(b.Merge("m", "3").ok());
+    ASSERT_TRUE(b.Put("a", "a2").ok());
+    ASSERT_TRUE(b.Delete("b").ok());
+    ASSERT_TRUE(db->Write(WriteOptions(), &b).ok());
+    std::string v;
+    ASSERT_TRUE(db->Get(ReadOptions(), "m", &v).ok());
+    EXPECT_EQ(v, "1,2,3");
+    ASSERT_TRUE(db->Get(ReadOptions(), "a", &v).ok());
+    EXPECT_EQ(v, "a2");
+    EXPECT_TRUE(db->Get(ReadOptions(), "b", &v).IsNotFound());
+    ASSERT_TRUE(db->Get(ReadOptions(), "z", &v).ok());
+    EXPECT_EQ(v, "z");
+    delete db;
+  }
+}
+
+// A range deletion on a TransactionDB is made through Write(wo,
+// {skip_concurrency_control = true}, batch) (transaction_db.h): it succeeds
+// as with RocksDB's own, and the index stays exact: keys outside the range
+// found, inside NotFound, a Put into the range afterwards (or later in the
+// same batch) found, never NotFound for a key the DB holds, and no write
+// LiveKeyDB did not account for. With concurrency control both refuse it
+// alike.
+TEST(LiveKeyDBTransactionsWrite, RangeDeletionWithoutConcurrencyControl) {
+  constexpr int kKeys = 100;
+  std::vector<Status> refused[2];
+  for (bool live : {false, true}) {
+    SCOPED_TRACE(live ? "LiveKeyDB's TransactionDB" : "RocksDB's own (control)");
+    rocksdb::TransactionDB* db = nullptr;
+    ASSERT_TRUE(OpenPessimistic(live, TestDir(live ? "range_live" : "range_own"), rocksdb::TransactionDBOptions(), &db)
+                    .ok());
+    for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("r", i), "v").ok());
+    rocksdb::TransactionDBWriteOptimizations skip_cc;
+    skip_cc.skip_concurrency_control = true;
+    rocksdb::WriteBatch b;
+    ASSERT_TRUE(b.DeleteRange(Key("r", 20), Key("r", 50)).ok());
+    const Status s = db->Write(WriteOptions(), skip_cc, &b);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    // A range deletion and a Put into it, one batch; duplicate-key check
+    // skipped too.
+    rocksdb::TransactionDBWriteOptimizations both = skip_cc;
+    both.skip_duplicate_key_check = true;
+    rocksdb::WriteBatch b2;
+    ASSERT_TRUE(b2.DeleteRange(Key("r", 80), Key("r", 90)).ok());
+    ASSERT_TRUE(b2.Put(Key("r", 85), "again").ok());
+    ASSERT_TRUE(db->Write(WriteOptions(), both, &b2).ok());
+    ASSERT_TRUE(db->Put(WriteOptions(), Key("r", 30), "back").ok());
+    // With concurrency control: refused by both (the same status).
+    rocksdb::WriteBatch b3;
+    ASSERT_TRUE(b3.DeleteRange(Key("r", 60), Key("r", 70)).ok());
+    refused[live].push_back(db->Write(WriteOptions(), rocksdb::TransactionDBWriteOptimizations(), &b3));
+    refused[live].push_back(db->Write(WriteOptions(), &b3));
+
+    std::unique_ptr<Transaction> txn(db->BeginTransaction(WriteOptions()));
+    rocksdb::DB* root = db->GetRootDB();
+    int expected_live = 0, wrong = 0, lost = 0;
+    for (int i = 0; i < kKeys; ++i) {
+      const bool in_range = (i >= 20 && i < 50 && i != 30) || (i >= 80 && i < 90 && i != 85);
+      const std::string k = Key("r", i);
+      std::string v;
+      expected_live += in_range ? 0 : 1;
+      const bool held = root->Get(ReadOptions(), k, &v).ok();
+      if (held == in_range) ++wrong;
+      if (held && (db->Get(ReadOptions(), k, &v).IsNotFound() || txn->Get(ReadOptions(), k, &v).IsNotFound())) {
+        ++lost;
+      }
+      if (!held && (db->Get(ReadOptions(), k, &v).ok() || txn->Get(ReadOptions(), k, &v).ok())) ++wrong;
+    }
+    txn->Rollback().PermitUncheckedError();
+    txn.reset();
+    EXPECT_EQ(wrong, 0) << "keys inside the ranges NotFound, outside (and the Puts after) found";
+    EXPECT_EQ(lost, 0) << "keys the DB holds answered NotFound";
+    if (live) {
+      LiveKeyDB* l = LiveKeyDB::FromTransactionDB(db);
+      ASSERT_TRUE(l->WaitForDeferredChecks(10000));
+      const LiveKeyStats st = l->GetLiveKeyStats();
+      EXPECT_EQ(st.unseen_write_detections, 0u) << "the ledger counted the optimized writes";
+      EXPECT_EQ(st.unverified_reads, 0u);
+      EXPECT_EQ(st.column_families[0].entries, static_cast<uint64_t>(expected_live))
+          << "the range deletions erased their keys";
+    }
+    delete db;
+  }
+  ASSERT_EQ(refused[0].size(), refused[1].size());
+  for (size_t i = 0; i < refused[0].size(); ++i) {
+    EXPECT_FALSE(refused[1][i].ok());
+    EXPECT_EQ(refused[1][i].code(), refused[0][i].code())
+        << "LiveKeyDB: " << refused[1][i].ToString() << ", RocksDB: " << refused[0][i].ToString();
+  }
+}
+
+// Without concurrency control a write takes no key lock, as RocksDB's own:
+// it does not wait for a transaction holding the key's lock, and that
+// transaction's commit (which waits for LiveKeyDB's stripes) still goes
+// through.
+TEST(LiveKeyDBTransactionsWrite, WithoutConcurrencyControlTakesNoKeyLock) {
+  for (bool live : {false, true}) {
+    SCOPED_TRACE(live ? "LiveKeyDB's TransactionDB" : "RocksDB's own (control)");
+    rocksdb::TransactionDBOptions tdo;
+    tdo.default_lock_timeout = -1;  // a wait for the key lock would never end
+    rocksdb::TransactionDB* db = nullptr;
+    ASSERT_TRUE(OpenPessimistic(live, TestDir(live ? "nolock_live" : "nolock_own"), tdo, &db).ok());
+    Watchdog dog(60, "a write without concurrency control beside a transaction");
+    std::unique_ptr<Transaction> txn(db->BeginTransaction(WriteOptions()));
+    ASSERT_TRUE(txn->Put("k", "txn").ok());
+    rocksdb::TransactionDBWriteOptimizations skip_cc;
+    skip_cc.skip_concurrency_control = true;
+    rocksdb::WriteBatch b;
+    ASSERT_TRUE(b.Put("k", "write").ok());
+    ASSERT_TRUE(b.Put("other", "write").ok());
+    ASSERT_TRUE(db->Write(WriteOptions(), skip_cc, &b).ok());
+    ASSERT_TRUE(txn->Commit().ok());
+    std::string v;
+    ASSERT_TRUE(db->Get(ReadOptions(), "k", &v).ok());
+    EXPECT_EQ(v, "txn");
+    EXPECT_TRUE(db->Get(ReadOptions(), "other", &v).ok());
+    txn.reset();
+    delete db;
+  }
 }
 
 // ---- two-phase commit across a crash ------------------------------------------------

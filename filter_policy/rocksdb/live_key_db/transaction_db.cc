@@ -3,13 +3,16 @@
 // OpenOptimisticTransactionDB return, each over the LiveKeyDB whose base is
 // RocksDB's own transaction DB. They wrap every transaction RocksDB hands
 // out (IndexedTransaction, transactions.cc) and the pessimistic one runs
-// its non-transactional writes as a transaction of one batch
-// (BatchIntoTransaction). Also here: the write policies refused at Open,
-// and the registry behind LiveKeyDB::FromTransactionDB. The design note is
-// in transactions.cc; what the two files share, in transactions_internal.h.
+// its non-transactional writes as a transaction of one batch whose keys
+// are locked in RocksDB's own order (BatchIntoTransaction), or, without
+// concurrency control, through LiveKeyDB's indexed batch path. Also here:
+// the write policies refused at Open, and the registry behind
+// LiveKeyDB::FromTransactionDB. The design note is in transactions.cc;
+// what the two files share, in transactions_internal.h.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 #include "filter_policy/rocksdb/live_key_db/transactions_internal.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,31 +54,83 @@ void Unregister(const DB* outer) {
 
 // A batch's entries as a transaction's writes (each takes its key's lock),
 // the family of each entry by its id among the handles LiveKeyDB keeps.
+// Collect() reads the batch and refuses what it cannot replay before any
+// lock is taken; Replay() then writes the entries in the order RocksDB's
+// own TransactionDB::Write locks a batch's keys (PessimisticTransaction::
+// LockBatch: by column family id, then key bytes), so that two such
+// writes never wait for each other in a cycle. The sort is stable: the
+// entries of one key (several Merges, a Delete then a Put) keep their
+// order, and the order of different keys does not matter in one atomic
+// batch. (RocksDB locks all the keys first and then writes the batch as it
+// is; replaying it sorted takes the same locks in the same order, and
+// yields the same state once written.)
 class BatchIntoTransaction : public WriteBatch::Handler {
  public:
-  BatchIntoTransaction(Transaction* t, LiveKeyDB::Rep* r) : t_(t), r_(r) {}
-  rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Put(h, k, v) : Unknown(cf);
+  explicit BatchIntoTransaction(LiveKeyDB::Rep* r) : r_(r) {}
+  rocksdb::Status Collect(const WriteBatch* b) {
+    entries_.clear();
+    blobs_.clear();
+    entries_.reserve(b->Count());
+    rocksdb::Status s = b->Iterate(this);
+    if (s.ok() && !std::is_sorted(entries_.begin(), entries_.end(), Before)) {
+      std::stable_sort(entries_.begin(), entries_.end(), Before);
+    }
+    return s;
   }
-  rocksdb::Status DeleteCF(uint32_t cf, const Slice& k) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Delete(h, k) : Unknown(cf);
+  rocksdb::Status Replay(Transaction* t) const {
+    // (A log blob's place among the keys is not kept: it goes to the WAL
+    // with the batch, and no reader sees it between two keys.)
+    for (const Slice& blob : blobs_) t->PutLogData(blob);
+    for (const Entry& e : entries_) {
+      rocksdb::Status s;
+      switch (e.op) {
+        case Op::kPut:
+          s = t->Put(e.h, e.key, e.value);
+          break;
+        case Op::kDelete:
+          s = t->Delete(e.h, e.key);
+          break;
+        case Op::kSingleDelete:
+          s = t->SingleDelete(e.h, e.key);
+          break;
+        case Op::kMerge:
+          s = t->Merge(e.h, e.key, e.value);
+          break;
+      }
+      if (!s.ok()) return s;
+    }
+    return rocksdb::Status::OK();
   }
+
+  rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override { return Add(Op::kPut, cf, k, v); }
+  rocksdb::Status DeleteCF(uint32_t cf, const Slice& k) override { return Add(Op::kDelete, cf, k, Slice()); }
   rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice& k) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->SingleDelete(h, k) : Unknown(cf);
+    return Add(Op::kSingleDelete, cf, k, Slice());
   }
-  rocksdb::Status MergeCF(uint32_t cf, const Slice& k, const Slice& v) override {
-    ColumnFamilyHandle* h = Handle(cf);
-    return h ? t_->Merge(h, k, v) : Unknown(cf);
-  }
-  void LogData(const Slice& blob) override { t_->PutLogData(blob); }
+  rocksdb::Status MergeCF(uint32_t cf, const Slice& k, const Slice& v) override { return Add(Op::kMerge, cf, k, v); }
+  void LogData(const Slice& blob) override { blobs_.push_back(blob); }
   // Everything else (range deletions, entities, blob indexes, markers):
   // the Handler's default, an error, as RocksDB's own TransactionDB::Write
   // returns for them. (PutEntity of the DB: RocksDB >= 9.3, below.)
 
  private:
+  enum class Op : uint8_t { kPut, kDelete, kSingleDelete, kMerge };
+  // Slices into the batch, which outlives the replay.
+  struct Entry {
+    Op op;
+    uint32_t cf;
+    ColumnFamilyHandle* h;
+    Slice key, value;
+  };
+  static bool Before(const Entry& a, const Entry& b) {
+    return a.cf != b.cf ? a.cf < b.cf : a.key.compare(b.key) < 0;  // (memcmp: std::string's order)
+  }
+  rocksdb::Status Add(Op op, uint32_t cf, const Slice& k, const Slice& v) {
+    ColumnFamilyHandle* h = Handle(cf);
+    if (h == nullptr) return Unknown(cf);
+    entries_.push_back(Entry{op, cf, h, k, v});
+    return rocksdb::Status::OK();
+  }
   ColumnFamilyHandle* Handle(uint32_t id) {
     if (id == last_id_ && last_ != nullptr) return last_;
     CfState* cf = r_->FindState(id);
@@ -87,8 +142,9 @@ class BatchIntoTransaction : public WriteBatch::Handler {
     return rocksdb::Status::InvalidArgument("LiveKeyDB: a batch names column family " + std::to_string(id) +
                                             ", which this DB did not open");
   }
-  Transaction* t_;
   LiveKeyDB::Rep* r_;
+  std::vector<Entry> entries_;
+  std::vector<Slice> blobs_;
   uint32_t last_id_ = 0;
   ColumnFamilyHandle* last_ = nullptr;
 };
@@ -158,6 +214,16 @@ class TxnDB : public TransactionDB, public TxnHost {
   }
 
   // ---- non-transactional writes: a transaction of one batch -------------------
+  // A non-transactional write's transaction, as RocksDB's own
+  // (PessimisticTransactionDB::BeginInternalTransaction): default options,
+  // then SetLockTimeout(default_lock_timeout), where a negative value waits
+  // forever. (TransactionOptions::lock_timeout = -1 would instead mean
+  // transaction_lock_timeout.)
+  Transaction* BeginInternal(const WriteOptions& wo) {
+    Transaction* t = BeginTransaction(wo, rocksdb::TransactionOptions(), nullptr);
+    if (t != nullptr) t->SetLockTimeout(lock_timeout_);
+    return t;
+  }
   using TransactionDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf, const Slice& k, const Slice& v) override {
     WriteBatch b;
@@ -187,9 +253,7 @@ class TxnDB : public TransactionDB, public TxnHost {
                             const rocksdb::WideColumns& columns) override {
 #if DLCBF_ROCKSDB_AT_LEAST(9, 3)
     if (skip_cc_) return live_->PutEntity(wo, cf, k, columns);
-    rocksdb::TransactionOptions to;
-    to.lock_timeout = lock_timeout_;
-    std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
+    std::unique_ptr<Transaction> t(BeginInternal(wo));
     if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for PutEntity");
     rocksdb::Status s = t->PutEntity(cf, k, columns);
     if (s.ok()) {
@@ -207,26 +271,59 @@ class TxnDB : public TransactionDB, public TxnHost {
 #endif
   }
   using TransactionDB::Write;
-  rocksdb::Status Write(const WriteOptions& wo, const rocksdb::TransactionDBWriteOptimizations&,
-               WriteBatch* updates) override {
-    return Write(wo, updates);
+  // As RocksDB's own (WriteCommittedTxnDB::Write): without concurrency
+  // control the batch is written as it is, no key locked; otherwise its
+  // keys are locked, whatever TransactionDBOptions::
+  // skip_concurrency_control says (the optimizations override it: the
+  // header). A batch without concurrency control (a range
+  // deletion is made this way: transaction_db.h) goes through LiveKeyDB's
+  // indexed batch path (write_batch.cc: its range deletions keep the index
+  // exact), and reaches RocksDB's TransactionDB through this same overload,
+  // the optimizations as given (skip_duplicate_key_check included). It
+  // takes no key lock, so holding LiveKeyDB's stripes meanwhile is safe
+  // (the lock order of transactions.cc's design note).
+  rocksdb::Status Write(const WriteOptions& wo, const rocksdb::TransactionDBWriteOptimizations& optimizations,
+                        WriteBatch* updates) override {
+    if (updates == nullptr) return rocksdb::Status::InvalidArgument("updates must not be null");
+    if (!optimizations.skip_concurrency_control) return LockedWrite(wo, updates);
+    LiveKeyDB::Rep* r = RepOf(live_);
+    const auto noted = r->NoteWrite(wo);  // (as LiveKeyDB::Write)
+    // Rep::LedgerWrite, with RocksDB's optimized Write: the ledger adds
+    // the batch's count only once RocksDB wrote it (seq_ledger.h).
+    auto write = [&] {
+      r->ledger.Begin();
+      const uint64_t n = updates->Count();
+      rocksdb::Status w = inner_->Write(wo, optimizations, updates);
+      r->ledger.End(w.ok() ? n : 0);
+      return w;
+    };
+    const WriteBatch* const batches[1] = {updates};
+    return r->IndexedWrite(batches, 1, /*prepare_markers=*/false, LiveKeyDB::Rep::WriteFn(write));
   }
   rocksdb::Status Write(const WriteOptions& wo, WriteBatch* updates) override {
     if (updates == nullptr) return rocksdb::Status::InvalidArgument("updates must not be null");
     // Without concurrency control RocksDB's Write takes no key lock:
     // LiveKeyDB's own batch path is safe (and its Write is RocksDB's).
     if (skip_cc_) return live_->Write(wo, updates);
-    rocksdb::TransactionOptions to;
-    to.lock_timeout = lock_timeout_;
-    std::unique_ptr<Transaction> t(BeginTransaction(wo, to, nullptr));
-    if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for Write");
-    t->DisableIndexing();  // (as RocksDB's own Write: nothing reads it)
+    return LockedWrite(wo, updates);
+  }
+
+ private:
+  // A batch's write with its keys locked: a transaction of one batch, the
+  // keys locked in the order RocksDB's own Write locks them
+  // (BatchIntoTransaction), then the indexed commit.
+  rocksdb::Status LockedWrite(const WriteOptions& wo, WriteBatch* updates) {
     // Not Transaction::RebuildFromWriteBatch: it finds each entry's family
     // through DBImpl::GetColumnFamilyHandle, one shared handle that only
     // the write thread (or the DB mutex holder) may use; concurrent Writes
     // then put entries into the wrong family, unindexed there.
-    BatchIntoTransaction into(t.get(), RepOf(live_));
-    rocksdb::Status s = updates->Iterate(&into);
+    BatchIntoTransaction into(RepOf(live_));
+    rocksdb::Status s = into.Collect(updates);  // (refusals before any lock)
+    if (!s.ok()) return s;
+    std::unique_ptr<Transaction> t(BeginInternal(wo));
+    if (t == nullptr) return rocksdb::Status::Aborted("LiveKeyDB: could not begin a transaction for Write");
+    t->DisableIndexing();  // (as RocksDB's own Write: nothing reads it)
+    s = into.Replay(t.get());  // the keys' locks, in RocksDB's order
     if (s.ok()) {
       s = t->Commit();
     } else {
@@ -235,7 +332,6 @@ class TxnDB : public TransactionDB, public TxnHost {
     return s;
   }
 
- private:
   LiveKeyDB* live_;
   TransactionDB* inner_;  // owned by live_ (its base)
   const bool skip_cc_;

@@ -45,7 +45,15 @@
 //   transaction_db.cc), then the indexed commit, as RocksDB itself runs
 //   them; going through LiveKeyDB::Write instead would hold stripes while
 //   RocksDB's Write waits for a key lock that a committing transaction holds
-//   while it waits for the stripe.
+//   while it waits for the stripe. The batch is replayed sorted by (family
+//   id, key bytes), stably: its keys are locked in the order RocksDB's own
+//   Write locks them, so two such writes never deadlock, and its lock
+//   timeout is default_lock_timeout, set as RocksDB sets it (negative: no
+//   timeout). A write without concurrency control (TransactionDBOptions::
+//   skip_concurrency_control, or Write's TransactionDBWriteOptimizations:
+//   how a range deletion is made) takes no key lock: it goes through
+//   LiveKeyDB's indexed batch path, stripes held, to RocksDB's Write with
+//   the same optimizations.
 //
 //   Reads: a transaction's Get of a key its own batch does not hold and the
 //   index does not hold is NotFound: the batch answers for what the
