@@ -106,6 +106,22 @@ enum class LiveKeyFault : int {
   // A family's initial index build (nothing loaded from the file) fails:
   // the family stays unindexed (reads bypass it) until a rebuild succeeds.
   kInitialBuildFails = 20,
+  // The world watch (world_watch.h) ignores table files that appear or
+  // disappear unexplained (an ingestion past LiveKeyDB at sequence number
+  // 0, DeleteFilesInRange over older versions): their keys answer NotFound.
+  kIgnoreTableFileChanges = 21,
+  // Close and checkpoints save the index file whether or not it is trusted
+  // (the behaviour before the fix), and a detected unseen change leaves
+  // the file in place: the next Open loads an index that misses keys.
+  kSaveUntrustedIndex = 22,
+  // A checkpoint is brought forward reading the memtables without
+  // total_order_seek: a hash memtable with a prefix extractor then yields
+  // nothing, and the keys it holds answer NotFound.
+  kReplayWithoutTotalOrder = 23,
+  // RecoverTrust ends a recovery whose scans began before an unseen change
+  // that moves no sequence number (the behaviour before the fix): the
+  // indexes serve again without the keys that change made visible.
+  kRecoveryIgnoresLaterChanges = 24,
 };
 
 // Called by a disableWAL write after it is counted and before it writes

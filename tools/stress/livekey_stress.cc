@@ -202,8 +202,12 @@
 
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/testing/live_key_db_testing.h"
+#include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/compaction_filter.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/memtablerep.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
@@ -240,8 +244,22 @@ DEFINE_bool(keep, false, "keep the DB directory at the end");
 DEFINE_bool(crash, false, "a SIGKILL crash cycle after every round");
 DEFINE_int32(min_kill_ms, 50, "--crash: earliest kill after the child starts (ms)");
 DEFINE_int32(max_kill_ms, 1500, "--crash: latest kill after the child starts (ms)");
-DEFINE_double(foreign_write_prob, 0,
+DEFINE_double(foreign_write_prob, 0.002,
               "probability that a Put goes through GetBaseDB() (a writer LiveKeyDB does not see)");
+// The foreign mix: what makes keys visible behind LiveKeyDB without a
+// write it sees (the threat model, filter_policy/rocksdb/live_key_db/README.md).
+DEFINE_double(foreign_ingest_weight, 0.05,
+              "weight of an IngestExternalFile through GetBaseDB(): half of them of fresh keys that overlap "
+              "nothing (global sequence number 0), half of keys of the universe (a new sequence number)");
+DEFINE_double(delete_files_weight, 0.05,
+              "weight of rocksdb::DeleteFilesInRange over 1/8..1/2 of a family's keys (drops whole L1+ files; "
+              "older versions below them become visible again)");
+DEFINE_double(hash_memtable_prob, 0.3,
+              "probability that an Open uses a hash memtable (hash skip list or hash link list) with a "
+              "prefix extractor, else a skip list (a fifth of those wrapped in dlcbf_index)");
+DEFINE_double(avoid_flush_during_recovery_prob, 0.3,
+              "probability that an Open sets avoid_flush_during_recovery (the recovered WAL stays in the "
+              "memtable, where a checkpoint's replay reads it)");
 DEFINE_int32(fault, 0, "dlcbf::internal::LiveKeyFault to set (filter_policy/testing/live_key_db_testing.h)");
 DEFINE_bool(expect_loss, false, "negative control: exit 0 iff a loss was found (stops at the first)");
 DEFINE_double(busy_writers_prob, 1.0 / 3,
@@ -354,6 +372,11 @@ struct Counters {
   std::atomic<uint64_t> ops{0}, puts{0}, merges{0}, deletes{0}, single_deletes{0}, delete_ranges{0},
       batches{0}, entities{0}, ingests{0}, flushes{0}, compactions{0}, manual_rebuilds{0}, foreign_puts{0},
       checks{0}, lost{0}, errors{0}, write_keys{0};
+  // The foreign mix: base-DB ingestions (those at global sequence number
+  // 0), DeleteFilesInRange calls and the files they dropped, Opens with a
+  // hash memtable, with dlcbf_index, with avoid_flush_during_recovery.
+  std::atomic<uint64_t> foreign_ingests{0}, foreign_ingests_at_zero{0}, delete_files{0}, dropped_files{0},
+      hash_memtable_opens{0}, dlcbf_index_opens{0}, avoid_flush_opens{0};
   // From GetLiveKeyStats(), per session, and the parent's own.
   std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
   std::atomic<uint64_t> checkpoint_deltas{0};  // (the parent's sessions only)
@@ -408,7 +431,9 @@ std::string SummaryLine() {
              " (%" PRIu64 "/%" PRIu64 ") skipped_delete_ranges=%" PRIu64 " skipped_entities=%" PRIu64
              " batch_entities_as_puts=%" PRIu64 " sessions=none:%" PRIu64
              ",pessimistic:%" PRIu64 ",optimistic:%" PRIu64 " txn_open_fallbacks=%" PRIu64 " checks=%" PRIu64
-             " unchecked_copies=%" PRIu64 " lost=%" PRIu64,
+             " unchecked_copies=%" PRIu64 " foreign_puts=%" PRIu64 " foreign_ingests=%" PRIu64
+             " (at_seqno_0=%" PRIu64 ") delete_files=%" PRIu64 " (dropped_files=%" PRIu64 ") opens_hash_memtable=%" PRIu64
+             " opens_dlcbf_index=%" PRIu64 " opens_avoid_flush_during_recovery=%" PRIu64 " lost=%" PRIu64,
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
@@ -419,7 +444,9 @@ std::string SummaryLine() {
              g.recovered_rollbacks.load(), g.skipped_delete_ranges.load(), g.skipped_entities.load(),
              g.batch_entities_as_puts.load(), g.sessions[0].load(),
              g.sessions[1].load(), g.sessions[2].load(), g.open_fallbacks.load(), g.checks.load(),
-             g.unchecked_copies.load(), g.lost.load());
+             g.unchecked_copies.load(), g.foreign_puts.load(), g.foreign_ingests.load(),
+             g.foreign_ingests_at_zero.load(), g.delete_files.load(), g.dropped_files.load(),
+             g.hash_memtable_opens.load(), g.dlcbf_index_opens.load(), g.avoid_flush_opens.load(), g.lost.load());
 }
 
 void RemoveTempDb() {
@@ -549,6 +576,57 @@ class DropXFilter : public rocksdb::CompactionFilter {
   mutable std::atomic<uint64_t> dropped{0};
 };
 DropXFilter* g_filter = new DropXFilter;  // outlives every DB
+
+// The memtable kind and recovery option of the next Open (DrawMemtable).
+enum class MemtableKind { kSkipList, kHashSkipList, kHashLinkList };
+struct MemtableDraw {
+  MemtableKind kind = MemtableKind::kSkipList;
+  bool dlcbf_index = false;  // the kind wrapped in the dlcbf_index decorator
+  bool avoid_flush_during_recovery = false;
+};
+MemtableDraw g_memtable;
+
+MemtableDraw DrawMemtable(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  MemtableDraw d;
+  if (u(rng) < FLAGS_hash_memtable_prob) d.kind = u(rng) < 0.5 ? MemtableKind::kHashSkipList : MemtableKind::kHashLinkList;
+  d.dlcbf_index = u(rng) < 0.2;
+  d.avoid_flush_during_recovery = u(rng) < FLAGS_avoid_flush_during_recovery_prob;
+  return d;
+}
+
+const char* MemtableName(const MemtableDraw& d) {
+  const char* k = d.kind == MemtableKind::kHashSkipList   ? "hash_skiplist"
+                  : d.kind == MemtableKind::kHashLinkList ? "hash_linklist"
+                                                          : "skiplist";
+  static thread_local std::string s;
+  s = std::string(k) + (d.dlcbf_index ? "+dlcbf_index" : "") +
+      (d.avoid_flush_during_recovery ? " avoid_flush_during_recovery" : "");
+  return s.c_str();
+}
+
+// Applies g_memtable: a hash memtable needs a prefix extractor (the keys'
+// first two bytes: "k0", "s0", ...) and takes one writer at a time.
+void ApplyMemtable(rocksdb::Options* o) {
+  std::shared_ptr<rocksdb::MemTableRepFactory> f;
+  switch (g_memtable.kind) {
+    case MemtableKind::kSkipList: f = std::make_shared<rocksdb::SkipListFactory>(); break;
+    // (256 buckets: the default bucket arrays alone, 8 MB and 400 KB,
+    // would fill the 64 KB write buffer at once.)
+    case MemtableKind::kHashSkipList: f.reset(rocksdb::NewHashSkipListRepFactory(256)); break;
+    case MemtableKind::kHashLinkList: f.reset(rocksdb::NewHashLinkListRepFactory(256)); break;
+  }
+  if (g_memtable.kind != MemtableKind::kSkipList) {
+    o->prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(2));
+    o->allow_concurrent_memtable_write = false;
+  }
+  if (g_memtable.dlcbf_index) {
+    std::shared_ptr<rocksdb::MemTableRepFactory> wrapped;
+    if (dlcbf::NewDLeftIndexedMemTableRepFactory(f, dlcbf::MemTableIndexOptions(), &wrapped).ok()) f = wrapped;
+  }
+  o->memtable_factory = f;
+  o->avoid_flush_during_recovery = g_memtable.avoid_flush_during_recovery;
+}
 
 rocksdb::Options BaseOptions() {
   rocksdb::Options o;
@@ -847,6 +925,7 @@ struct Session {
 // One Open of `kind` (same options and families whatever the kind).
 Status OpenAs(Session* s, const LiveKeyIndexOptions& io, TxnKind kind) {
   rocksdb::Options o = BaseOptions();
+  ApplyMemtable(&o);
   std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
   for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
   s->h.clear();
@@ -987,7 +1066,12 @@ Status OpenSession(Session* s, const LiveKeyIndexOptions& io, TxnKind kind, std:
     g_maybe_2pc = true;
     st = OpenAs(s, io, TxnKind::kPessimistic);
   }
-  if (st.ok()) g.sessions[static_cast<int>(s->kind)]++;
+  if (st.ok()) {
+    g.sessions[static_cast<int>(s->kind)]++;
+    if (g_memtable.kind != MemtableKind::kSkipList) g.hash_memtable_opens++;
+    if (g_memtable.dlcbf_index) g.dlcbf_index_opens++;
+    if (g_memtable.avoid_flush_during_recovery) g.avoid_flush_opens++;
+  }
   return st;
 }
 
@@ -1196,7 +1280,7 @@ struct Mix {
 };
 enum Op {
   kPut, kMerge, kDelete, kSingleDelete, kDeleteRange, kBatch, kEntity, kIngest, kFlush, kCompact, kRebuild,
-  kCheck, kVerifyAll, kTxn, kNumOps
+  kCheck, kVerifyAll, kTxn, kForeignIngest, kDeleteFiles, kNumOps
 };
 // with_txn: the mix of a transaction session (kTxn weighs --txn_weight;
 // else 0).
@@ -1205,7 +1289,8 @@ Mix MakeMix(bool with_txn) {
                              FLAGS_single_delete_weight, FLAGS_delete_range_weight, FLAGS_batch_weight,
                              FLAGS_entity_weight, FLAGS_ingest_weight, FLAGS_flush_weight,
                              FLAGS_compact_weight, FLAGS_rebuild_weight, FLAGS_check_weight,
-                             FLAGS_verify_all_weight, with_txn ? FLAGS_txn_weight : 0.0};
+                             FLAGS_verify_all_weight, with_txn ? FLAGS_txn_weight : 0.0,
+                             FLAGS_foreign_ingest_weight, FLAGS_delete_files_weight};
   Mix m;
   for (double x : w) {
     m.total += std::max(0.0, x);
@@ -1398,6 +1483,8 @@ class Worker {
       case kDeleteRange: DeleteRangeOp(); break;
       case kBatch: BatchOp(); break;
       case kIngest: IngestOp(); break;
+      case kForeignIngest: ForeignIngestOp(); break;
+      case kDeleteFiles: DeleteFilesOp(); break;
       case kFlush: {
         rocksdb::FlushOptions fo;
         fo.allow_write_stall = true;
@@ -1928,6 +2015,110 @@ class Worker {
     std::filesystem::remove(file, ec);
   }
 
+  // An ingestion through GetBaseDB() (the threat model's "ingestion
+  // LiveKeyDB did not make"). Fresh keys (after every key of the universe,
+  // each file a range of its own) overlap nothing: RocksDB puts the file at
+  // the bottom level with global sequence number 0, which moves no
+  // sequence number (the world watch must see it); keys of the universe
+  // take a new sequence number (the ledger sees it). Every ingested key is
+  // checked at once.
+  void ForeignIngestOp() {
+    const int cf = Cf();
+    const bool fresh = U() < 0.5;
+    const uint64_t serial = ++s_->sst_serial;
+    const std::string file =
+        s_->sst_dir + "/foreign_" + std::to_string(::getpid()) + "_" + std::to_string(serial) + ".sst";
+    std::error_code rm_ec;
+    std::filesystem::remove(file, rm_ec);
+    std::set<int> chosen;
+    std::vector<std::string> fresh_keys;
+    const int n = I(1, 32);
+    if (fresh) {
+      for (int i = 0; i < n; ++i) {
+        fresh_keys.push_back(Fmt("zf%010d_%010" PRIu64 "_%03d", static_cast<int>(::getpid()), serial, i));
+      }
+    } else {
+      for (int i = 0; i < n; ++i) chosen.insert(KKey());
+    }
+    rocksdb::SstFileWriter w(rocksdb::EnvOptions(), BaseOptions(), H(cf));
+    Status st = w.Open(file);
+    for (const std::string& k : fresh_keys) {
+      if (st.ok()) st = w.Put(k, Value(false));
+    }
+    for (int key : chosen) {
+      if (st.ok()) st = w.Put(KeyOf(key), Value());
+    }
+    if (st.ok()) st = w.Finish();
+    if (!st.ok()) {
+      ReportError("SstFileWriter (foreign): " + st.ToString());
+      return;
+    }
+    {
+      ExclusiveHold x(&s_->locks);
+      const uint64_t before = s_->db->GetBaseDB()->GetLatestSequenceNumber();
+      Check(s_->db->GetBaseDB()->IngestExternalFile(H(cf), {file}, rocksdb::IngestExternalFileOptions()),
+            "foreign IngestExternalFile");
+      g.foreign_ingests++;
+      if (s_->db->GetBaseDB()->GetLatestSequenceNumber() == before) g.foreign_ingests_at_zero++;
+      if (fresh) {
+        CheckRawKeys(cf, fresh_keys, "after-foreign-ingest");
+      } else {
+        std::vector<int> cfs(chosen.size(), cf), keys(chosen.begin(), chosen.end());
+        CheckKeys(s_, cfs, keys, "after-foreign-ingest", false);
+      }
+    }
+    std::error_code ec;
+    std::filesystem::remove(file, ec);
+  }
+
+  // Keys outside the universe (fresh foreign ingestions): base finds it =>
+  // LiveKeyDB's Get and MultiGet find it.
+  void CheckRawKeys(int cf, const std::vector<std::string>& ks, const char* phase) {
+    for (const std::string& k : ks) {
+      PinnableSlice v, bv;
+      const Status a = s_->db->Get(ReadOptions(), H(cf), k, &v);
+      std::vector<std::string> vals;
+      const std::vector<Status> m = s_->db->MultiGet(ReadOptions(), {H(cf)}, {Slice(k)}, &vals);
+      const Status b = s_->db->GetBaseDB()->Get(ReadOptions(), H(cf), k, &bv);
+      g.checks.fetch_add(1, std::memory_order_relaxed);
+      if (!b.ok()) continue;
+      std::string missed;
+      if (a.IsNotFound()) missed += ",Get";
+      if (m[0].IsNotFound()) missed += ",MultiGet";
+      if (!missed.empty()) {
+        ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=%s round=%d", k.c_str(), kFamilies[cf], missed.c_str() + 1,
+                       phase, g_round.load()));
+      }
+    }
+  }
+
+  // rocksdb::DeleteFilesInRange (it goes to the root DBImpl: no wrapper
+  // sees it) over a wide range: every L1+ file inside it goes, and older
+  // versions of its keys in lower levels are visible again. The range's
+  // keys are checked at once (the world watch must have made the indexes
+  // step aside).
+  void DeleteFilesOp() {
+    const int cf = Cf();
+    const int len = I(std::max(1, NumKKeys() / 8), std::max(1, NumKKeys() / 2));
+    const int a = I(0, std::max(0, NumKKeys() - len));
+    const int e = std::min(NumKKeys() - 1, a + len);
+    const std::string ka = KeyOf(a), ke = KeyOf(e);
+    const Slice sa(ka), se(ke);
+    ExclusiveHold x(&s_->locks);
+    std::vector<rocksdb::LiveFileMetaData> before, after;
+    s_->db->GetLiveFilesMetaData(&before);
+    Check(rocksdb::DeleteFilesInRange(s_->db, H(cf), &sa, &se), "DeleteFilesInRange");
+    s_->db->GetLiveFilesMetaData(&after);
+    g.delete_files++;
+    if (after.size() < before.size()) g.dropped_files += before.size() - after.size();
+    std::vector<int> cfs, keys;
+    for (int i = a; i <= e; ++i) {
+      cfs.push_back(cf);
+      keys.push_back(i);
+    }
+    CheckKeys(s_, cfs, keys, "after-delete-files", false);
+  }
+
   Session* s_;
   const Mix* mix_;
   std::mt19937_64 rng_;
@@ -2059,7 +2250,7 @@ void RunPhase(Session* s, int64_t ops, uint64_t seed) {
 // order: the parent adds them to its own. Indexes 0 (ops), 13 (written
 // keys), 14 (automatic rebuilds) and 15 (checkpoints) are read by name
 // below.
-constexpr size_t kChildCounters = 33;
+constexpr size_t kChildCounters = 40;
 std::atomic<uint64_t>* const kChildCounterFields[kChildCounters] = {
     &g.ops,           &g.puts,          &g.merges,           &g.deletes,
     &g.single_deletes, &g.delete_ranges, &g.batches,          &g.entities,
@@ -2069,7 +2260,8 @@ std::atomic<uint64_t>* const kChildCounterFields[kChildCounters] = {
     &g.txn_prepared,  &g.txn_conflicts, &g.txn_reads,        &g.recovered_prepared,
     &g.recovered_commits, &g.recovered_rollbacks, &g.skipped_delete_ranges, &g.sessions[0],
     &g.sessions[1],   &g.sessions[2],   &g.open_fallbacks,   &g.skipped_entities,
-    &g.batch_entities_as_puts};
+    &g.batch_entities_as_puts, &g.foreign_ingests, &g.foreign_ingests_at_zero, &g.delete_files,
+    &g.dropped_files, &g.hash_memtable_opens, &g.dlcbf_index_opens, &g.avoid_flush_opens};
 
 std::string CounterLine() {
   std::string line = "C";
@@ -2090,7 +2282,9 @@ int RunChild() {
   // is the session kind it drew).
   const LiveKeyIndexOptions io = DrawIndexOptions(rng);
   const TxnKind kind = DrawTxnKind(rng);
-  WriteLine(g_side_fd, "O txn=" + std::string(TxnKindName(kind)) + " " + Describe(io) + "\n");
+  g_memtable = DrawMemtable(rng);
+  WriteLine(g_side_fd, "O txn=" + std::string(TxnKindName(kind)) + " memtable=" + MemtableName(g_memtable) + " " +
+                           Describe(io) + "\n");
   Session s;
   std::string note;
   const Status os = OpenSession(&s, io, kind, &note);
@@ -2337,7 +2531,9 @@ bool OpenAndVerify(Session* s, std::mt19937_64& rng, const LiveKeyIndexOptions& 
     }
   }
   const TxnKind kind = DrawTxnKind(rng);
-  std::printf("%s open: txn=%s %s\n", label.c_str(), TxnKindName(kind), Describe(io).c_str());
+  g_memtable = DrawMemtable(rng);
+  std::printf("%s open: txn=%s memtable=%s %s\n", label.c_str(), TxnKindName(kind), MemtableName(g_memtable),
+              Describe(io).c_str());
   std::fflush(stdout);
   std::string note;
   const Status os = OpenSession(s, io, kind, &note);

@@ -1,6 +1,6 @@
 // LiveKeyDB's background thread: automatic and Open-time index rebuilds
 // (queued by ScheduleRebuild, run one at a time, rebuild.cc) and, when no
-// rebuild waits, the checkpoints FlushSignal requests (checkpoint.cc), at
+// rebuild waits, the checkpoints the world watch requests (checkpoint.cc), at
 // most one per checkpoint_interval_seconds. StopBackground ends it at
 // Close, after the deferred checks drained.
 #include "filter_policy/rocksdb/live_key_db/rep.h"
@@ -38,16 +38,40 @@ void LiveKeyDB::Rep::RequestCheckpoint() {
   checkpoint_due = true;
   bg_cv.notify_one();
 }
-// A write LiveKeyDB never saw is certain (Rep::IndexTrusted): every index
-// is bypassed from here until RecoverTrust rebuilt them all. One LOG line.
-void LiveKeyDB::Rep::MarkUntrusted(uint64_t latest, uint64_t verified) {
-  bool expected = false;
-  if (!untrusted.compare_exchange_strong(expected, true)) return;
-  unseen_write_detections.fetch_add(1);
-  rocksdb::Warn(log, "LiveKeyDB: the DB is at sequence %" PRIu64 " but LiveKeyDB's own writes account only "
-                "for %" PRIu64 ": a write it never saw (GetBaseDB(), a TransactionDB or another wrapper on top, "
-                "an ingestion or import). Reads bypass every index until each is rebuilt.",
-                latest, verified);
+// A change LiveKeyDB never saw is certain (Rep::IndexTrusted, the world
+// watch): every index is bypassed from here until RecoverTrust rebuilt them
+// all. The index file goes at once: a checkpoint taken before the change
+// would be brought forward past it at the next Open, and a replay reads
+// what was written, never what a removed file uncovered (test
+// LiveKeyClosedWorld.CheckpointThenDeleteFilesThenCrash). One LOG line.
+void LiveKeyDB::Rep::MarkUntrusted(const std::string& why) {
+  bool first = false;
+  {
+    // (With RecoverTrust's last check: a change is either counted before
+    // that check or finds the indexes trusted and makes them untrusted.)
+    std::lock_guard<std::mutex> tl(trust_mu);
+    untrust_events.fetch_add(1, std::memory_order_acq_rel);  // (before the file goes: KeepFileIfStillTrusted)
+    bool expected = false;
+    first = untrusted.compare_exchange_strong(expected, true);
+  }
+  if (opt.persist_index) {
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kSaveUntrustedIndex)
+#endif
+      env->DeleteFile(IndexPath()).PermitUncheckedError();
+  }
+  if (first) {
+    unseen_write_detections.fetch_add(1);
+    rocksdb::Warn(log, "LiveKeyDB: %s. Reads bypass every index until each is rebuilt.", why.c_str());
+  }
+  // (Also when already untrusted: a recovery whose scans began before this
+  // change must not end it; RecoverTrust sees untrust_events move and
+  // scans again, and one that gave up is started again.)
+#ifdef DLCBF_TESTING
+  if (!first && internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kRecoveryIgnoresLaterChanges) {
+    return;
+  }
+#endif
   std::lock_guard<std::mutex> l(bg_mu);
   trust_recovery_due = true;
   bg_cv.notify_one();
@@ -64,10 +88,12 @@ void LiveKeyDB::Rep::MarkUntrusted(uint64_t latest, uint64_t verified) {
 void LiveKeyDB::Rep::RecoverTrust() {
   for (int round = 0; round < 16 && !closing.load(); ++round) {
     bool rebased = false;
+    uint64_t events = 0;  // the unseen changes the scans below start after
     for (int attempt = 0; attempt < 2000 && !rebased && !closing.load(); ++attempt) {
       {
         AllStripesGuard all(this);
         uint64_t latest = 0, verified = 0;
+        events = untrust_events.load(std::memory_order_acquire);
         if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &verified)) {
           ledger.Rebase(latest);
           rebased = true;
@@ -76,6 +102,15 @@ void LiveKeyDB::Rep::RecoverTrust() {
       if (!rebased) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (!rebased) break;
+    {
+      // A checkpoint loaded at Open is no start after an unseen change:
+      // every family is scanned whole.
+      std::lock_guard<std::mutex> rl(rebuild_mu);
+      file_load_pending = false;
+      world->StopRemembering();
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) kv.second->checkpoint_base.reset();
+    }
     std::vector<CfState*> fams;
     {
       std::lock_guard<std::mutex> l(cf_mu);
@@ -99,8 +134,23 @@ void LiveKeyDB::Rep::RecoverTrust() {
     for (int attempt = 0; attempt < 2000 && !closing.load(); ++attempt) {
       uint64_t latest = 0, verified = 0;
       if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &verified)) {
-        if (latest <= verified) {
+        // No sequence number it did not write, and no unseen change that
+        // moves none (world_watch.h) since the scans began (test
+        // LiveKeyClosedWorld.UnseenChangeDuringRecoveryLosesNoKey).
+        std::unique_lock<std::mutex> tl(trust_mu);
+#ifdef DLCBF_TESTING
+        if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kRecoveryIgnoresLaterChanges) {
+          events = untrust_events.load(std::memory_order_acquire);
+        }
+#endif
+        if (latest <= verified && untrust_events.load(std::memory_order_acquire) == events) {
+          {
+            // (Every change so far is in these scans: no recovery is due.)
+            std::lock_guard<std::mutex> bl(bg_mu);
+            trust_recovery_due = false;
+          }
           untrusted.store(false, std::memory_order_release);
+          tl.unlock();
           trust_recoveries.fetch_add(1);
           rocksdb::Warn(log, "LiveKeyDB: every index rebuilt after unseen writes; they serve again");
           return;
@@ -189,7 +239,12 @@ void LiveKeyDB::Rep::BackgroundLoop() {
   }
 }
 void LiveKeyDB::Rep::StopBackground() {
-  if (flush_signal) flush_signal->Set(nullptr);  // no checkpoint requests from here on
+  if (world) {
+    // The last edits explained first (a flush or compaction just before
+    // Close): the index file Close writes must account for them.
+    world->WaitSettled(live_key::WorldWatch::kSettleAfter);
+    world->Detach();  // no checkpoint requests, no unseen changes from here on
+  }
   StopChecks();  // drains the queue first: the index is exact when saved
   closing.store(true);
   {

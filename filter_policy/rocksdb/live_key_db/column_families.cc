@@ -76,6 +76,7 @@ rocksdb::Status LiveKeyDB::Rep::RegisterImported(ColumnFamilyHandle* h) {
     std::lock_guard<std::mutex> l(cf_mu);
     cf = AddFamily(h);
   }
+  if (world) world->AdoptFamily(cf->name);  // (no event names an import's files: world_watch.h)
   rocksdb::Status s;
   if (cf->indexed) {
     s = Rebuild(cf, "imported column family", /*automatic=*/false);

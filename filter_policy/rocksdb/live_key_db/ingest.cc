@@ -197,6 +197,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
   if (work.empty()) {
     ledger.Begin();
     const uint64_t before = base->GetLatestSequenceNumber();
+    live_key::WorldWatch::OwnIngestion own(world.get());  // (its files are explained: world_watch.h)
     rocksdb::Status s = base->IngestExternalFiles(args);
     ledger.End(s.ok() ? IngestedSeqnos(base, ids, before, base->GetLatestSequenceNumber()) : 0);
     return s;
@@ -218,6 +219,7 @@ rocksdb::Status LiveKeyDB::Rep::Ingest(const std::vector<rocksdb::IngestExternal
   }
   ledger.Begin();
   const uint64_t before = base->GetLatestSequenceNumber();
+  live_key::WorldWatch::OwnIngestion own(world.get());
   rocksdb::Status s = base->IngestExternalFiles(args);
   ledger.End(s.ok() ? IngestedSeqnos(base, ids, before, base->GetLatestSequenceNumber()) : 0);
   if (!s.ok()) ix.UndoNotLive();
@@ -335,6 +337,7 @@ rocksdb::Status LiveKeyDB::Rep::CommitIngestion(std::vector<std::unique_ptr<rock
     }
   }
   ledger.Begin();  // (its sequence numbers: as IngestExternalFiles')
+  live_key::WorldWatch::OwnIngestion own(world.get());
   rocksdb::Status s = base->CommitFileIngestionHandles(std::move(inner));
   ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) ix.UndoNotLive();

@@ -209,22 +209,6 @@
 namespace dlcbf {
 
 
-namespace {
-// Requests a checkpoint after each completed memtable flush and compaction
-// (on RocksDB's background threads; the request is a flag and a notify).
-class FlushListener : public rocksdb::EventListener {
- public:
-  explicit FlushListener(std::shared_ptr<FlushSignal> s) : signal_(std::move(s)) {}
-  const char* Name() const override { return "dlcbf.LiveKeyDB.FlushListener"; }
-  void OnFlushCompleted(DB*, const rocksdb::FlushJobInfo&) override { signal_->Fire(); }
-  // (A compaction at the bottom level zeroes sequence numbers; its output
-  // is read at the next crash recovery unless a checkpoint saw it.)
-  void OnCompactionCompleted(DB*, const rocksdb::CompactionJobInfo&) override { signal_->Fire(); }
-
- private:
-  std::shared_ptr<FlushSignal> signal_;
-};
-}  // namespace
 
 rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& handles) {
   // Everything RocksDB recovered is what the index is built or loaded
@@ -254,6 +238,7 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   } else if (opt.persist_index) {
     LoadFromFile(&loaded);
   }
+  if (!file_load_pending) world->StopRemembering();  // (no load needs the compactions since Open)
   std::vector<CfState*> todo;
   {
     std::lock_guard<std::mutex> l(cf_mu);
@@ -296,7 +281,23 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   } catch (const std::system_error& e) {
     return rocksdb::Status::Aborted("LiveKeyDB: cannot start its background threads", e.what());
   }
-  if (flush_signal) flush_signal->Set([this] { RequestCheckpoint(); });
+  {
+    // Armed with the table files the index was built or loaded for (the
+    // closed world: world_watch.h).
+    live_key::WorldWatch::Hooks hooks;
+    if (opt.persist_index && opt.checkpoint_interval_seconds > 0) hooks.on_flush = [this] { RequestCheckpoint(); };
+    hooks.on_unseen = [this](const std::string& change) { MarkUntrusted(change); };
+    hooks.indexed = [this](const std::string& name) {
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) {
+        if (kv.second->name == name && !kv.second->dropped) return kv.second->indexed;
+      }
+      return false;
+    };
+    if (!world->Attach(std::move(hooks), base)) {
+      return rocksdb::Status::Aborted("LiveKeyDB: cannot start the world watch's thread");
+    }
+  }
   if (background) {
     for (CfState* cf : todo) {
       rocksdb::Info(log, "LiveKeyDB: the index of '%s' is built in the background (%s); reads bypass it until then",
@@ -354,17 +355,15 @@ rocksdb::Status LiveKeyDB::OpenWith(const rocksdb::DBOptions& db_options, const 
                                     LiveKeyDB** dbptr) {
   rocksdb::Status s = index_options.Validate();
   if (!s.ok()) return s;
-  // A listener that requests a checkpoint after each memtable flush.
+  // The listener that accounts for every table file (world_watch.h).
   rocksdb::DBOptions opts = db_options;
-  std::shared_ptr<FlushSignal> signal = std::make_shared<FlushSignal>();
-  if (index_options.persist_index && index_options.checkpoint_interval_seconds > 0) {
-    opts.listeners.push_back(std::make_shared<FlushListener>(signal));
-  }
+  std::shared_ptr<live_key::WorldWatch> world = std::make_shared<live_key::WorldWatch>();
+  opts.listeners.push_back(world);
   DB* base = nullptr;
   s = open_base(opts, &base);
   if (!s.ok()) return s;
   std::unique_ptr<LiveKeyDB> db(new LiveKeyDB(base, index_options));
-  db->rep_->flush_signal = signal;
+  db->rep_->world = world;
   s = db->rep_->Init(*handles);
   if (!s.ok()) {
     db->rep_->StopBackground();
@@ -411,6 +410,20 @@ rocksdb::Status LiveKeyDB::Close() {
 }
 
 rocksdb::Status LiveKeyDB::Resume() { return db_->Resume(); }
+
+rocksdb::Status LiveKeyDB::CompactFiles(const rocksdb::CompactionOptions& compact_options,
+                                        ColumnFamilyHandle* column_family,
+                                        const std::vector<std::string>& input_file_names, const int output_level,
+                                        const int output_path_id, std::vector<std::string>* const output_file_names,
+                                        rocksdb::CompactionJobInfo* compaction_job_info) {
+  std::vector<uint64_t> inputs;
+  for (const std::string& name : input_file_names) inputs.push_back(live_key::WorldWatch::FileNumber(name));
+  rep_->world->ExpectCompaction(inputs);
+  rocksdb::Status s = db_->CompactFiles(compact_options, column_family, input_file_names, output_level,
+                                        output_path_id, output_file_names, compaction_job_info);
+  rep_->world->CompactionDone(inputs, s.ok());
+  return s;
+}
 
 rocksdb::Status LiveKeyDB::RebuildIndex(ColumnFamilyHandle* column_family) {
   std::vector<CfState*> todo;

@@ -482,23 +482,74 @@ std::vector<CfState*> LiveKeyDB::Rep::SavableFamilies() {
   return fams;
 }
 
+// Persistence respects trust (rep.h, TrustedUpTo): an index that does not
+// account for the DB's state is not saved, and the file it would have
+// replaced goes too (it may be a checkpoint from before the change that
+// made the index untrusted). The next Open then builds from a scan (tests
+// LiveKeyClosedWorld.CloseAfterBaseWrites*).
 rocksdb::Status LiveKeyDB::Rep::Persist() {
-  const std::vector<CfState*> fams = SavableFamilies();
-  std::string identity;
-  rocksdb::Status s = base->GetDbIdentity(identity);
-  if (!s.ok()) return s;
+  const uint64_t events = untrust_events.load(std::memory_order_acquire);
+  const uint64_t verified = ledger.verified();  // before the DB's number
   // The file claims the latest sequence number: every write up to it made
   // durable first (checkpoint.cc, MakeDurable), while background work
   // still runs (a flush needs it).
   const uint64_t seq = base->GetLatestSequenceNumber();
+  if (!TrustedUpTo(seq, verified)) {
+    rocksdb::Warn(log, "LiveKeyDB: the index is not saved at Close: it does not account for the DB's state "
+                  "(%s; sequence %" PRIu64 ", LiveKeyDB's writes account for %" PRIu64 "); the next Open rebuilds it",
+                  untrusted.load() ? "a change LiveKeyDB did not see, not yet rebuilt" : "writes it did not see",
+                  seq, verified);
+    env->DeleteFile(IndexPath()).PermitUncheckedError();
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status s = PersistAt(seq);
+  return s.ok() ? KeepFileIfStillTrusted(events) : s;
+}
+
+rocksdb::Status LiveKeyDB::Rep::KeepFileIfStillTrusted(uint64_t events) {
+  if (untrust_events.load(std::memory_order_acquire) == events && !untrusted.load(std::memory_order_acquire)) {
+    return rocksdb::Status::OK();
+  }
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kSaveUntrustedIndex) {
+    return rocksdb::Status::OK();
+  }
+#endif
+  env->DeleteFile(IndexPath()).PermitUncheckedError();
+  file_state.appendable = false;
+  return rocksdb::Status::Incomplete("LiveKeyDB: a change LiveKeyDB cannot account for came while the index "
+                                     "file was written; the file is removed");
+}
+
+rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
+  const std::vector<CfState*> fams = SavableFamilies();
+  std::string identity;
+  rocksdb::Status s = base->GetDbIdentity(identity);
+  if (!s.ok()) return s;
   s = MakeDurable(fams);
   if (!s.ok()) return s;  // the last checkpoint, if any, stays valid
-  // No compaction may change the SST set after it is recorded (a
+  // No compaction may change the SST set after it is recorded: the next
+  // Open explains a listed file that is gone only by a compaction it saw
+  // (LoadFromFile; else the file is rejected, a needless rebuild), and a
   // compaction at the bottom level zeroes sequence numbers, so its output
-  // would be brought forward at the next Open: needless work). Resumed
+  // would be brought forward (needless work). Automatic compactions are
+  // turned off first (RocksDB's own Close may flush after this, and a flush
+  // would schedule one), then the running ones are waited for. Resumed
   // before returning, whatever happens: RocksDB's own Close may still
   // have to flush (disableWAL data), and would wait for paused background
   // work forever (test LiveKeyExactness.CloseNeverHangs).
+  {
+    std::vector<ColumnFamilyHandle*> hs;
+    {
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) {
+        if (!kv.second->dropped && kv.second->handle != nullptr) hs.push_back(kv.second->handle);
+      }
+    }
+    for (ColumnFamilyHandle* h : hs) {
+      base->SetOptions(h, {{"disable_auto_compactions", "true"}}).PermitUncheckedError();
+    }
+  }
   s = base->PauseBackgroundWork();
   if (!s.ok()) return s;
   struct Resume {
@@ -591,6 +642,13 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
 
 void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) {
   const std::string path = IndexPath();
+  // (The compactions since Open are remembered for this load only.)
+  struct StopRemembering {
+    live_key::WorldWatch* w;
+    ~StopRemembering() {
+      if (w != nullptr) w->StopRemembering();
+    }
+  } stop_remembering{world.get()};
   // A file rejected whole is removed, so no later Open can load it (one
   // rejected as ahead of the DB would otherwise be loaded once the DB's
   // sequence number passed it, by writes it never counted).
@@ -776,6 +834,25 @@ void LiveKeyDB::Rep::LoadFromFile(std::vector<CfState*>* loaded, bool deferred) 
   s = LiveSsts(&now_ssts, &now_smallest);
   if (!s.ok()) return Reject("cannot list live SST files: " + s.ToString());
   bool checkpoint = seq < latest;
+  // The closed world (world_watch.h): a file the index file lists that the
+  // DB no longer holds is explained only by a compaction since Open, or,
+  // for a checkpoint, by one before the crash. A saved index (equal
+  // sequence numbers) whose file went otherwise (DeleteFilesInRange by
+  // another program while LiveKeyDB was closed) may miss keys the drop
+  // uncovered, which no replay reads: rebuilt (test
+  // LiveKeyClosedWorld.FilesDroppedWhileClosedAreNotTrusted).
+  bool check_removed = !checkpoint;
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIgnoreTableFileChanges) check_removed = false;
+#endif
+  if (check_removed) {
+    for (uint64_t f : saved_ssts) {
+      if (!std::binary_search(now_ssts.begin(), now_ssts.end(), f) && !world->RemovedByCompaction(f)) {
+        return Reject("SST file " + std::to_string(f) + " it lists is gone and no compaction since Open removed it "
+                      "(DeleteFilesInRange or a file deleted while LiveKeyDB was closed?)");
+      }
+    }
+  }
   for (size_t i = 0; i < now_ssts.size(); ++i) {
     // A file new to the index is harmless only if every key in it carries a
     // real sequence number (<= the verified one: written through LiveKeyDB

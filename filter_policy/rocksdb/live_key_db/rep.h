@@ -38,6 +38,7 @@
 #include "filter_policy/rocksdb/live_key_db/checker.h"
 #include "filter_policy/rocksdb/live_key_db/seq_ledger.h"
 #include "filter_policy/rocksdb/live_key_db/stripes.h"
+#include "filter_policy/rocksdb/live_key_db/world_watch.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/write_batch.h"
@@ -133,23 +134,6 @@ struct CfTable {
 
 enum class Liveness { kLive, kNotLive, kUnknown };
 
-// Tells the Rep that a memtable flush completed (a checkpoint may be
-// due). The listener is registered with the DB before the Rep exists, so
-// it reaches the Rep through this: attached once the background thread
-// runs, detached before it stops.
-struct FlushSignal {
-  std::mutex mu;
-  std::function<void()> on_flush;  // empty when detached
-  void Fire() {
-    std::lock_guard<std::mutex> l(mu);
-    if (on_flush) on_flush();
-  }
-  void Set(std::function<void()> f) {
-    std::lock_guard<std::mutex> l(mu);
-    on_flush = std::move(f);
-  }
-};
-
 // SharedSnapshot, PendingCheck: checker.h.
 
 // Known, KnownKey: stripes.h.
@@ -230,10 +214,15 @@ struct LiveKeyDB::Rep {
   bool closed = false;
 
   std::atomic<uint64_t> rebuilds{0}, auto_rebuilds{0}, failed_rebuilds{0};
-  // Checkpoints (persistence.cc, Checkpoint): requested by FlushSignal,
+  // The listener that accounts for the DB's table files (world_watch.h):
+  // it requests checkpoints after flushes and compactions and reports
+  // changes LiveKeyDB cannot account for (MarkUntrusted). Registered with
+  // the DB before the Rep exists; attached once the background thread
+  // runs, detached before it stops.
+  std::shared_ptr<live_key::WorldWatch> world;
+  // Checkpoints (persistence.cc, Checkpoint): requested by the world watch,
   // written by the background thread at most once per
   // checkpoint_interval_seconds.
-  std::shared_ptr<FlushSignal> flush_signal;
   bool checkpoint_due = false;  // guarded by bg_mu
   std::chrono::steady_clock::time_point last_checkpoint{};  // valid once checkpointed
   bool checkpointed = false;                                // (both under bg_mu)
@@ -285,16 +274,47 @@ struct LiveKeyDB::Rep {
     if (untrusted.load(std::memory_order_acquire)) return false;
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kTrustUnseenWrites) return true;
+    const bool ignore_files = internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIgnoreTableFileChanges;
+#else
+    constexpr bool ignore_files = false;
 #endif
+    // Every table file accounted for (world_watch.h): none appeared or
+    // went that a flush, compaction or LiveKeyDB's own ingestion does not
+    // explain.
+    if (!ignore_files && !world->Settled()) return false;
     const uint64_t verified = ledger.verified();  // before the DB's number
     if (base->GetLatestSequenceNumber() <= verified) return true;
     uint64_t latest = 0, at = 0;
     if (ledger.Quiescent([&] { return base->GetLatestSequenceNumber(); }, &latest, &at) && latest > at) {
-      MarkUntrusted(latest, at);
+      MarkUntrusted("the DB is at sequence " + std::to_string(latest) + " but LiveKeyDB's own writes account "
+                    "only for " + std::to_string(at) + ": a write it never saw (GetBaseDB(), a TransactionDB or "
+                    "another wrapper on top, an ingestion or import)");
     }
     return false;
   }
-  void MarkUntrusted(uint64_t latest, uint64_t verified);  // background.cc
+  // A change LiveKeyDB cannot account for is certain (a sequence number it
+  // did not write, a table file the world watch cannot explain): every
+  // index is bypassed until RecoverTrust rebuilt them all, and the index
+  // file is removed (no checkpoint can replay such a change). One LOG line.
+  void MarkUntrusted(const std::string& why);  // background.cc
+  // Bumped by MarkUntrusted before it removes the index file: a file
+  // written from a trust check before the bump is removed by its writer
+  // (SaveWhileTrusted).
+  std::atomic<uint64_t> untrust_events{0};
+  std::mutex trust_mu;  // MarkUntrusted's count and flag against RecoverTrust's last check
+  // Persistence respects trust: a file may claim sequence number `seq`
+  // only if, read before it, the ledger accounted for every number up to
+  // it and nothing unseen is known (seq_ledger.h's invariant).
+  bool TrustedUpTo(uint64_t seq, uint64_t verified_before) const {
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kSaveUntrustedIndex) return true;
+#endif
+    return !untrusted.load(std::memory_order_acquire) && world->Settled() && seq <= verified_before;
+  }
+  // After a file was written from a trust check made when untrust_events
+  // was `events`: keeps it only if no unseen change came since; else
+  // removes it and says so (Status::Incomplete).
+  rocksdb::Status KeepFileIfStillTrusted(uint64_t events);  // persistence.cc
   void RecoverTrust();                  // background.cc
 
   // ---- helpers ---------------------------------------------------------------
@@ -756,11 +776,11 @@ struct LiveKeyDB::Rep {
   void ScheduleRebuild(CfState* cf);
   // After a rebuild: queues another if the writes during it outgrew it.
   void MaybeReschedule(CfState* cf);
-  // From FlushSignal: a checkpoint is due (written at most once per
+  // From the world watch: a checkpoint is due (written at most once per
   // checkpoint_interval_seconds, after any queued rebuild).
   void RequestCheckpoint();
   void BackgroundLoop();
-  // Close: detaches FlushSignal, drains the checks, stops the thread.
+  // Close: detaches the world watch, drains the checks, stops the thread.
   void StopBackground();
 
   // ---- durability of what an index file claims (checkpoint.cc) ------------------------
@@ -816,6 +836,7 @@ struct LiveKeyDB::Rep {
   std::string IndexPath() const { return dbname + "/" + opt.index_file_name; }
   rocksdb::Status LiveSsts(std::vector<uint64_t>* numbers, std::vector<uint64_t>* smallest_seqno);
   rocksdb::Status Persist();
+  rocksdb::Status PersistAt(uint64_t seq);  // Persist, once the index is trusted up to seq
   std::vector<CfState*> SavableFamilies();
   // Saves every serving index with the sequence number it covers
   // (checkpoint.cc): dense tables copied in chunks after the writers

@@ -1,0 +1,392 @@
+// LiveKeyDB's world watch: the table-file accounting behind the
+// closed-world fail-safe. The design note is in world_watch.h.
+#include "filter_policy/rocksdb/live_key_db/world_watch.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <system_error>
+#include <utility>
+
+#include "dlcbf/internal/hash.h"
+#include "rocksdb/db.h"
+
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/live_key_db_testing.h"
+#endif
+
+namespace dlcbf {
+namespace live_key {
+
+namespace {
+thread_local const WorldWatch* t_own_ingestion = nullptr;
+
+bool IsManifest(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return path.compare(slash == std::string::npos ? 0 : slash + 1, 9, "MANIFEST-") == 0;
+}
+
+uint64_t NumberOf(const rocksdb::LiveFileMetaData& f) {
+  return f.file_number != 0 ? f.file_number : WorldWatch::FileNumber(f.name);
+}
+}  // namespace
+
+constexpr std::chrono::milliseconds WorldWatch::kSettleAfter;
+
+WorldWatch::OwnIngestion::OwnIngestion(const WorldWatch* w) : prev_(t_own_ingestion) { t_own_ingestion = w; }
+WorldWatch::OwnIngestion::~OwnIngestion() { t_own_ingestion = prev_; }
+
+uint64_t WorldWatch::FileNumber(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const char* p = path.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+  if (*p < '0' || *p > '9') return 0;
+  return std::strtoull(p, nullptr, 10);
+}
+
+uint64_t WorldWatch::Signature(const std::vector<rocksdb::LiveFileMetaData>& files) {
+  std::vector<std::pair<uint64_t, int>> v;
+  v.reserve(files.size());
+  for (const auto& f : files) v.emplace_back(NumberOf(f), f.level);
+  std::sort(v.begin(), v.end());
+  uint64_t h = 0x9E3779B97F4A7C15ULL ^ v.size();
+  for (const auto& e : v) {
+    uint64_t x[2] = {e.first, static_cast<uint64_t>(static_cast<int64_t>(e.second))};
+    h = internal::HashKey(reinterpret_cast<const char*>(x), sizeof(x), h);
+  }
+  return h;
+}
+
+WorldWatch::~WorldWatch() { Detach(); }
+
+bool WorldWatch::Attach(Hooks hooks, rocksdb::DB* db) {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  {
+    std::lock_guard<std::mutex> h(hooks_mu_);
+    hooks_ = std::move(hooks);
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& f : files) live_[NumberOf(f)] = LiveFile{f.column_family_name, f.level, true};
+  before_last_edit_ = Signature(files);
+  db_ = db;
+  stop_ = false;
+  // (No exception leaves LiveKeyDB: a thread that cannot start fails Open.)
+  try {
+    reconciler_ = std::thread([this] { ReconcileLoop(); });
+  } catch (const std::system_error&) {
+    db_ = nullptr;
+    return false;
+  }
+  armed_ = true;
+  return true;
+}
+
+void WorldWatch::Detach() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    armed_ = false;
+    stop_ = true;
+    db_ = nullptr;
+    t = std::move(reconciler_);
+  }
+  cv_.notify_all();
+  if (t.joinable()) t.join();
+  std::lock_guard<std::mutex> h(hooks_mu_);
+  hooks_ = Hooks();
+}
+
+bool WorldWatch::RemovedByCompaction(uint64_t file_number) {
+  std::lock_guard<std::mutex> l(mu_);
+  return since_open_.count(file_number) != 0;
+}
+
+void WorldWatch::StopRemembering() {
+  std::lock_guard<std::mutex> l(mu_);
+  remembering_ = false;
+  since_open_.clear();
+}
+
+bool WorldWatch::WaitSettled(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!Settled()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+WorldWatch::Indexed WorldWatch::IndexedHook() {
+  std::lock_guard<std::mutex> h(hooks_mu_);
+  return hooks_.indexed;
+}
+
+void WorldWatch::AdoptFamily(const std::string& cf) {
+  rocksdb::DB* db = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    db = db_;
+  }
+  if (db == nullptr) return;
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& f : files) {
+      if (f.column_family_name == cf) live_[NumberOf(f)] = LiveFile{cf, f.level, true};
+    }
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void WorldWatch::Wake() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void WorldWatch::Flushed() {
+  std::lock_guard<std::mutex> h(hooks_mu_);
+  if (hooks_.on_flush) hooks_.on_flush();
+}
+
+void WorldWatch::Unseen(const std::vector<Change>& changes) {
+  if (changes.empty()) return;
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIgnoreTableFileChanges) return;
+#endif
+  std::lock_guard<std::mutex> h(hooks_mu_);
+  for (const Change& c : changes) {
+    if (hooks_.indexed && !hooks_.indexed(c.cf)) continue;  // (a family whose keys no index answers for)
+    if (hooks_.on_unseen) hooks_.on_unseen(c.why);
+    return;  // (one is enough: every index is rebuilt)
+  }
+}
+
+size_t WorldWatch::ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& files, const Indexed& indexed,
+                                 std::vector<Change>* unseen) {
+  std::unordered_set<uint64_t> now;
+  size_t unnamed = 0;
+  for (const auto& f : files) {
+    const uint64_t n = NumberOf(f);
+    now.insert(n);
+    auto it = live_.find(n);
+    if (it == live_.end()) {
+      it = live_.emplace(n, LiveFile{f.column_family_name, f.level, false}).first;
+    }
+    it->second.level = f.level;  // (a trivial move or a refit: the same keys)
+    if (created_.erase(n) != 0) it->second.named = true;
+    if (it->second.named) continue;
+    // Appeared. Its flush or compaction names it (OnTableFileCreated),
+    // an ingestion in its event (after RocksDB installed it); until then
+    // it is not explained. A file of a family no index answers for (an
+    // import: no event names its files; AdoptFamily once LiveKeyDB indexes
+    // it) is taken as it is.
+    if (!indexed || !indexed(f.column_family_name)) {
+      it->second.named = true;
+    } else {
+      ++unnamed;
+    }
+  }
+  for (auto it = live_.begin(); it != live_.end();) {
+    if (now.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    const uint64_t n = it->first;
+    if (compacting_.count(n) == 0 && compacted_.erase(n) == 0) {
+      unseen->push_back(Change{it->second.cf, "table file " + std::to_string(n) + " of '" + it->second.cf +
+                                                  "' was removed without a compaction (DeleteFilesInRange, "
+                                                  "DeleteFile): older versions of its keys may be visible again"});
+    }
+    it = live_.erase(it);
+  }
+  return unnamed;
+}
+
+// Every event that changes the picture wakes it; while an edit is not
+// settled it also looks every millisecond (the install follows the sync
+// at once; an edit that changes nothing settles after kSettleAfter).
+void WorldWatch::ReconcileLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    const bool pending = settled_.load() != edits_.load();
+    if (pending) {
+      cv_.wait_for(l, std::chrono::milliseconds(1), [&] { return stop_ || wake_; });
+    } else {
+      cv_.wait(l, [&] { return stop_ || wake_; });
+    }
+    wake_ = false;
+    if (stop_ || settled_.load() == edits_.load()) continue;
+    const uint64_t g = edits_.load();
+    rocksdb::DB* db = db_;
+    l.unlock();
+    const Indexed indexed = IndexedHook();
+    std::vector<rocksdb::LiveFileMetaData> files;
+    db->GetLiveFilesMetaData(&files);
+    std::vector<Change> unseen;
+    l.lock();
+    if (stop_) break;
+    if (edits_.load() != g) continue;  // an edit was written meanwhile: the list may be from before it
+    const bool installed = Signature(files) != before_last_edit_ ||
+                           std::chrono::steady_clock::now() - last_edit_at_ >= kSettleAfter;
+    const size_t unnamed = ExplainLocked(files, indexed, &unseen);
+    if (installed && unnamed == 0) settled_.store(g);
+    l.unlock();
+    Unseen(unseen);
+    l.lock();
+  }
+}
+
+void WorldWatch::OnFileSyncFinish(const rocksdb::FileOperationInfo& info) {
+  if (!IsManifest(info.path)) return;
+  rocksdb::DB* db = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!armed_) return;
+    db = db_;
+  }
+  // Edit g is written, not installed; every edit before it is installed
+  // (world_watch.h). The DB mutex is free here (RocksDB syncs the MANIFEST
+  // with it released).
+  const Indexed indexed = IndexedHook();
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  std::vector<Change> unseen;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!armed_) return;
+    ExplainLocked(files, indexed, &unseen);
+    before_last_edit_ = Signature(files);
+    last_edit_at_ = std::chrono::steady_clock::now();
+    edits_.fetch_add(1);  // (before the install: readers stop trusting now)
+    wake_ = true;
+  }
+  cv_.notify_all();
+  Unseen(unseen);
+}
+
+void WorldWatch::OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo& info) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t n = info.file_number != 0 ? info.file_number : FileNumber(info.file_path);
+    if (n != 0) live_[n] = LiveFile{info.cf_name, 0, true};
+    wake_ = true;
+  }
+  cv_.notify_all();
+  Flushed();
+}
+
+void WorldWatch::OnCompactionBegin(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& f : ci.input_file_infos) {
+    compacting_.insert(f.file_number);
+    if (remembering_) since_open_.insert(f.file_number);
+  }
+}
+
+void WorldWatch::OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    std::unordered_set<uint64_t> outputs;
+    for (const auto& f : ci.output_file_infos) outputs.insert(f.file_number);
+    for (const auto& f : ci.input_file_infos) {
+      compacting_.erase(f.file_number);
+      // Its inputs leave the DB (a trivial move's file is its own output);
+      // a failed compaction leaves them where they were.
+      if (ci.status.ok() && outputs.count(f.file_number) == 0 && live_.count(f.file_number) != 0) {
+        compacted_.insert(f.file_number);
+      }
+    }
+    if (ci.status.ok()) {
+      for (const auto& f : ci.output_file_infos) live_[f.file_number] = LiveFile{ci.cf_name, f.level, true};
+    }
+    wake_ = true;
+  }
+  cv_.notify_all();
+  Flushed();
+}
+
+void WorldWatch::OnExternalFileIngested(rocksdb::DB*, const rocksdb::ExternalFileIngestionInfo& info) {
+  const bool own = t_own_ingestion == this;
+  bool armed = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t n = FileNumber(info.internal_file_path);
+    if (n != 0) live_[n] = LiveFile{info.cf_name, -1, true};  // (its level: the reconciler's next look)
+    armed = armed_;
+    wake_ = true;
+  }
+  cv_.notify_all();
+  if (armed && !own) {
+    Unseen({Change{info.cf_name, "a file ingested past LiveKeyDB (" + info.internal_file_path + " into '" +
+                                     info.cf_name + "', global sequence number " +
+                                     std::to_string(info.global_seqno) + ")"}});
+  }
+}
+
+// A flush's or compaction's output (CompactFiles reports no compaction
+// events in 7.8.3): named before it is installed.
+void WorldWatch::OnTableFileCreated(const rocksdb::TableFileCreationInfo& info) {
+  if (!info.status.ok()) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t n = FileNumber(info.file_path);
+    if (n == 0) return;
+    auto it = live_.find(n);
+    if (it == live_.end()) {
+      created_.insert(n);  // (live once installed: ExplainLocked)
+    } else {
+      it->second.named = true;
+    }
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void WorldWatch::ExpectCompaction(const std::vector<uint64_t>& inputs) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (uint64_t n : inputs) {
+    compacting_.insert(n);
+    if (remembering_) since_open_.insert(n);
+  }
+}
+
+void WorldWatch::CompactionDone(const std::vector<uint64_t>& inputs, bool ok) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (uint64_t n : inputs) {
+      compacting_.erase(n);
+      if (ok && live_.count(n) != 0) compacted_.insert(n);
+    }
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void WorldWatch::OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& info) {
+  const uint64_t n = FileNumber(info.file_path);
+  std::vector<Change> unseen;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = live_.find(n);
+    if (it == live_.end()) {  // gone already (the reconciler saw it), or never live
+      compacted_.erase(n);
+      created_.erase(n);
+      return;
+    }
+    const std::string cf = it->second.cf;
+    live_.erase(it);
+    if (compacted_.erase(n) != 0 || compacting_.count(n) != 0) return;  // a compaction's input
+    if (!armed_) return;
+    unseen.push_back(Change{cf, "table file " + info.file_path + " of '" + cf +
+                                    "' was removed without a compaction (DeleteFilesInRange, DeleteFile): older "
+                                    "versions of its keys may be visible again"});
+  }
+  Unseen(unseen);
+}
+
+}  // namespace live_key
+}  // namespace dlcbf
