@@ -19,6 +19,7 @@
 
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/testing/live_key_db_testing.h"
+#include "rocksdb/compaction_filter.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/memtablerep.h"
@@ -415,6 +416,69 @@ TEST(LiveKeyClosedWorld, FilesDroppedWhileClosedNegativeControl) {
   NEEDS_FAULT_HOOKS();
   FaultScope f(LiveKeyFault::kIgnoreTableFileChanges);
   EXPECT_GT(DeleteFilesScenario(true), 0) << "an index file loaded past a file drop must lose keys";
+}
+
+// A compaction filter that answers kRemoveAndSkipUntil for key "a": the
+// entries it skips (here the Deletes of a000000..a000099) are dropped
+// unread, and the older Puts of those keys in a lower level are live again.
+class SkipUntilFilter : public rocksdb::CompactionFilter {
+ public:
+  Decision FilterV2(int, const rocksdb::Slice& key, ValueType, const rocksdb::Slice&, std::string*,
+                    std::string* skip_until) const override {
+    if (key != rocksdb::Slice("a")) return Decision::kKeep;
+    *skip_until = "b";
+    return Decision::kRemoveAndSkipUntil;
+  }
+  const char* Name() const override { return "SkipUntilFilter"; }
+};
+
+int SkipUntilFilterScenario() {
+  const std::string dir = TestDir("skip_until_filter");
+  SkipUntilFilter filter;
+  rocksdb::Options o = Plain();
+  o.disable_auto_compactions = true;
+  o.num_levels = 4;
+  o.compaction_filter = &filter;
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  io.persist_index = false;
+  const std::vector<std::string> keys = Keys("a", 100);
+  auto db = OpenLive(o, io, dir);
+  if (!db) return -1;
+  for (const std::string& k : keys) EXPECT_TRUE(db->Put(WriteOptions(), k, "v").ok());
+  EXPECT_TRUE(db->Put(WriteOptions(), "zz-outside", "v").ok());
+  EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  rocksdb::CompactRangeOptions cro;
+  cro.change_level = true;
+  cro.target_level = 2;
+  EXPECT_TRUE(db->CompactRange(cro, nullptr, nullptr).ok());
+  for (const std::string& k : keys) EXPECT_TRUE(db->Delete(WriteOptions(), k).ok());
+  EXPECT_TRUE(db->Put(WriteOptions(), "a", "the filter skips from here").ok());
+  EXPECT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  EXPECT_TRUE(db->WaitForDeferredChecks(60000));
+  std::string v;
+  EXPECT_TRUE(db->Get(ReadOptions(), keys[0], &v).IsNotFound()) << "the premise: the keys are deleted";
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  std::vector<std::string> l0;
+  for (const auto& f : files) {
+    if (f.level == 0) l0.push_back(f.name);
+  }
+  EXPECT_EQ(l0.size(), 1u);
+  EXPECT_TRUE(db->CompactFiles(rocksdb::CompactionOptions(), l0, 1).ok());
+  EXPECT_TRUE(db->GetBaseDB()->Get(ReadOptions(), keys[0], &v).ok()) << "the premise: the Puts are live again";
+  const int lost = CountLost(db.get(), keys);
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+  return lost;
+}
+
+TEST(LiveKeyClosedWorld, SkipUntilCompactionFilterLosesNoKey) { EXPECT_EQ(SkipUntilFilterScenario(), 0); }
+TEST(LiveKeyClosedWorld, SkipUntilCompactionFilterNegativeControl) {
+  NEEDS_FAULT_HOOKS();
+  FaultScope f(LiveKeyFault::kIgnoreTableFileChanges);
+  EXPECT_GT(SkipUntilFilterScenario(), 0) << "a skip-until decision the guard ignores must lose keys";
 }
 
 // A checkpoint taken after the keys were deleted, then DeleteFilesInRange

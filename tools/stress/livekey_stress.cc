@@ -8,7 +8,11 @@
 //   operator), Delete, SingleDelete, DeleteRange over small ranges,
 //   WriteBatches with repeated keys (Put/Delete/Merge/PutEntity of one key
 //   in one batch, across both families), PutEntity, IngestExternalFile (a
-//   small SST of sorted keys written with rocksdb::SstFileWriter), writes
+//   small SST of sorted keys written with rocksdb::SstFileWriter), the
+//   foreign mix (writes, ingestions at global sequence number 0 and with
+//   one through GetBaseDB(), DeleteFilesInRange, compaction filter
+//   kRemoveAndSkipUntil, hash memtables with a prefix extractor, the
+//   dlcbf_index memtable, avoid_flush_during_recovery), writes
 //   with WriteOptions::disableWAL and with sync, Flush, CompactRange (a
 //   compaction filter drops values that start with 'X'; such values are
 //   written now and then), manual RebuildIndex, and, with --crash, SIGKILL.
@@ -31,8 +35,10 @@
 //   For every checked key: base DB finds it (GetBaseDB()->Get, default
 //   ReadOptions) => LiveKeyDB finds it through each of Get, MultiGet,
 //   GetEntity and KeyMayExist (which must return true). A key the base
-//   finds but LiveKeyDB answers NotFound for (any of the four) is a LOST
-//   key. Whatever a crash kept or lost, the base DB is the truth, so lost
+//   finds both before and after LiveKeyDB's reads but LiveKeyDB answers
+//   NotFound for (any of the four) is a LOST key (compaction filters make
+//   keys vanish, kRemove, and come back, kRemoveAndSkipUntil, without a
+//   write). Whatever a crash kept or lost, the base DB is the truth, so lost
 //   WAL tails need no expected-state model. Checks run
 //     - during each phase, on a sample (--check_weight; and on the key just
 //       written, --check_after_write_prob) under the tool's own per-key
@@ -315,6 +321,9 @@ DEFINE_double(check_after_write_prob, 0.2, "probability of checking a single key
 DEFINE_double(disable_wal_prob, 0.1, "probability of WriteOptions::disableWAL on a write");
 DEFINE_double(sync_prob, 0.02, "probability of WriteOptions::sync on a write");
 DEFINE_double(x_value_prob, 0.05, "probability that a Put value starts with 'X' (dropped by the compaction filter)");
+DEFINE_double(skip_until_prob, 0.1,
+              "probability that an 'X' value is \"XS\": the compaction filter answers kRemoveAndSkipUntil for it "
+              "(over the next 1..8 keys)");
 DEFINE_int32(value_size, 24, "bytes of padding in Put values");
 // Transactions.
 DEFINE_string(txn, "mixed",
@@ -565,15 +574,33 @@ class StressAppendOperator : public rocksdb::AssociativeMergeOperator {
 
 // Drops every value that starts with 'X': keys removed behind LiveKeyDB's
 // back (stale entries, never losses).
+int NumKKeys();
+std::string KeyOf(int i);
+
+// Drops values that start with 'X' (kRemove: the value becomes a
+// tombstone). Those that start with "XS" on a k key answer
+// kRemoveAndSkipUntil instead, over the next 1..8 k keys: the entries
+// skipped (tombstones included) are dropped unread, and older versions
+// below them may be visible again (the compaction-filter guard,
+// filter_policy/rocksdb/live_key_db/compaction_filter_guard.h, must see it).
+// SingleDelete keys ("s") are never skipped (their one-Put contract).
 class DropXFilter : public rocksdb::CompactionFilter {
  public:
-  bool Filter(int, const Slice&, const Slice& existing_value, std::string*, bool*) const override {
-    const bool drop = !existing_value.empty() && existing_value[0] == 'X';
-    if (drop) dropped.fetch_add(1, std::memory_order_relaxed);
-    return drop;
+  Decision FilterV2(int, const Slice& key, ValueType type, const Slice& existing_value, std::string*,
+                    std::string* skip_until) const override {
+    if (type != ValueType::kValue || existing_value.empty() || existing_value[0] != 'X') return Decision::kKeep;
+    dropped.fetch_add(1, std::memory_order_relaxed);
+    if (existing_value.size() > 1 && existing_value[1] == 'S' && key.size() == 7 && key[0] == 'k') {
+      const int i = std::atoi(std::string(key.data() + 1, 6).c_str());
+      const int next = i + 1 + i % 8;
+      *skip_until = next >= NumKKeys() ? std::string("k~") : KeyOf(next);
+      skips.fetch_add(1, std::memory_order_relaxed);
+      return Decision::kRemoveAndSkipUntil;
+    }
+    return Decision::kRemove;
   }
   const char* Name() const override { return "DropXFilter"; }
-  mutable std::atomic<uint64_t> dropped{0};
+  mutable std::atomic<uint64_t> dropped{0}, skips{0};
 };
 DropXFilter* g_filter = new DropXFilter;  // outlives every DB
 
@@ -1175,6 +1202,16 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
     slices[i] = ks[i];
     hs[i] = s->h[static_cast<size_t>(cfs[i])];
   }
+  // The base DB first too: a key can become visible without a write (a
+  // compaction filter's kRemoveAndSkipUntil, DeleteFilesInRange) and
+  // invisible without one (a compaction filter's kRemove), so a loss is a
+  // key the base finds before and after LiveKeyDB's reads (the write
+  // locks keep every write to it out of the window).
+  std::vector<bool> before(n);
+  for (size_t i = 0; i < n; ++i) {
+    PinnableSlice bv;
+    before[i] = s->db->GetBaseDB()->Get(ro, hs[i], slices[i], &bv).ok();
+  }
   // MultiGet (one call for the batch, both families mixed).
   std::vector<Status> mg(n);
   if (use_vector_multiget) {
@@ -1210,7 +1247,7 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
                       ent[i].ToString().c_str()));
       continue;
     }
-    if (!b.ok()) continue;
+    if (!b.ok() || !before[i]) continue;
     std::string missed;
     if (get[i].IsNotFound()) missed += ",Get";
     if (mg[i].IsNotFound()) missed += ",MultiGet";
@@ -1222,6 +1259,14 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
     std::string extra;
     if (g.lost.load() < static_cast<uint64_t>(FLAGS_print_losses) && g_side_fd < 0) {
       extra = " index:" + IndexStates(s->db->GetLiveKeyStats());
+    }
+    {
+      // The base DB's own MultiGet, for the record (a loss only LiveKeyDB's
+      // MultiGet shows is told apart from one of RocksDB's).
+      std::vector<std::string> bvals;
+      const std::vector<Status> bm = s->db->GetBaseDB()->MultiGet(ro, {hs[i]}, {slices[i]}, &bvals);
+      extra += " base_multiget=" + bm[0].ToString() + " trusted=" +
+               std::to_string(s->db->GetLiveKeyStats().indexes_trusted ? 1 : 0);
     }
     ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=%s round=%d base_value=\"%s\"%s", ks[i].c_str(), fam,
                    missed.c_str() + 1, phase, g_round.load(), val.c_str(), extra.c_str()));
@@ -1463,7 +1508,7 @@ class Worker {
     return wo;
   }
   std::string Value(bool allow_x = true) {
-    std::string v = allow_x && U() < FLAGS_x_value_prob ? "X" : "v";
+    std::string v = allow_x && U() < FLAGS_x_value_prob ? (U() < FLAGS_skip_until_prob ? "XS" : "X") : "v";
     v += std::to_string(g_round.load()) + "." + std::to_string(tid_) + "." + std::to_string(++serial_);
     v.append(static_cast<size_t>(std::max(0, FLAGS_value_size)), '.');
     return v;
@@ -2075,13 +2120,14 @@ class Worker {
   // LiveKeyDB's Get and MultiGet find it.
   void CheckRawKeys(int cf, const std::vector<std::string>& ks, const char* phase) {
     for (const std::string& k : ks) {
-      PinnableSlice v, bv;
+      PinnableSlice v, bv, bv0;
+      const bool before = s_->db->GetBaseDB()->Get(ReadOptions(), H(cf), k, &bv0).ok();  // (as CheckKeys)
       const Status a = s_->db->Get(ReadOptions(), H(cf), k, &v);
       std::vector<std::string> vals;
       const std::vector<Status> m = s_->db->MultiGet(ReadOptions(), {H(cf)}, {Slice(k)}, &vals);
       const Status b = s_->db->GetBaseDB()->Get(ReadOptions(), H(cf), k, &bv);
       g.checks.fetch_add(1, std::memory_order_relaxed);
-      if (!b.ok()) continue;
+      if (!b.ok() || !before) continue;
       std::string missed;
       if (a.IsNotFound()) missed += ",Get";
       if (m[0].IsNotFound()) missed += ",MultiGet";
@@ -2696,10 +2742,10 @@ int RunParent() {
   progress.join();
 
   const uint64_t lost = g.lost.load();
-  std::printf("livekey_stress: compaction_filter_dropped=%" PRIu64 " foreign_puts=%" PRIu64 " errors=%" PRIu64
-              " storms=%" PRIu64 " hangs=%" PRIu64 " seconds=%.1f\n",
-              g_filter->dropped.load(), g.foreign_puts.load(), g.errors.load(), g.storms.load(), g.hangs.load(),
-              Seconds(g_start));
+  std::printf("livekey_stress: compaction_filter_dropped=%" PRIu64 " compaction_filter_skips=%" PRIu64
+              " foreign_puts=%" PRIu64 " errors=%" PRIu64 " storms=%" PRIu64 " hangs=%" PRIu64 " seconds=%.1f\n",
+              g_filter->dropped.load(), g_filter->skips.load(), g.foreign_puts.load(), g.errors.load(),
+              g.storms.load(), g.hangs.load(), Seconds(g_start));
   std::printf("%s\n", SummaryLine().c_str());
   RemoveTempDb();
   if (FLAGS_expect_loss) {

@@ -149,6 +149,7 @@ void LiveKeyDB::Rep::RecoverTrust() {
             std::lock_guard<std::mutex> bl(bg_mu);
             trust_recovery_due = false;
           }
+          trust_epoch.fetch_add(1, std::memory_order_acq_rel);  // (before: Rep::IndexTrusted)
           untrusted.store(false, std::memory_order_release);
           tl.unlock();
           trust_recoveries.fetch_add(1);

@@ -3,6 +3,7 @@
 // creation (an empty index), import (an index built by a scan before the
 // handle is published), drop (the index retired after a grace period) and
 // handle release (kept until Close).
+#include "filter_policy/rocksdb/live_key_db/compaction_filter_guard.h"
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 
 #include <memory>
@@ -98,7 +99,9 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(const rocksdb::ColumnFam
   // (An import may move the DB's sequence number past the files' own: a
   // gap to the ledger, which then has the indexes rebuilt; seq_ledger.h.)
   rep_->ledger.Begin();
-  rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
+  rocksdb::ColumnFamilyOptions o = options;
+  live_key::GuardCompactionFilters(&o, rep_->world);
+  rocksdb::Status s = db_->CreateColumnFamilyWithImport(o, column_family_name, import_options,
                                                metadata, handle);
   rep_->ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) return s;
@@ -111,7 +114,9 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(
     const rocksdb::ImportColumnFamilyOptions& import_options,
     const std::vector<const rocksdb::ExportImportFilesMetaData*>& metadatas, ColumnFamilyHandle** handle) {
   rep_->ledger.Begin();
-  rocksdb::Status s = db_->CreateColumnFamilyWithImport(options, column_family_name, import_options,
+  rocksdb::ColumnFamilyOptions o = options;
+  live_key::GuardCompactionFilters(&o, rep_->world);
+  rocksdb::Status s = db_->CreateColumnFamilyWithImport(o, column_family_name, import_options,
                                                         metadatas, handle);
   rep_->ledger.End(0);  // (consumption unknown: a gap, the safe side)
   if (!s.ok()) return s;
@@ -122,7 +127,9 @@ rocksdb::Status LiveKeyDB::CreateColumnFamilyWithImport(
 rocksdb::Status LiveKeyDB::CreateColumnFamily(const rocksdb::ColumnFamilyOptions& options,
                                      const std::string& column_family_name,
                                      ColumnFamilyHandle** handle) {
-  rocksdb::Status s = db_->CreateColumnFamily(options, column_family_name, handle);
+  rocksdb::ColumnFamilyOptions o = options;
+  live_key::GuardCompactionFilters(&o, rep_->world);
+  rocksdb::Status s = db_->CreateColumnFamily(o, column_family_name, handle);
   if (!s.ok()) return s;
   return rep_->RegisterNew({*handle});
 }
@@ -130,14 +137,18 @@ rocksdb::Status LiveKeyDB::CreateColumnFamily(const rocksdb::ColumnFamilyOptions
 rocksdb::Status LiveKeyDB::CreateColumnFamilies(const rocksdb::ColumnFamilyOptions& options,
                                        const std::vector<std::string>& column_family_names,
                                        std::vector<ColumnFamilyHandle*>* handles) {
-  rocksdb::Status s = db_->CreateColumnFamilies(options, column_family_names, handles);
+  rocksdb::ColumnFamilyOptions o = options;
+  live_key::GuardCompactionFilters(&o, rep_->world);
+  rocksdb::Status s = db_->CreateColumnFamilies(o, column_family_names, handles);
   rocksdb::Status r = rep_->RegisterNew(*handles);  // those created before a failure too
   return s.ok() ? r : s;
 }
 
 rocksdb::Status LiveKeyDB::CreateColumnFamilies(const std::vector<ColumnFamilyDescriptor>& column_families,
                                        std::vector<ColumnFamilyHandle*>* handles) {
-  rocksdb::Status s = db_->CreateColumnFamilies(column_families, handles);
+  std::vector<ColumnFamilyDescriptor> cfds = column_families;
+  for (ColumnFamilyDescriptor& d : cfds) live_key::GuardCompactionFilters(&d.options, rep_->world);
+  rocksdb::Status s = db_->CreateColumnFamilies(cfds, handles);
   rocksdb::Status r = rep_->RegisterNew(*handles);
   return s.ok() ? r : s;
 }

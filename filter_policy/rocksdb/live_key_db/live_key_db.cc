@@ -203,6 +203,7 @@
 #include <vector>
 
 #include "dlcbf/internal/rocksdb_compat.h"
+#include "filter_policy/rocksdb/live_key_db/compaction_filter_guard.h"
 #include "filter_policy/rocksdb/live_key_db/rep.h"
 #include "rocksdb/listener.h"
 
@@ -342,16 +343,16 @@ rocksdb::Status LiveKeyDB::Open(const rocksdb::DBOptions& db_options, const Live
   *dbptr = nullptr;
   if (handles == nullptr) return rocksdb::Status::InvalidArgument("handles must not be null");
   return OpenWith(
-      db_options, index_options, handles,
-      [&](const rocksdb::DBOptions& opts, DB** base) {
-        return compat::OpenDB(opts, path, column_families, handles, base);
+      db_options, index_options, column_families, handles,
+      [&](const rocksdb::DBOptions& opts, const std::vector<ColumnFamilyDescriptor>& cfds, DB** base) {
+        return compat::OpenDB(opts, path, cfds, handles, base);
       },
       dbptr);
 }
 
 rocksdb::Status LiveKeyDB::OpenWith(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
-                                    std::vector<ColumnFamilyHandle*>* handles,
-                                    const std::function<rocksdb::Status(const rocksdb::DBOptions&, DB**)>& open_base,
+                                    const std::vector<ColumnFamilyDescriptor>& column_families,
+                                    std::vector<ColumnFamilyHandle*>* handles, const OpenBase& open_base,
                                     LiveKeyDB** dbptr) {
   rocksdb::Status s = index_options.Validate();
   if (!s.ok()) return s;
@@ -359,8 +360,10 @@ rocksdb::Status LiveKeyDB::OpenWith(const rocksdb::DBOptions& db_options, const 
   rocksdb::DBOptions opts = db_options;
   std::shared_ptr<live_key::WorldWatch> world = std::make_shared<live_key::WorldWatch>();
   opts.listeners.push_back(world);
+  std::vector<ColumnFamilyDescriptor> cfds = column_families;
+  for (ColumnFamilyDescriptor& d : cfds) live_key::GuardCompactionFilters(&d.options, world);
   DB* base = nullptr;
-  s = open_base(opts, &base);
+  s = open_base(opts, cfds, &base);
   if (!s.ok()) return s;
   std::unique_ptr<LiveKeyDB> db(new LiveKeyDB(base, index_options));
   db->rep_->world = world;
@@ -541,10 +544,11 @@ void ProbeKeysUnchecked(EpochDomain* epochs, const std::atomic<const CfTable*>& 
 // (Rep::IndexTrusted): else every key goes to RocksDB.
 void ProbeKeys(LiveKeyDB::Rep* r, size_t n, ColumnFamilyHandle* const* cfs, const Slice* keys, bool* maybe,
                uint64_t* indexed) {
+  const uint64_t trust = r->TrustEpoch();  // (before the probe: Rep::IndexTrusted)
   ProbeKeysUnchecked(&r->epochs, r->table, r->opt.seed, n, cfs, keys, maybe, indexed);
   bool any_no = false;
   for (size_t i = 0; i < n && !any_no; ++i) any_no = !maybe[i];
-  if (any_no && !r->IndexTrusted()) {
+  if (any_no && !r->IndexTrusted(trust)) {
     r->epochs.Bump(kUnverifiedReads, *indexed);
     for (size_t i = 0; i < n; ++i) maybe[i] = true;
     *indexed = 0;

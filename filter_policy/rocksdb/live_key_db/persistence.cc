@@ -630,6 +630,20 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
     saved.push_back(std::move(e));
   }
   if (saved.empty()) {
+    bool building = false;
+    {
+      std::lock_guard<std::mutex> l(cf_mu);
+      for (auto& kv : cfs) {
+        if (kv.second->indexed && !kv.second->dropped && !kv.second->serving.load()) building = true;
+      }
+    }
+    if (building) {
+      // Close aborted a build (a checkpoint brought forward after a crash,
+      // a scan): the file stays, a checkpoint the next Open brings forward
+      // again, instead of a full scan.
+      rocksdb::Info(log, "LiveKeyDB: no index to persist (Close aborted its build); the index file stays");
+      return rocksdb::Status::OK();
+    }
     rocksdb::Info(log, "LiveKeyDB: no index to persist (%u past capacity)", skipped);
     // An older checkpoint would be brought forward at the next Open; with
     // nothing savable now, a full build is as good and never older.

@@ -270,8 +270,14 @@ struct LiveKeyDB::Rep {
   // latest sequence number <= ledger.verified() => every write it holds
   // went through LiveKeyDB. Otherwise the read goes to RocksDB; when no
   // LiveKeyDB write is in flight, the gap is a write it never saw.
-  bool IndexTrusted() {
+  // `trust`: TrustEpoch() read before the index was probed. A recovery
+  // that made the indexes trusted again after it (RecoverTrust) swapped in
+  // indexes the probe did not read: the probe's "no" may be from the old,
+  // untrusted one, so it is not returned.
+  uint64_t TrustEpoch() const { return trust_epoch.load(std::memory_order_acquire); }
+  bool IndexTrusted(uint64_t trust) {
     if (untrusted.load(std::memory_order_acquire)) return false;
+    if (trust_epoch.load(std::memory_order_acquire) != trust) return false;
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kTrustUnseenWrites) return true;
     const bool ignore_files = internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIgnoreTableFileChanges;
@@ -302,6 +308,7 @@ struct LiveKeyDB::Rep {
   // (SaveWhileTrusted).
   std::atomic<uint64_t> untrust_events{0};
   std::mutex trust_mu;  // MarkUntrusted's count and flag against RecoverTrust's last check
+  std::atomic<uint64_t> trust_epoch{0};  // bumped by RecoverTrust before it trusts the indexes again
   // Persistence respects trust: a file may claim sequence number `seq`
   // only if, read before it, the ledger accounted for every number up to
   // it and nothing unseen is known (seq_ledger.h's invariant).
@@ -393,6 +400,7 @@ struct LiveKeyDB::Rep {
     if (!BypassRead(options) && column_family != nullptr) {
       const uint64_t h = Hash(key);
       int verdict = -1;  // -1 bypass, 0 no, 1 maybe
+      const uint64_t trust = TrustEpoch();  // (before the probe: IndexTrusted)
       {
         ReadSection rs(&epochs);
         const CfTable* t = table.load();
@@ -400,7 +408,7 @@ struct LiveKeyDB::Rep {
         const LiveKeyIndex* idx = ServingIndex(cf);
         if (idx != nullptr) verdict = idx->Contains(h) ? 1 : 0;
       }
-      if (verdict == 0 && !IndexTrusted()) {  // a "no" only for writes it saw
+      if (verdict == 0 && !IndexTrusted(trust)) {  // a "no" only for writes it saw
         epochs.Bump(kUnverifiedReads);
         verdict = -1;
       }

@@ -422,9 +422,9 @@ rocksdb::Status LiveKeyDB::OpenTransactionDB(const rocksdb::DBOptions& db_option
   TransactionDB* inner = nullptr;
   LiveKeyDB* live = nullptr;
   rocksdb::Status s = OpenWith(
-      db_options, index_options, handles,
-      [&](const rocksdb::DBOptions& opts, DB** base) {
-        rocksdb::Status o = TransactionDB::Open(opts, txn_db_options, path, column_families, handles, &inner);
+      db_options, index_options, column_families, handles,
+      [&](const rocksdb::DBOptions& opts, const std::vector<ColumnFamilyDescriptor>& cfds, DB** base) {
+        rocksdb::Status o = TransactionDB::Open(opts, txn_db_options, path, cfds, handles, &inner);
         *base = inner;
         return o;
       },
@@ -462,9 +462,9 @@ rocksdb::Status LiveKeyDB::OpenOptimisticTransactionDB(
   OptimisticTransactionDB* inner = nullptr;
   LiveKeyDB* live = nullptr;
   rocksdb::Status s = OpenWith(
-      db_options, index_options, handles,
-      [&](const rocksdb::DBOptions& opts, DB** base) {
-        rocksdb::Status o = OptimisticTransactionDB::Open(opts, occ_options, path, column_families, handles, &inner);
+      db_options, index_options, column_families, handles,
+      [&](const rocksdb::DBOptions& opts, const std::vector<ColumnFamilyDescriptor>& cfds, DB** base) {
+        rocksdb::Status o = OptimisticTransactionDB::Open(opts, occ_options, path, cfds, handles, &inner);
         *base = inner;
         return o;
       },

@@ -64,7 +64,17 @@ bool WorldWatch::Attach(Hooks hooks, rocksdb::DB* db) {
     std::lock_guard<std::mutex> h(hooks_mu_);
     hooks_ = std::move(hooks);
   }
-  std::lock_guard<std::mutex> l(mu_);
+  std::string pending;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!Arm(files, db)) return false;
+    pending.swap(unseen_before_armed_);
+  }
+  if (!pending.empty()) ReportUnseen(pending);  // (the Rep treats it like any other)
+  return true;
+}
+
+bool WorldWatch::Arm(const std::vector<rocksdb::LiveFileMetaData>& files, rocksdb::DB* db) {
   for (const auto& f : files) live_[NumberOf(f)] = LiveFile{f.column_family_name, f.level, true};
   before_last_edit_ = Signature(files);
   db_ = db;
@@ -78,6 +88,58 @@ bool WorldWatch::Attach(Hooks hooks, rocksdb::DB* db) {
   }
   armed_ = true;
   return true;
+}
+
+void WorldWatch::ReportFilterChange(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!armed_) {
+      if (unseen_before_armed_.empty()) unseen_before_armed_ = why;
+      return;
+    }
+    if (!filter_holds_.empty()) {
+      // (One report is enough: the newest hold waits for these compactions too.)
+      filter_holds_.back().waiting.insert(compacting_.begin(), compacting_.end());
+    } else {
+      filter_holds_.push_back(FilterHold{why, compacting_});
+      holds_.fetch_add(1, std::memory_order_seq_cst);
+    }
+  }
+  DrainFilterHolds();
+}
+
+void WorldWatch::DrainFilterHolds() {
+  std::vector<std::string> ready;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = filter_holds_.begin(); it != filter_holds_.end();) {
+      for (auto w = it->waiting.begin(); w != it->waiting.end();) {
+        w = compacting_.count(*w) != 0 ? std::next(w) : it->waiting.erase(w);
+      }
+      if (it->waiting.empty()) {
+        ready.push_back(std::move(it->why));
+        it = filter_holds_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const std::string& why : ready) {
+    ReportUnseen(why);  // (the indexes untrusted first, then the hold goes)
+    holds_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void WorldWatch::ReportUnseen(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!armed_) {
+      if (unseen_before_armed_.empty()) unseen_before_armed_ = why;
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> h(hooks_mu_);
+  if (hooks_.on_unseen) hooks_.on_unseen(why);
 }
 
 void WorldWatch::Detach() {
@@ -233,10 +295,14 @@ void WorldWatch::ReconcileLoop() {
     const bool installed = Signature(files) != before_last_edit_ ||
                            std::chrono::steady_clock::now() - last_edit_at_ >= kSettleAfter;
     const size_t unnamed = ExplainLocked(files, indexed, &unseen);
-    if (installed && unnamed == 0) settled_.store(g);
-    l.unlock();
-    Unseen(unseen);
-    l.lock();
+    if (!unseen.empty()) {
+      // Reported before the edit settles: readers go from "not settled"
+      // to "not trusted" with no moment in between.
+      l.unlock();
+      Unseen(unseen);
+      l.lock();
+    }
+    if (installed && unnamed == 0 && edits_.load() == g) settled_.store(g);
   }
 }
 
@@ -306,6 +372,7 @@ void WorldWatch::OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJo
     wake_ = true;
   }
   cv_.notify_all();
+  DrainFilterHolds();
   Flushed();
 }
 
@@ -314,17 +381,23 @@ void WorldWatch::OnExternalFileIngested(rocksdb::DB*, const rocksdb::ExternalFil
   bool armed = false;
   {
     std::lock_guard<std::mutex> l(mu_);
-    const uint64_t n = FileNumber(info.internal_file_path);
-    if (n != 0) live_[n] = LiveFile{info.cf_name, -1, true};  // (its level: the reconciler's next look)
     armed = armed_;
-    wake_ = true;
   }
-  cv_.notify_all();
+  // A foreign file is reported before it is named: until it is named its
+  // edit cannot settle, so readers go from "not settled" to "not trusted"
+  // with no moment in between.
   if (armed && !own) {
     Unseen({Change{info.cf_name, "a file ingested past LiveKeyDB (" + info.internal_file_path + " into '" +
                                      info.cf_name + "', global sequence number " +
                                      std::to_string(info.global_seqno) + ")"}});
   }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t n = FileNumber(info.internal_file_path);
+    if (n != 0) live_[n] = LiveFile{info.cf_name, -1, true};  // (its level: the reconciler's next look)
+    wake_ = true;
+  }
+  cv_.notify_all();
 }
 
 // A flush's or compaction's output (CompactFiles reports no compaction
@@ -364,6 +437,7 @@ void WorldWatch::CompactionDone(const std::vector<uint64_t>& inputs, bool ok) {
     wake_ = true;
   }
   cv_.notify_all();
+  DrainFilterHolds();
 }
 
 void WorldWatch::OnTableFileDeleted(const rocksdb::TableFileDeletionInfo& info) {

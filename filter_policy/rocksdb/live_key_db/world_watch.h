@@ -112,7 +112,8 @@ class WorldWatch : public rocksdb::EventListener {
   // True while every version edit RocksDB wrote since Attach is explained
   // (the protocol above). Readers call it before trusting an index's "no".
   bool Settled() const {
-    return settled_.load(std::memory_order_seq_cst) == edits_.load(std::memory_order_seq_cst);
+    return holds_.load(std::memory_order_seq_cst) == 0 &&
+           settled_.load(std::memory_order_seq_cst) == edits_.load(std::memory_order_seq_cst);
   }
   // Settled() within `timeout` (polled every millisecond)? For checkpoints,
   // which are requested right after a flush or compaction, before the
@@ -128,6 +129,18 @@ class WorldWatch : public rocksdb::EventListener {
   // after an import: no event names its files; its index is built by a
   // scan of them).
   void AdoptFamily(const std::string& cf);
+
+  // A change LiveKeyDB cannot account for, found elsewhere (the
+  // compaction-filter guard): reported at once, or at Attach if the watch
+  // is not armed yet.
+  void ReportUnseen(const std::string& why);
+
+  // A compaction filter's decision that may uncover older versions
+  // (compaction_filter_guard.h), made while its compaction runs: readers
+  // stop trusting at once (Settled() is false), and `why` goes to on_unseen
+  // once every compaction running now has finished (installed or failed),
+  // so that the rebuild's scans see its result.
+  void ReportFilterChange(const std::string& why);
 
   // A compaction LiveKeyDB runs for the caller (CompactFiles, which reports
   // no compaction events): its inputs leave the DB explained.
@@ -175,7 +188,10 @@ class WorldWatch : public rocksdb::EventListener {
                        std::vector<Change>* unseen);
   Indexed IndexedHook();
   static uint64_t Signature(const std::vector<rocksdb::LiveFileMetaData>& files);
+  bool Arm(const std::vector<rocksdb::LiveFileMetaData>& files, rocksdb::DB* db);  // mu_ held
   void ReconcileLoop();
+  // Reports the filter changes whose compactions have all finished.
+  void DrainFilterHolds();
   void Wake();
 
   std::mutex hooks_mu_;  // held while a hook runs, and by Attach/Detach
@@ -183,6 +199,13 @@ class WorldWatch : public rocksdb::EventListener {
 
   std::mutex mu_;  // everything below
   bool armed_ = false;
+  std::string unseen_before_armed_;  // ReportUnseen before Attach
+  struct FilterHold {
+    std::string why;
+    std::unordered_set<uint64_t> waiting;  // inputs of the compactions running at the report
+  };
+  std::vector<FilterHold> filter_holds_;
+  std::atomic<uint64_t> holds_{0};  // holds not yet reported (for Settled())
   bool remembering_ = true;
   rocksdb::DB* db_ = nullptr;
   std::condition_variable cv_;  // the reconciler's

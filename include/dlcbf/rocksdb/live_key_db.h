@@ -926,12 +926,13 @@ class LiveKeyDB : public rocksdb::StackableDB {
                        bool sorted_input);
   LiveKeyDB(rocksdb::DB* base, const LiveKeyIndexOptions& index_options);
   // Open's body: `open_base` opens the DB below with the options given
-  // (LiveKeyDB's flush listener added).
-  static rocksdb::Status OpenWith(
-      const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
-      std::vector<rocksdb::ColumnFamilyHandle*>* handles,
-      const std::function<rocksdb::Status(const rocksdb::DBOptions&, rocksdb::DB**)>& open_base,
-      LiveKeyDB** dbptr);
+  // (LiveKeyDB's listener added, each family's compaction filter guarded).
+  using OpenBase = std::function<rocksdb::Status(
+      const rocksdb::DBOptions&, const std::vector<rocksdb::ColumnFamilyDescriptor>&, rocksdb::DB**)>;
+  static rocksdb::Status OpenWith(const rocksdb::DBOptions& db_options, const LiveKeyIndexOptions& index_options,
+                                  const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+                                  std::vector<rocksdb::ColumnFamilyHandle*>* handles, const OpenBase& open_base,
+                                  LiveKeyDB** dbptr);
   friend class LiveKeyTransactions;
   std::unique_ptr<Rep> rep_;
 };
