@@ -25,6 +25,7 @@
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb_test_util.h"
 
 namespace fs = std::filesystem;
@@ -479,6 +480,54 @@ TEST(LiveKeyClosedWorld, SkipUntilCompactionFilterNegativeControl) {
   NEEDS_FAULT_HOOKS();
   FaultScope f(LiveKeyFault::kIgnoreTableFileChanges);
   EXPECT_GT(SkipUntilFilterScenario(), 0) << "a skip-until decision the guard ignores must lose keys";
+}
+
+// CreateColumnFamilyWithImport through LiveKeyDB: no event names an
+// import's files, so the watch adopts them when LiveKeyDB registers the
+// family (WorldWatch::AdoptFamily). Every imported key is found, and the
+// indexes serve again afterwards (the import's edit settles, the ledger's
+// gap is rebuilt away): absent keys short-circuit.
+TEST(LiveKeyClosedWorld, ImportThroughLiveKeyDBIsIndexedAndServes) {
+  const std::string dir = TestDir("import");
+  const std::string src_dir = dir + "_src", export_dir = dir + "_export";
+  rocksdb::ExportImportFilesMetaData* meta = nullptr;
+  {
+    rocksdb::DB* src = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(Plain(), src_dir, &src).ok());
+    for (const std::string& k : Keys("x", 200)) ASSERT_TRUE(src->Put(WriteOptions(), k, "x").ok());
+    ASSERT_TRUE(src->Flush(rocksdb::FlushOptions()).ok());
+    rocksdb::Checkpoint* cp = nullptr;
+    ASSERT_TRUE(rocksdb::Checkpoint::Create(src, &cp).ok());
+    ASSERT_TRUE(cp->ExportColumnFamily(src->DefaultColumnFamily(), export_dir, &meta).ok());
+    delete cp;
+    ASSERT_TRUE(src->Close().ok());
+    delete src;
+  }
+  LiveKeyIndexOptions io;
+  io.expected_keys = 10000;
+  io.persist_index = false;
+  auto db = OpenLive(Plain(), io, dir);
+  ASSERT_TRUE(db != nullptr);
+  rocksdb::ColumnFamilyHandle* h = nullptr;
+  ASSERT_TRUE(db->CreateColumnFamilyWithImport(Plain(), "imported", rocksdb::ImportColumnFamilyOptions(), *meta, &h)
+                  .ok());
+  for (const std::string& k : Keys("x", 200)) {
+    std::string v;
+    EXPECT_TRUE(db->Get(ReadOptions(), h, k, &v).ok()) << k;
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    std::string v;
+    const uint64_t before = db->GetLiveKeyStats().short_circuited;
+    db->Get(ReadOptions(), h, "absent", &v).PermitUncheckedError();
+    return db->GetLiveKeyStats().short_circuited > before;
+  })) << "the indexes never served again after the import";
+  ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  delete meta;
+  fs::remove_all(dir);
+  fs::remove_all(src_dir);
+  fs::remove_all(export_dir);
 }
 
 // A checkpoint taken after the keys were deleted, then DeleteFilesInRange

@@ -135,8 +135,17 @@
 //   and range deletions inside ingested files leave stale entries.
 //
 //   Writes behind LiveKeyDB's back. Keys removed behind its back
-//   (compaction filters, TTL) only leave stale entries (false positives).
-//   Writes it never sees -- through GetBaseDB() or GetRootDB(), a
+//   (compaction filters answering kRemove, TTL) only leave stale entries
+//   (false positives). Changes that make keys visible without moving the
+//   sequence number -- an ingestion through the base DB at global sequence
+//   number 0, DeleteFilesInRange(s) or DeleteFile dropping a file over
+//   older versions, a compaction filter answering kRemoveAndSkipUntil or
+//   kPurge -- are seen by a listener LiveKeyDB adds to the DB's options
+//   (with file I/O reports on, to see each MANIFEST sync before RocksDB
+//   installs its edit) and by a guard around every family's compaction
+//   filter, and are handled like the unseen writes below; the threat model
+//   in filter_policy/rocksdb/live_key_db/README.md lists every way and its
+//   test. Writes it never sees -- through GetBaseDB() or GetRootDB(), a
 //   TransactionDB wrapped on top (TransactionDB::WrapStackableDB), another
 //   StackableDB -- are detected, never answered NotFound: every LiveKeyDB
 //   write reaches RocksDB as one WriteBatch whose sequence numbers it
@@ -232,10 +241,15 @@
 //   dropped) and the deltas stay under half the file; then a new whole
 //   file merges them. A crash while a delta is appended leaves the file
 //   as the checkpoint before it.
+//   A file is written only while the index accounts for the DB's whole
+//   state (no unseen write or change known, none pending); an unseen
+//   change removes it. Close turns automatic compactions off before it
+//   records the SST files (RocksDB's own Close may flush after it).
 //   Open() loads it as exact only if the checksum, format, identity, seed
-//   and sequence number (after WAL recovery) all match AND every live SST
-//   file is either one the index saw or one whose keys all carry nonzero
-//   sequence numbers (e.g. the flush of the recovered WAL). A new file
+//   and sequence number (after WAL recovery) all match, every SST file it
+//   lists is still live or was removed by a compaction since Open, AND
+//   every live SST file is either one the index saw or one whose keys all
+//   carry nonzero sequence numbers (e.g. the flush of the recovered WAL). A new file
 //   with sequence number 0 may hold keys the index never saw (an
 //   ingestion at global seqno 0, compacted). A file older than the DB, or
 //   followed by such a file, is loaded as a checkpoint and brought forward
