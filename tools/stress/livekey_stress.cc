@@ -2051,7 +2051,13 @@ class Worker {
       ExclusiveHold x(&s_->locks);
       rocksdb::IngestExternalFileOptions iopts;
       iopts.move_files = U() < 0.5;
-      Check(s_->db->IngestExternalFile(H(cf), {file}, iopts), "IngestExternalFile");
+      // (TryAgain: RocksDB's assertion build found the memtable still
+      // overlapping the file after its flush; the call may be repeated.)
+      Status is = Status::TryAgain();
+      for (int attempt = 0; attempt < 8 && is.IsTryAgain(); ++attempt) {
+        is = s_->db->IngestExternalFile(H(cf), {file}, iopts);
+      }
+      Check(is, "IngestExternalFile");
       g.ingests++;
       std::vector<int> cfs(chosen.size(), cf), keys(chosen.begin(), chosen.end());
       if (U() < FLAGS_check_after_write_prob) CheckKeys(s_, cfs, keys, "after-ingest", false);
@@ -2101,8 +2107,11 @@ class Worker {
     {
       ExclusiveHold x(&s_->locks);
       const uint64_t before = s_->db->GetBaseDB()->GetLatestSequenceNumber();
-      Check(s_->db->GetBaseDB()->IngestExternalFile(H(cf), {file}, rocksdb::IngestExternalFileOptions()),
-            "foreign IngestExternalFile");
+      Status is = Status::TryAgain();  // (as IngestOp)
+      for (int attempt = 0; attempt < 8 && is.IsTryAgain(); ++attempt) {
+        is = s_->db->GetBaseDB()->IngestExternalFile(H(cf), {file}, rocksdb::IngestExternalFileOptions());
+      }
+      Check(is, "foreign IngestExternalFile");
       g.foreign_ingests++;
       if (s_->db->GetBaseDB()->GetLatestSequenceNumber() == before) g.foreign_ingests_at_zero++;
       if (fresh) {

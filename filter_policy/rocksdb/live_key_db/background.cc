@@ -44,6 +44,19 @@ void LiveKeyDB::Rep::RequestCheckpoint() {
 // would be brought forward past it at the next Open, and a replay reads
 // what was written, never what a removed file uncovered (test
 // LiveKeyClosedWorld.CheckpointThenDeleteFilesThenCrash). One LOG line.
+// A change may come that no checkpoint can replay (a compaction filter's
+// decision, before its job installs): the index file goes now, and a file
+// being written goes too (KeepFileIfStillTrusted sees untrust_events move).
+void LiveKeyDB::Rep::ForgetIndexFile() {
+  {
+    std::lock_guard<std::mutex> tl(trust_mu);
+    untrust_events.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // (Also without persist_index: a file an earlier session left would be
+  // loaded by a later one that persists.)
+  env->DeleteFile(IndexPath()).PermitUncheckedError();
+}
+
 void LiveKeyDB::Rep::MarkUntrusted(const std::string& why) {
   bool first = false;
   {
@@ -54,12 +67,13 @@ void LiveKeyDB::Rep::MarkUntrusted(const std::string& why) {
     bool expected = false;
     first = untrusted.compare_exchange_strong(expected, true);
   }
-  if (opt.persist_index) {
+  // (Also without persist_index: a file an earlier session left would be
+  // loaded by a later one that persists, and brought forward past this
+  // change.)
 #ifdef DLCBF_TESTING
-    if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kSaveUntrustedIndex)
+  if (internal::GetLiveKeyFaultForTesting() != internal::LiveKeyFault::kSaveUntrustedIndex)
 #endif
-      env->DeleteFile(IndexPath()).PermitUncheckedError();
-  }
+    env->DeleteFile(IndexPath()).PermitUncheckedError();
   if (first) {
     unseen_write_detections.fetch_add(1);
     rocksdb::Warn(log, "LiveKeyDB: %s. Reads bypass every index until each is rebuilt.", why.c_str());
@@ -240,12 +254,10 @@ void LiveKeyDB::Rep::BackgroundLoop() {
   }
 }
 void LiveKeyDB::Rep::StopBackground() {
-  if (world) {
-    // The last edits explained first (a flush or compaction just before
-    // Close): the index file Close writes must account for them.
-    world->WaitSettled(live_key::WorldWatch::kSettleAfter);
-    world->Detach();  // no checkpoint requests, no unseen changes from here on
-  }
+  // The last edits explained first (a flush or compaction just before
+  // Close): the index file Close writes must account for them. (The watch
+  // stays attached until Close has written the file.)
+  if (world) world->WaitSettled(live_key::WorldWatch::kSettleAfter);
   StopChecks();  // drains the queue first: the index is exact when saved
   closing.store(true);
   {

@@ -162,9 +162,12 @@ rocksdb::Status LiveKeyDB::DropColumnFamily(ColumnFamilyHandle* column_family) {
   {
     std::lock_guard<std::mutex> rl(r.rebuild_mu);
     r.LockAll();
+    r.world->ExpectFamilyDrop(cf->name);  // (its files leave explained)
     s = db_->DropColumnFamily(column_family);
+    r.world->FamilyDropDone(cf->name, s.ok());
     if (s.ok()) {
       r.stripes.ForgetFamily(cf->id);  // its records (stripes.h) would hold slots until Close
+      std::lock_guard<std::mutex> cl(r.cf_mu);  // (read under it by the world watch's hook; before swap_mu)
       std::lock_guard<std::mutex> sl(r.swap_mu);
       cf->dropped = true;
       retired = std::move(cf->owned);

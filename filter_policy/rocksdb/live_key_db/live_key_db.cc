@@ -288,6 +288,7 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
     live_key::WorldWatch::Hooks hooks;
     if (opt.persist_index && opt.checkpoint_interval_seconds > 0) hooks.on_flush = [this] { RequestCheckpoint(); };
     hooks.on_unseen = [this](const std::string& change) { MarkUntrusted(change); };
+    hooks.on_suspect = [this] { ForgetIndexFile(); };
     hooks.indexed = [this](const std::string& name) {
       std::lock_guard<std::mutex> l(cf_mu);
       for (auto& kv : cfs) {
@@ -370,6 +371,7 @@ rocksdb::Status LiveKeyDB::OpenWith(const rocksdb::DBOptions& db_options, const 
   s = db->rep_->Init(*handles);
   if (!s.ok()) {
     db->rep_->StopBackground();
+    if (db->rep_->world) db->rep_->world->Detach();
     db->rep_->closed = true;
     for (ColumnFamilyHandle* h : *handles) base->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     handles->clear();
@@ -393,6 +395,9 @@ rocksdb::Status LiveKeyDB::Close() {
                     ps.ToString().c_str());
     }
   }
+  // Watched until the file is written: a change during Persist (a
+  // compaction it waits for, a filter's decision) removes the file.
+  if (r.world) r.world->Detach();
   {
     std::lock_guard<std::mutex> l(r.cf_mu);
     for (auto& kv : r.cfs) {
@@ -422,8 +427,16 @@ rocksdb::Status LiveKeyDB::CompactFiles(const rocksdb::CompactionOptions& compac
   std::vector<uint64_t> inputs;
   for (const std::string& name : input_file_names) inputs.push_back(live_key::WorldWatch::FileNumber(name));
   rep_->world->ExpectCompaction(inputs);
+  std::vector<std::string> outputs;
   rocksdb::Status s = db_->CompactFiles(compact_options, column_family, input_file_names, output_level,
-                                        output_path_id, output_file_names, compaction_job_info);
+                                        output_path_id, output_file_names != nullptr ? output_file_names : &outputs,
+                                        compaction_job_info);
+  // (A trivial move's file is its own output: it stays, unexplained if it
+  // goes later.)
+  for (const std::string& name : output_file_names != nullptr ? *output_file_names : outputs) {
+    const uint64_t n = live_key::WorldWatch::FileNumber(name);
+    inputs.erase(std::remove(inputs.begin(), inputs.end(), n), inputs.end());
+  }
   rep_->world->CompactionDone(inputs, s.ok());
   return s;
 }

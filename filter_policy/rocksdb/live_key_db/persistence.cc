@@ -507,6 +507,8 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
 }
 
 rocksdb::Status LiveKeyDB::Rep::KeepFileIfStillTrusted(uint64_t events) {
+  // (Every change that can make the file wrong moves untrust_events: an
+  // unseen change found, a compaction filter's decision as it is made.)
   if (untrust_events.load(std::memory_order_acquire) == events && !untrusted.load(std::memory_order_acquire)) {
     return rocksdb::Status::OK();
   }
@@ -538,6 +540,7 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
   // before returning, whatever happens: RocksDB's own Close may still
   // have to flush (disableWAL data), and would wait for paused background
   // work forever (test LiveKeyExactness.CloseNeverHangs).
+  std::vector<std::pair<ColumnFamilyHandle*, bool>> was_auto;  // (family, automatic compactions on)
   {
     std::vector<ColumnFamilyHandle*> hs;
     {
@@ -547,7 +550,10 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
       }
     }
     for (ColumnFamilyHandle* h : hs) {
-      base->SetOptions(h, {{"disable_auto_compactions", "true"}}).PermitUncheckedError();
+      was_auto.push_back({h, !base->GetOptions(h).disable_auto_compactions});
+      if (was_auto.back().second) {
+        base->SetOptions(h, {{"disable_auto_compactions", "true"}}).PermitUncheckedError();
+      }
     }
   }
   s = base->PauseBackgroundWork();
@@ -558,6 +564,12 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
   } resume{base};
   std::vector<uint64_t> ssts;
   s = LiveSsts(&ssts, nullptr);
+  // The caller's setting back (SetOptions also writes the OPTIONS file,
+  // which must keep it): a compaction RocksDB's own Close then runs makes
+  // the next Open rebuild instead of loading (a listed file gone).
+  for (const auto& h : was_auto) {
+    if (h.second) base->SetOptions(h.first, {{"disable_auto_compactions", "false"}}).PermitUncheckedError();
+  }
   if (!s.ok()) return s;
   std::vector<SavedIndex> saved;
   {

@@ -303,6 +303,7 @@ struct LiveKeyDB::Rep {
   // index is bypassed until RecoverTrust rebuilt them all, and the index
   // file is removed (no checkpoint can replay such a change). One LOG line.
   void MarkUntrusted(const std::string& why);  // background.cc
+  void ForgetIndexFile();                      // background.cc
   // Bumped by MarkUntrusted before it removes the index file: a file
   // written from a trust check before the bump is removed by its writer
   // (SaveWhileTrusted).

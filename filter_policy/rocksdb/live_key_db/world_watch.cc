@@ -92,18 +92,23 @@ bool WorldWatch::Arm(const std::vector<rocksdb::LiveFileMetaData>& files, rocksd
 
 void WorldWatch::ReportFilterChange(const std::string& why) {
   {
+    // (Also before Attach: the hold keeps reads off the index, and its
+    // report waits for Attach in ReportUnseen.)
     std::lock_guard<std::mutex> l(mu_);
-    if (!armed_) {
-      if (unseen_before_armed_.empty()) unseen_before_armed_ = why;
-      return;
-    }
     if (!filter_holds_.empty()) {
-      // (One report is enough: the newest hold waits for these compactions too.)
+      // (One report is enough: the newest hold waits for these jobs too.)
       filter_holds_.back().waiting.insert(compacting_.begin(), compacting_.end());
+      filter_holds_.back().flushes.insert(flushing_.begin(), flushing_.end());
     } else {
-      filter_holds_.push_back(FilterHold{why, compacting_});
+      filter_holds_.push_back(FilterHold{why, compacting_, flushing_});
       holds_.fetch_add(1, std::memory_order_seq_cst);
     }
+  }
+  {
+    // The index file goes before the job installs its result: a crash
+    // after the install must not bring a checkpoint past it.
+    std::lock_guard<std::mutex> h(hooks_mu_);
+    if (hooks_.on_suspect) hooks_.on_suspect();
   }
   DrainFilterHolds();
 }
@@ -116,7 +121,10 @@ void WorldWatch::DrainFilterHolds() {
       for (auto w = it->waiting.begin(); w != it->waiting.end();) {
         w = compacting_.count(*w) != 0 ? std::next(w) : it->waiting.erase(w);
       }
-      if (it->waiting.empty()) {
+      for (auto f = it->flushes.begin(); f != it->flushes.end();) {
+        f = flushing_.count(*f) != 0 ? std::next(f) : it->flushes.erase(f);
+      }
+      if (it->waiting.empty() && it->flushes.empty()) {
         ready.push_back(std::move(it->why));
         it = filter_holds_.erase(it);
       } else {
@@ -334,15 +342,37 @@ void WorldWatch::OnFileSyncFinish(const rocksdb::FileOperationInfo& info) {
   Unseen(unseen);
 }
 
+void WorldWatch::OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo& info) {
+  std::lock_guard<std::mutex> l(mu_);
+  flushing_.insert(info.job_id);
+}
+
 void WorldWatch::OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo& info) {
   {
     std::lock_guard<std::mutex> l(mu_);
     const uint64_t n = info.file_number != 0 ? info.file_number : FileNumber(info.file_path);
     if (n != 0) live_[n] = LiveFile{info.cf_name, 0, true};
+    flushing_.erase(info.job_id);
     wake_ = true;
   }
   cv_.notify_all();
+  DrainFilterHolds();
   Flushed();
+}
+
+void WorldWatch::ExpectFamilyDrop(const std::string& cf) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& kv : live_) {
+    if (kv.second.cf == cf) compacted_.insert(kv.first);
+  }
+}
+
+void WorldWatch::FamilyDropDone(const std::string& cf, bool ok) {
+  if (ok) return;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& kv : live_) {
+    if (kv.second.cf == cf) compacted_.erase(kv.first);
+  }
 }
 
 void WorldWatch::OnCompactionBegin(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) {

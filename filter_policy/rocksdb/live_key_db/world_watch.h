@@ -95,6 +95,7 @@ class WorldWatch : public rocksdb::EventListener {
     std::function<void()> on_flush;                          // a flush or compaction completed
     std::function<void(const std::string& why)> on_unseen;   // a change LiveKeyDB cannot account for
     std::function<bool(const std::string& cf)> indexed;      // does this family's index matter?
+    std::function<void()> on_suspect;  // a change may come (a filter's decision): the index file must go
   };
 
   const char* Name() const override { return "dlcbf.LiveKeyDB.WorldWatch"; }
@@ -124,6 +125,11 @@ class WorldWatch : public rocksdb::EventListener {
   // until StopRemembering (the index file's load is done).
   bool RemovedByCompaction(uint64_t file_number);
   void StopRemembering();
+
+  // `cf` is about to be dropped: its files leave the DB explained (undone
+  // by FamilyDropDone(cf, false) if the drop fails).
+  void ExpectFamilyDrop(const std::string& cf);
+  void FamilyDropDone(const std::string& cf, bool ok);
 
   // The files `cf` holds now are explained (a family LiveKeyDB registers
   // after an import: no event names its files; its index is built by a
@@ -163,6 +169,7 @@ class WorldWatch : public rocksdb::EventListener {
   // The table file number in a path ("/db/000123.sst" -> 123), 0 if none.
   static uint64_t FileNumber(const std::string& path);
 
+  void OnFlushBegin(rocksdb::DB*, const rocksdb::FlushJobInfo& info) override;
   void OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo& info) override;
   void OnCompactionBegin(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) override;
   void OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJobInfo& ci) override;
@@ -203,7 +210,9 @@ class WorldWatch : public rocksdb::EventListener {
   struct FilterHold {
     std::string why;
     std::unordered_set<uint64_t> waiting;  // inputs of the compactions running at the report
+    std::unordered_set<int> flushes;       // flushes running at the report (their filters run too)
   };
+  std::unordered_set<int> flushing_;  // job ids of running flushes
   std::vector<FilterHold> filter_holds_;
   std::atomic<uint64_t> holds_{0};  // holds not yet reported (for Settled())
   bool remembering_ = true;
