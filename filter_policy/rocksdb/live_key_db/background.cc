@@ -52,7 +52,7 @@ void LiveKeyDB::Rep::ForgetIndexFile() {
     std::lock_guard<std::mutex> tl(trust_mu);
     untrust_events.fetch_add(1, std::memory_order_acq_rel);
   }
-  // (Also without persist_index: a file an earlier session left would be
+  // (Also without persist_index: a file left by an earlier Open would be
   // loaded by a later one that persists.)
   env->DeleteFile(IndexPath()).PermitUncheckedError();
 }
@@ -67,7 +67,7 @@ void LiveKeyDB::Rep::MarkUntrusted(const std::string& why) {
     bool expected = false;
     first = untrusted.compare_exchange_strong(expected, true);
   }
-  // (Also without persist_index: a file an earlier session left would be
+  // (Also without persist_index: a file left by an earlier Open would be
   // loaded by a later one that persists, and brought forward past this
   // change.)
 #ifdef DLCBF_TESTING
