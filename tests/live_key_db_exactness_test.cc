@@ -519,9 +519,8 @@ rocksdb::Options TwoFamilyOptions() {
   // RocksDB's Close then drops unflushed disableWAL data, as a crash does.
   o.avoid_flush_during_shutdown = true;
   // No compaction between Close's record of the SST files and RocksDB's
-  // own close (LiveKeyDB gives the caller's setting back before it), so a
-  // file Close writes loads as exact and the scenarios below are the same
-  // every run.
+  // own close, so a file Close writes loads as exact and the scenarios
+  // below are the same every run.
   o.disable_auto_compactions = true;
   return o;
 }

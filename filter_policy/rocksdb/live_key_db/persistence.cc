@@ -534,28 +534,14 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
   // Open explains a listed file that is gone only by a compaction it saw
   // (LoadFromFile; else the file is rejected, a needless rebuild), and a
   // compaction at the bottom level zeroes sequence numbers, so its output
-  // would be brought forward (needless work). Automatic compactions are
-  // turned off first (RocksDB's own Close may flush after this, and a flush
-  // would schedule one), then the running ones are waited for. Resumed
+  // would be brought forward (needless work). (A compaction already
+  // scheduled may still run between the resume below and RocksDB's own
+  // Close: then the next Open rebuilds. Turning automatic compactions off
+  // with SetOptions is no way out: it writes an OPTIONS file the caller
+  // would reopen with, and a MANIFEST edit.) Resumed
   // before returning, whatever happens: RocksDB's own Close may still
   // have to flush (disableWAL data), and would wait for paused background
   // work forever (test LiveKeyExactness.CloseNeverHangs).
-  std::vector<std::pair<ColumnFamilyHandle*, bool>> was_auto;  // (family, automatic compactions on)
-  {
-    std::vector<ColumnFamilyHandle*> hs;
-    {
-      std::lock_guard<std::mutex> l(cf_mu);
-      for (auto& kv : cfs) {
-        if (!kv.second->dropped && kv.second->handle != nullptr) hs.push_back(kv.second->handle);
-      }
-    }
-    for (ColumnFamilyHandle* h : hs) {
-      was_auto.push_back({h, !base->GetOptions(h).disable_auto_compactions});
-      if (was_auto.back().second) {
-        base->SetOptions(h, {{"disable_auto_compactions", "true"}}).PermitUncheckedError();
-      }
-    }
-  }
   s = base->PauseBackgroundWork();
   if (!s.ok()) return s;
   struct Resume {
@@ -564,12 +550,7 @@ rocksdb::Status LiveKeyDB::Rep::PersistAt(uint64_t seq) {
   } resume{base};
   std::vector<uint64_t> ssts;
   s = LiveSsts(&ssts, nullptr);
-  // The caller's setting back (SetOptions also writes the OPTIONS file,
-  // which must keep it): a compaction RocksDB's own Close then runs makes
-  // the next Open rebuild instead of loading (a listed file gone).
-  for (const auto& h : was_auto) {
-    if (h.second) base->SetOptions(h.first, {{"disable_auto_compactions", "false"}}).PermitUncheckedError();
-  }
+
   if (!s.ok()) return s;
   std::vector<SavedIndex> saved;
   {

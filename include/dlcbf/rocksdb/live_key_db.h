@@ -243,8 +243,7 @@
 //   as the checkpoint before it.
 //   A file is written only while the index accounts for the DB's whole
 //   state (no unseen write or change known, none pending); an unseen
-//   change removes it. Close turns automatic compactions off before it
-//   records the SST files (RocksDB's own Close may flush after it).
+//   change removes it.
 //   Open() loads it as exact only if the checksum, format, identity, seed
 //   and sequence number (after WAL recovery) all match, every SST file it
 //   lists is still live or was removed by a compaction since Open, AND
