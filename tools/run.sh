@@ -510,8 +510,9 @@ rocksdb_source() {
   cmake -S . -B "$ourbuild" -DCMAKE_BUILD_TYPE=Release -DDLCBF_ROCKSDB_SOURCE_DIR="$src" \
         -DDLCBF_ROCKSDB_BUILD_DIR="$rbuild" -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
   local suites=(filter_policy_test memtable_index_test live_key_db_test live_key_db_oracle_test
-                live_key_db_workload_test hostile_config_test)
-  cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat
+                live_key_db_workload_test live_key_db_closed_world_test live_key_db_transactions_test
+                hostile_config_test)
+  cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat livekey_stress
 
   current_step="4/9 RocksDB-facing suites against librocksdb $ver"
   step "$current_step"
@@ -523,9 +524,18 @@ rocksdb_source() {
     summary+=("$s: $(gtest_counts "$ourbuild/$s.log")")
     echo "${summary[-1]}"
   done
-  (cd "$ourbuild" && ctest --output-on-failure -R '^crash_test_(short|negative_control)$|^sst_fixture_') |
+  (cd "$ourbuild" && ctest --output-on-failure -R '^crash_test_(short|negative_control)$|^sst_fixture_|^live_key_db_surface_test$') |
     tee "$ourbuild/ctest-crash-fixtures.log" | tail -n 12
-  summary+=("ctest crash_test_short + crash_test_negative_control + SST fixtures (every committed tests/data/*.sst read by $ver): $(grep -o '[0-9]*% tests passed.*' "$ourbuild/ctest-crash-fixtures.log")")
+  summary+=("ctest crash_test_short + crash_test_negative_control + SST fixtures (every committed tests/data/*.sst read by $ver) + live_key_db_surface_test ($ver headers): $(grep -o '[0-9]*% tests passed.*' "$ourbuild/ctest-crash-fixtures.log")")
+  # LiveKeyDB's differential stress, its foreign mix included, against
+  # this librocksdb.so (the short CI mode; its hooks are absent here)
+  rm -rf "$ourbuild/livekey-stress"
+  "$ourbuild/tools/livekey_stress" --seed=20261127 --duration="${LIVEKEY_STRESS_SECONDS:-45}" --crash \
+      --db="$ourbuild/livekey-stress" >"$ourbuild/livekey_stress.log" 2>&1 ||
+    { tail -n 30 "$ourbuild/livekey_stress.log" >&2; false; }
+  summary+=("livekey_stress --crash, ${LIVEKEY_STRESS_SECONDS:-45}s: $(grep -E '^livekey_stress: seed=[0-9]+ rounds=' "$ourbuild/livekey_stress.log" | tail -n 1 |
+      grep -oE '\b(rounds|ops|kills|txn_commits|foreign_puts|foreign_ingests|at_seqno_0|delete_files|opens_hash_memtable|opens_avoid_flush_during_recovery|lost)=[0-9]+' | tr '\n' ' ')$(tail -n 1 "$ourbuild/livekey_stress.log")")
+  echo "${summary[-1]}"
 
   current_step="5/9 RocksDB $ver db_bench with filter_policy=dlcbf:10, memtable_factory=dlcbf_index"
   step "$current_step"

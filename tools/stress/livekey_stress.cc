@@ -207,7 +207,6 @@
 #include <gflags/gflags.h>
 
 #include "dlcbf/rocksdb/live_key_db.h"
-#include "filter_policy/testing/live_key_db_testing.h"
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/compaction_filter.h"
 #include "rocksdb/convenience.h"
@@ -224,6 +223,31 @@
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
 #include "tests/test_scale.h"
+
+#ifdef DLCBF_TESTING
+#include "filter_policy/testing/live_key_db_testing.h"
+namespace hooks = dlcbf::internal;
+constexpr bool kHaveHooks = true;
+#else
+// Built against a library without the test hooks: the in-tree build of
+// tools/run.sh rocksdb-source links librocksdb.so as shipped, with
+// LiveKeyDB inside. The differential oracle and the foreign mix run as in
+// a test build; what needs a hook is off: --fault and --expect_loss are
+// refused (main), and the checker/rebuild pauses of the chaos thread, the
+// busy-writer mode and the checkpoint chunk sizes keep the library's own
+// behaviour (the summary's "hooks=0" says so).
+namespace hooks {
+enum class LiveKeyFault : int { kNone = 0 };
+inline void SetLiveKeyFaultForTesting(LiveKeyFault) {}
+inline void SetLiveKeyBusyWritersForTesting(bool) {}
+inline bool GetLiveKeyBusyWritersForTesting() { return false; }
+inline void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t) {}
+inline uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return 0; }
+inline void SetLiveKeyCheckPauseForTesting(bool) {}
+inline void SetLiveKeyRebuildPauseForTesting(bool) {}
+}  // namespace hooks
+constexpr bool kHaveHooks = false;
+#endif
 
 // LiveKeyDB's rebuild holds every stripe mutex at once, more locks than
 // TSan's deadlock detector tracks per thread (tools/run.sh tsan runs the
@@ -682,7 +706,7 @@ bool ParseBool(const std::string& v) { return v == "1" || v == "true" || v == "o
 
 void ApplyOverrides(LiveKeyIndexOptions* io) {
   if (FLAGS_force_defer) {
-    dlcbf::internal::SetLiveKeyBusyWritersForTesting(false);
+    hooks::SetLiveKeyBusyWritersForTesting(false);
     io->defer_liveness_checks = true;
     io->max_deferring_writers = 64;
     io->max_pending_checks = 65536;
@@ -784,7 +808,7 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // Dense checkpoints copy their table in chunks while writers run
     // (checkpoint.cc): small chunks put many writes between chunks of
     // these small tables (0: LiveKeyDB's 4096 blocks, one chunk here).
-    dlcbf::internal::SetLiveKeyCheckpointChunkBlocksForTesting(I(0, 3) == 0 ? 0 : I(1, 64));
+    hooks::SetLiveKeyCheckpointChunkBlocksForTesting(I(0, 3) == 0 ? 0 : I(1, 64));
     // Unchecked copies: off, a budget that runs out within a round (so its
     // rebuilds run mixed with everything else), or a roomy one. Busy
     // writers (every write finds every core writing, as with more writes
@@ -792,7 +816,7 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // reads in most writes of this Open. (Drawn last: the fields above
     // keep the draws they had for a given seed before these existed.)
     io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
-    dlcbf::internal::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
+    hooks::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
@@ -809,14 +833,14 @@ std::string Describe(const LiveKeyIndexOptions& io) {
              "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u unchecked_copy_budget=%.4f "
              "trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
              "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64
-             ", busy writers %d)",
+             ", busy writers %d, hooks=%d)",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
              io.unchecked_copy_budget, io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds,
-             io.persist_index ? 1 : 0, io.seed, dlcbf::internal::GetLiveKeyCheckpointChunkBlocksForTesting(),
-             dlcbf::internal::GetLiveKeyBusyWritersForTesting() ? 1 : 0);
+             io.persist_index ? 1 : 0, io.seed, hooks::GetLiveKeyCheckpointChunkBlocksForTesting(),
+             hooks::GetLiveKeyBusyWritersForTesting() ? 1 : 0, kHaveHooks ? 1 : 0);
 }
 
 // ---- keys and locks -----------------------------------------------------------------------
@@ -2205,8 +2229,8 @@ class Chaos {
         if (cv_.wait_for(l, ms(20, 300), [this] { return stop_; })) break;
         const bool rewrite = std::uniform_real_distribution<double>(0, 1)(rng) < FLAGS_chaos_rewrite_prob;
         const bool checks = rewrite || rng() % 3 != 0, rebuilds = !rewrite && rng() % 3 == 0;
-        if (checks) dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
-        if (rebuilds) dlcbf::internal::SetLiveKeyRebuildPauseForTesting(true);
+        if (checks) hooks::SetLiveKeyCheckPauseForTesting(true);
+        if (rebuilds) hooks::SetLiveKeyRebuildPauseForTesting(true);
         cv_.wait_for(l, checks ? ms(0, 100) : ms(0, 20), [this] { return stop_; });
         if (rewrite && !stop_) {
           // While checks wait: overwrite a few keys with 'X' values (blind
@@ -2253,8 +2277,8 @@ class Chaos {
           // loss found here may be repaired by the next rebuild).
           VerifyAll(s, "chaos-pause");
         }
-        dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
-        dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+        hooks::SetLiveKeyCheckPauseForTesting(false);
+        hooks::SetLiveKeyRebuildPauseForTesting(false);
       }
     });
   }
@@ -2269,8 +2293,8 @@ class Chaos {
     }
     cv_.notify_all();
     thread_.join();
-    dlcbf::internal::SetLiveKeyCheckPauseForTesting(false);
-    dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+    hooks::SetLiveKeyCheckPauseForTesting(false);
+    hooks::SetLiveKeyRebuildPauseForTesting(false);
   }
 
  private:
@@ -2787,7 +2811,10 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage("seeded randomized differential stress test of LiveKeyDB (oracle: the base DB)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_fault < 0 || FLAGS_fault > 63) Die("--fault must be a LiveKeyFault value (0 = none)");
-  dlcbf::internal::SetLiveKeyFaultForTesting(static_cast<dlcbf::internal::LiveKeyFault>(FLAGS_fault));
+  if (!kHaveHooks && (FLAGS_fault != 0 || FLAGS_expect_loss)) {
+    Die("--fault and --expect_loss need the test build of the library (DLCBF_TESTING): this binary links one without hooks");
+  }
+  hooks::SetLiveKeyFaultForTesting(static_cast<hooks::LiveKeyFault>(FLAGS_fault));
   if (FLAGS_keys < 1 || FLAGS_threads < 1) Die("--keys and --threads must be >= 1");
   if (FLAGS_min_kill_ms < 0 || FLAGS_max_kill_ms < FLAGS_min_kill_ms) Die("need 0 <= --min_kill_ms <= --max_kill_ms");
   if (FLAGS_txn != "mixed") {
