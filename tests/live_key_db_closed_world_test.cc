@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/testing/live_key_db_testing.h"
 #include "rocksdb/compaction_filter.h"
@@ -390,7 +391,7 @@ int DeleteFilesScenario(bool reopen) {
     EXPECT_TRUE(db->Close().ok());
     db.reset();
     rocksdb::DB* plain = nullptr;
-    EXPECT_TRUE(rocksdb::DB::Open(o, dir, &plain).ok());
+    EXPECT_TRUE(dlcbf::compat::OpenDB(o, dir, &plain).ok());
     EXPECT_TRUE(rocksdb::DeleteFilesInRange(plain, plain->DefaultColumnFamily(), &begin, &end).ok());
     EXPECT_TRUE(plain->Get(ReadOptions(), keys[0], &v).ok()) << "the premise: the Puts are live again";
     delete plain;
@@ -534,7 +535,7 @@ TEST(LiveKeyClosedWorld, ImportThroughLiveKeyDBIsIndexedAndServes) {
   rocksdb::ExportImportFilesMetaData* meta = nullptr;
   {
     rocksdb::DB* src = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(Plain(), src_dir, &src).ok());
+    ASSERT_TRUE(dlcbf::compat::OpenDB(Plain(), src_dir, &src).ok());
     for (const std::string& k : Keys("x", 200)) ASSERT_TRUE(src->Put(WriteOptions(), k, "x").ok());
     ASSERT_TRUE(src->Flush(rocksdb::FlushOptions()).ok());
     rocksdb::Checkpoint* cp = nullptr;

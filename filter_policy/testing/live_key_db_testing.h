@@ -11,7 +11,14 @@
 
 #include <functional>
 
-#ifndef DLCBF_TESTING
+#include <cstdint>
+
+// DLCBF_TESTING: the test build of the library, which defines the hooks.
+// DLCBF_HOOK_STUBS: a test program linked against a library without them
+// (in-tree mode, tools/run.sh rocksdb-source: librocksdb.so as shipped);
+// every hook below is then an inline no-op, and kLiveKeyHooks says so:
+// a test that needs one skips, a tool refuses the flag that sets one.
+#if !defined(DLCBF_TESTING) && !defined(DLCBF_HOOK_STUBS)
 #error "live_key_db_testing.h is for test builds (DLCBF_TESTING) only: shipped libraries carry no hooks"
 #endif
 
@@ -163,6 +170,28 @@ bool GetLiveKeyBusyWritersForTesting();
 // Process-wide; thread-safe (an atomic). Affects every LiveKeyDB instance.
 void SetLiveKeyFaultForTesting(LiveKeyFault fault);
 LiveKeyFault GetLiveKeyFaultForTesting();
+
+#ifdef DLCBF_TESTING
+inline constexpr bool kLiveKeyHooks = true;
+#else
+inline constexpr bool kLiveKeyHooks = false;
+inline void SetLiveKeyNoWalWriteHookForTesting(std::function<void()>) {}
+inline void RunLiveKeyNoWalWriteHookForTesting() {}
+inline void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)>) {}
+inline void RunLiveKeyCheckpointChunkHookForTesting(uint64_t) {}
+inline void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t) {}
+inline uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return 0; }
+inline void SetLiveKeyRebuildPauseForTesting(bool) {}
+inline bool GetLiveKeyRebuildPauseForTesting() { return false; }
+inline void SetLiveKeyRebuildWaitingForTesting(bool) {}
+inline bool GetLiveKeyRebuildWaitingForTesting() { return false; }
+inline void SetLiveKeyCheckPauseForTesting(bool) {}
+inline bool GetLiveKeyCheckPauseForTesting() { return false; }
+inline void SetLiveKeyBusyWritersForTesting(bool) {}
+inline bool GetLiveKeyBusyWritersForTesting() { return false; }
+inline void SetLiveKeyFaultForTesting(LiveKeyFault) {}
+inline LiveKeyFault GetLiveKeyFaultForTesting() { return LiveKeyFault::kNone; }
+#endif
 
 }  // namespace internal
 }  // namespace dlcbf

@@ -206,6 +206,7 @@
 
 #include <gflags/gflags.h>
 
+#include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/compaction_filter.h"
@@ -224,30 +225,15 @@
 #include "rocksdb/write_batch.h"
 #include "tests/test_scale.h"
 
-#ifdef DLCBF_TESTING
+// The test hooks: in a build against a library without them (in-tree
+// mode, DLCBF_HOOK_STUBS) the differential oracle and the foreign mix run
+// as in a test build; --fault and --expect_loss are refused (main), and
+// the chaos thread's checker/rebuild pauses, the busy-writer mode and the
+// checkpoint chunk sizes keep the library's own behaviour ("hooks=0" in
+// the options line says so).
 #include "filter_policy/testing/live_key_db_testing.h"
 namespace hooks = dlcbf::internal;
-constexpr bool kHaveHooks = true;
-#else
-// Built against a library without the test hooks: the in-tree build of
-// tools/run.sh rocksdb-source links librocksdb.so as shipped, with
-// LiveKeyDB inside. The differential oracle and the foreign mix run as in
-// a test build; what needs a hook is off: --fault and --expect_loss are
-// refused (main), and the checker/rebuild pauses of the chaos thread, the
-// busy-writer mode and the checkpoint chunk sizes keep the library's own
-// behaviour (the summary's "hooks=0" says so).
-namespace hooks {
-enum class LiveKeyFault : int { kNone = 0 };
-inline void SetLiveKeyFaultForTesting(LiveKeyFault) {}
-inline void SetLiveKeyBusyWritersForTesting(bool) {}
-inline bool GetLiveKeyBusyWritersForTesting() { return false; }
-inline void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t) {}
-inline uint64_t GetLiveKeyCheckpointChunkBlocksForTesting() { return 0; }
-inline void SetLiveKeyCheckPauseForTesting(bool) {}
-inline void SetLiveKeyRebuildPauseForTesting(bool) {}
-}  // namespace hooks
-constexpr bool kHaveHooks = false;
-#endif
+constexpr bool kHaveHooks = hooks::kLiveKeyHooks;
 
 // LiveKeyDB's rebuild holds every stripe mutex at once, more locks than
 // TSan's deadlock detector tracks per thread (tools/run.sh tsan runs the
@@ -1043,7 +1029,7 @@ int RunProbe() {
   for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
   std::vector<ColumnFamilyHandle*> hs;
   rocksdb::DB* db = nullptr;
-  const Status st = rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(o), g_db_dir, cfds, &hs, &db);
+  const Status st = dlcbf::compat::OpenDBForReadOnly(rocksdb::DBOptions(o), g_db_dir, cfds, &hs, &db);
   if (!st.ok()) return RefusedFor2pc(st) ? 3 : 4;
   for (auto* h : hs) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   delete db;

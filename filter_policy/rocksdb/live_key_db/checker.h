@@ -31,7 +31,7 @@
 // Why one thread: the checks' cost is the reads, and MultiGet batches
 // them; a checker thread pays off only while a core is free for it, and
 // then one is enough (live_key_bench: no queue-full fallback with 1, 2 or
-// 4 writers; the LiveKeyDB README).
+// 4 writers; docs/LIVE_KEY_DB.md, "Several writers").
 #pragma once
 
 #include <atomic>

@@ -22,7 +22,7 @@
 //     could count deletes the crash took back (loaded as exact: the keys
 //     were live again and answered NotFound) or sit "ahead" of the DB until
 //     reused sequence numbers passed it (tests
-//     LiveKeyExactness.CheckpointNeverCountsALostTail, .RejectedFileIsRemoved).
+//     LiveKeyExactness.IndexFileNeverCountsALostTail, .RejectedFileIsRemoved).
 //   - Open loads a file older than the DB as a checkpoint; ReplaySince then
 //     counts every key visible in a memtable or in an SST file past S (or
 //     zeroed and new to the checkpoint) once more. No key live now is

@@ -102,8 +102,8 @@
 //     write path; a rebuild's in-order scan (7M keys/s with 2 threads on
 //     a quiet DB, 1.6M keys/s beside busy writers) pays for a budget of
 //     them at once, off the write path. With a core free, the checker's
-//     reads cost the writer less than that scan would (the LiveKeyDB
-//     README: measured and not kept), so only busy writes take them. A Put/Merge of
+//     reads cost the writer less than that scan would (docs/LIVE_KEY_DB.md,
+//     "Tried and not kept"), so only busy writes take them. A Put/Merge of
 //     a k the index holds, state unknown, then inserts BEFORE the write
 //     without reading or queueing a check: live(k) => count(k) >= 1 holds
 //     whatever k was (a second copy of a live k is an over-count, a stale
@@ -180,8 +180,8 @@
 //   and for that last replay and the swap. Close aborts a running scan.
 //
 //   Persistence: see persistence.cc; checkpoints: checkpoint.cc. Costs:
-//   tools/bench/live_key_bench, tools/bench/recovery_bench and the LiveKeyDB
-//   README (filter_policy/rocksdb/live_key_db/README.md).
+//   tools/bench/live_key_bench, tools/bench/recovery_bench and
+//   docs/LIVE_KEY_DB.md.
 #include "dlcbf/rocksdb/live_key_db.h"
 
 #include <algorithm>
@@ -224,8 +224,8 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   // A new DB (nothing ever written) has nothing to scan: built at once.
   const bool background = opt.background_open_build && base->GetLatestSequenceNumber() > 0;
   // With the builds in the background, so is the load of a large index
-  // file or index (a 300 MB index took 4-5 s of Open: README, "At a
-  // 300 MB index"): the first build reads it (Rebuild,
+  // file or index (a 300 MB index took 4-5 s of Open: docs/LIVE_KEY_DB.md,
+  // "A 300 MB index"): the first build reads it (Rebuild,
   // LoadFromFile(deferred)). A smaller one is loaded here and serves at
   // once when it is exact.
   std::vector<CfState*> loaded;

@@ -49,7 +49,7 @@ rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<std::pair<uint
 // then part 1's, and so on, whatever thread scanned them. So the index is
 // the one a single scan builds, bit for bit, for any thread count (the
 // kernel's d-left placement depends on insertion order; test
-// LiveKeyDB.ParallelScanEqualsOneThreadBitForBit), and no two threads
+// LiveKeyDBWorkload.ParallelScanEqualsOneThreadBitForBit), and no two threads
 // ever insert at once (the index's writer lock is never contended). A
 // thread scanning the cursor part (the lowest one not yet inserted)
 // inserts its batches as it goes, as a single scan does; the others queue
@@ -236,7 +236,7 @@ std::vector<std::string> LiveKeyDB::Rep::ScanSplits(CfState* cf, uint32_t ways) 
 // and a tiny expected_keys sized the index for exactly its entries, which
 // is already past rebuild_at_capacity of the kernel's capacity: every
 // rebuild queued the next at once (64,832 rebuilds in 40,000 writes; test
-// LiveKeyExactness.NoRebuildStorm). The sizing grows by at least
+// RebuildStorm.RebuildsAreBoundedByTheWrites). The sizing grows by at least
 // kRebuildRoom per step (the kernels' capacity is not linear in sized_for:
 // blocks round up), at most 64 steps; the drift trigger needs no care
 // (sized_for >= basis and auto_rebuild_drift > 1).

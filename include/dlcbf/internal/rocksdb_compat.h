@@ -1,6 +1,6 @@
-// One spelling of rocksdb::DB::Open for every supported RocksDB: 7.x-10.x
-// take DB**, 11.x only std::unique_ptr<DB>*. Used by LiveKeyDB, the tests
-// and the tools. INTERNAL (never installed).
+// One spelling of rocksdb::DB::Open (and OpenForReadOnly) for every
+// supported RocksDB: 7.x-10.x take DB**, 11.x only std::unique_ptr<DB>*.
+// Used by LiveKeyDB, the tests and the tools. INTERNAL (never installed).
 #pragma once
 
 #include <memory>
@@ -39,6 +39,21 @@ inline rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options, const std::s
   return s;
 #else
   return rocksdb::DB::Open(db_options, path, column_families, handles, dbptr);
+#endif
+}
+
+// rocksdb::DB::OpenForReadOnly, the column-family form.
+inline rocksdb::Status OpenDBForReadOnly(const rocksdb::DBOptions& db_options, const std::string& path,
+                                         const std::vector<rocksdb::ColumnFamilyDescriptor>& column_families,
+                                         std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                                         rocksdb::DB** dbptr) {
+#if ROCKSDB_MAJOR >= 11
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(db_options, path, column_families, handles, &db);
+  *dbptr = db.release();
+  return s;
+#else
+  return rocksdb::DB::OpenForReadOnly(db_options, path, column_families, handles, dbptr);
 #endif
 }
 

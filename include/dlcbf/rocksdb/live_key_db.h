@@ -105,7 +105,7 @@
 //   snapshot (a background thread pays their liveness read), or one
 //   liveness read (a Get; in a batch, one MultiGet) each when checks are
 //   not deferred.
-//   Measured numbers: filter_policy/rocksdb/live_key_db/README.md.
+//   Measured numbers: docs/LIVE_KEY_DB.md.
 //
 //   DeleteRange(begin, end): takes EVERY stripe (all LiveKeyDB writers of
 //   the DB pause for the whole call: the scan of up to
@@ -416,8 +416,7 @@ struct LiveKeyIndexOptions {
   // more, it reads the key itself (counted in busy_sync_reads). The
   // checker needs a core of its own: with every core writing, deferring
   // adds its costs (snapshots, the queue, the checker's reads and thread)
-  // and saves the writers nothing (the LiveKeyDB README's multi-writer
-  // table: 4 writers on 2 cores, synchronous reads 2.1x the deferred
+  // and saves the writers nothing (docs/LIVE_KEY_DB.md, "Several writers": 4 writers on 2 cores, synchronous reads 2.1x the deferred
   // throughput). 0 (default): the hardware threads minus one, at least 1.
   // To defer always, set it to at least your writer thread count.
   uint32_t max_deferring_writers = 0;
@@ -460,7 +459,7 @@ struct LiveKeyIndexOptions {
   // [1, 64]. 2 by default: on a 2-core VM two threads rebuilt a quiet
   // 5M-key DB's index 1.7-2.0x as fast as one (7-9M keys/s), but only
   // 1.04-1.16x after a crash, when RocksDB's own compaction held the other
-  // core; figures in the LiveKeyDB README (recovery_bench). 1 leaves the
+  // core; figures in docs/LIVE_KEY_DB.md (recovery_bench). 1 leaves the
   // cores to the writers.
   uint32_t rebuild_scan_threads = 2;
 
