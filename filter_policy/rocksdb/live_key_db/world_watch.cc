@@ -209,14 +209,6 @@ void WorldWatch::AdoptFamily(const std::string& cf) {
   cv_.notify_all();
 }
 
-void WorldWatch::Wake() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    wake_ = true;
-  }
-  cv_.notify_all();
-}
-
 void WorldWatch::Flushed() {
   std::lock_guard<std::mutex> h(hooks_mu_);
   if (hooks_.on_flush) hooks_.on_flush();

@@ -199,7 +199,6 @@ class WorldWatch : public rocksdb::EventListener {
   void ReconcileLoop();
   // Reports the filter changes whose compactions have all finished.
   void DrainFilterHolds();
-  void Wake();
 
   std::mutex hooks_mu_;  // held while a hook runs, and by Attach/Detach
   Hooks hooks_;
