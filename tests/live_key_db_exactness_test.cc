@@ -1215,6 +1215,64 @@ int DeferredLoadScenario() {
 
 TEST(LiveKeyExactness, LargeIndexFileLoadsInTheBackground) { EXPECT_EQ(DeferredLoadScenario(), 0); }
 
+// Close while the index is still being brought forward from its file
+// (the build held by the rebuild pause): the build is aborted, nothing is
+// saved and the file stays byte for byte (Rep::Persist: no WAL sync, no
+// pause of RocksDB's background work); the next Open brings the same file
+// forward over every write since, the ones of the aborted session
+// included, and no key is lost.
+TEST(LiveKeyExactness, CloseDuringTheOpenBuildKeepsTheFile) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (the rebuild pause hook exists only there)";
+#else
+  const std::string dir = TestDir("close_during_build");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 50000000;  // past kDeferredLoadBytes: the build loads the file
+  io.checkpoint_interval_seconds = 0;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  std::vector<std::string> keys;
+  LiveKeyDB* raw = nullptr;
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  std::unique_ptr<LiveKeyDB> db(raw);
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back(Key("o", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "v").ok());
+  }
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  const std::string file = dir + "/" + io.index_file_name;
+  const std::string saved = dlcbf::testing_util::ReadFile(file);
+  ASSERT_FALSE(saved.empty());
+
+  dlcbf::internal::SetLiveKeyRebuildPauseForTesting(true);
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  db.reset(raw);
+  std::string state;
+  ASSERT_TRUE(db->GetProperty(db->DefaultColumnFamily(), "dlcbf.livekey.state", &state));
+  EXPECT_NE(state, "ready") << "the premise: the build is held";
+  for (int i = 0; i < 1000; ++i) {
+    keys.push_back(Key("n", i));
+    ASSERT_TRUE(db->Put(WriteOptions(), keys.back(), "w").ok());
+  }
+  ASSERT_TRUE(db->Close().ok());  // aborts the held build
+  dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
+  db.reset();
+  EXPECT_TRUE(dlcbf::testing_util::ReadFile(file) == saved) << "Close saved something from an index it had not built";
+
+  ASSERT_TRUE(LiveKeyDB::Open(o, io, dir, &raw).ok());
+  db.reset(raw);
+  ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
+  EXPECT_EQ(st.checkpoint_replays, 1u) << "the kept file is brought forward: " << st.ToString();
+  EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+#endif
+}
+
 // A deferred load checks the file against the DB as Open recovered it, not
 // as it is at the load: here the DB is an older copy (restored) holding
 // a0..a999, the file is newer and counts a0..a99 deleted, and writes made

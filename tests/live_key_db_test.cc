@@ -111,10 +111,7 @@ const dlcbf::LiveKeyCfStats& Cf(const LiveKeyStats& st, uint32_t id = 0) {
   return none;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
+using dlcbf::testing_util::ReadFile;
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(data.data(), static_cast<std::streamsize>(data.size()));

@@ -1,6 +1,6 @@
 // RocksDB helpers shared by the test suites and tools/crash_test: an
-// order-sensitive merge operator, a logger that captures lines, and fresh
-// test directories (one copy of each).
+// order-sensitive merge operator, a logger that captures lines, fresh
+// test directories and a whole file's bytes (one copy of each).
 #pragma once
 
 #include <unistd.h>
@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -71,6 +73,12 @@ inline std::string TestDir(const std::string& prefix, const std::string& name) {
                             (prefix + "_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(p);
   return p.string();
+}
+
+// The whole file's bytes ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 }  // namespace testing_util
