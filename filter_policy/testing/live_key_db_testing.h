@@ -129,6 +129,16 @@ enum class LiveKeyFault : int {
   // that moves no sequence number (the behaviour before the fix): the
   // indexes serve again without the keys that change made visible.
   kRecoveryIgnoresLaterChanges = 24,
+  // An iterator's Seek trusts a prefix's zero count whatever the slot's
+  // last erase (LivePrefixCounts::erased_at ignored): a key the iterator's
+  // snapshot still sees, deleted since, is skipped.
+  kPrefixIgnoresErasedAt = 25,
+  // An iterator's Seek uses the counts of whatever index is active, even
+  // one swapped in after the iterator was made (CfState::serial ignored).
+  kPrefixIgnoresSerial = 26,
+  // An iterator's Seek uses the counts whatever prefix extractor its
+  // SuperVersion runs (Rep::PrefixExtractorIsOurs skipped).
+  kPrefixIgnoresExtractor = 27,
 };
 
 // Called by a disableWAL write after it is counted and before it writes

@@ -30,14 +30,21 @@ CfState* LiveKeyDB::Rep::AddFamily(ColumnFamilyHandle* h) {
   } else {
     st->indexed = true;
   }
+  if (st->indexed && opt.live_prefix_counts) {
+    rocksdb::ColumnFamilyDescriptor d;
+    if (h->GetDescriptor(&d).ok()) st->prefix = d.options.prefix_extractor;
+  }
   CfState* raw = st.get();
   cfs[st->id] = std::move(st);
   return raw;
 }
-rocksdb::Status LiveKeyDB::Rep::CreateEmptyIndex(CfState* cf) {
+rocksdb::Status LiveKeyDB::Rep::CreateEmptyIndex(CfState* cf, bool empty_family) {
   std::unique_ptr<LiveKeyIndex> idx;
   rocksdb::Status s = LiveKeyIndex::Create(opt, opt.expected_keys, &epochs, &idx);
   if (!s.ok()) return s;
+  // (A new family's counts are exact from its first key; Open's stand-in
+  // never serves: the build brings its own.)
+  if (empty_family && cf->prefix != nullptr) idx->AttachPrefixCounts();
   std::lock_guard<std::mutex> sl(swap_mu);
   cf->owned = std::move(idx);
   cf->active.store(cf->owned.get());
@@ -51,7 +58,7 @@ rocksdb::Status LiveKeyDB::Rep::RegisterNew(const std::vector<ColumnFamilyHandle
     if (h == nullptr) continue;
     CfState* cf = AddFamily(h);
     if (cf->indexed) {
-      rocksdb::Status s = CreateEmptyIndex(cf);
+      rocksdb::Status s = CreateEmptyIndex(cf, /*empty_family=*/true);
       if (!s.ok()) {  // leave it unindexed rather than fail the creation
         cf->indexed = false;
         cf->bypass_reason = "index creation failed: " + s.ToString();

@@ -50,6 +50,7 @@ enum Counter : uint32_t {
   kUncheckedBudgetRebuilds,
   kCheckReads,
   kUnverifiedReads,
+  kDeadPrefixSeeks,
   kNumCounters
 };
 

@@ -233,10 +233,16 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   const bool large = env->GetFileSize(IndexPath(), &file_bytes).ok() &&
                      (file_bytes >= kDeferredLoadBytes ||
                       static_cast<double>(opt.expected_keys) * opt.bits_per_key / 8 >= kDeferredLoadBytes);
-  if (opt.persist_index && background && large) {
+  // (An index file carries no live-prefix counts: with them, every index
+  // is built by a scan.)
+  const bool load = opt.persist_index && !opt.live_prefix_counts;
+  if (opt.persist_index && opt.live_prefix_counts) {
+    rocksdb::Info(log, "LiveKeyDB: live_prefix_counts: the index file is not loaded; every index is built by a scan");
+  }
+  if (load && background && large) {
     std::lock_guard<std::mutex> rl(rebuild_mu);
     file_load_pending = true;
-  } else if (opt.persist_index) {
+  } else if (load) {
     LoadFromFile(&loaded);
   }
   if (!file_load_pending) world->StopRemembering();  // (no load needs the compactions since Open)
@@ -260,7 +266,7 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
     if (background) {
       // An empty stand-in takes the writers' updates until the build swaps
       // the real index in; readers bypass it (CfState::serving).
-      rocksdb::Status s = CreateEmptyIndex(cf);
+      rocksdb::Status s = CreateEmptyIndex(cf, /*empty_family=*/false);
       if (!s.ok()) return s;
       cf->serving.store(false, std::memory_order_release);
       continue;

@@ -83,6 +83,7 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
 std::string LiveKeyStats::ToString() const {
   std::ostringstream o;
   o << "LiveKeyDB: lookups=" << lookups << " short_circuited=" << short_circuited
+    << " dead_prefix_seeks=" << dead_prefix_seeks
     << " bypassed_reads=" << bypassed_reads << " write_keys=" << write_keys
     << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
     << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts

@@ -34,13 +34,15 @@ namespace {
 constexpr int kCatchUpRounds = 16;
 constexpr size_t kPausedDeltas = 4096;
 
-rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<std::pair<uint64_t, bool>>& log) {
-  for (const auto& d : log) {
-    if (d.second) {
-      rocksdb::Status s = idx->Insert(d.first);
+// `latest`: the DB's latest sequence number, read after every delete of
+// the log returned (the erases' LivePrefixCounts::Remove).
+rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<CfState::Delta>& log, uint64_t latest) {
+  for (const CfState::Delta& d : log) {
+    if (d.insert) {
+      rocksdb::Status s = idx->Insert(d.hash, d.prefix);
       if (!s.ok()) return s;
     } else {
-      idx->Erase(d.first);
+      idx->Erase(d.hash, d.prefix, latest);
     }
   }
   return rocksdb::Status::OK();
@@ -297,6 +299,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   bool from_checkpoint = fresh != nullptr;
   rocksdb::Status s;
   if (!from_checkpoint) s = CreateBelowTrigger(basis, sized_for, &fresh);
+  if (s.ok() && !from_checkpoint && cf->prefix != nullptr) fresh->AttachPrefixCounts();
 #ifdef DLCBF_TESTING
   if (initial && internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kInitialBuildFails) {
     s = rocksdb::Status::IOError("LiveKeyDB test: the initial build fails");
@@ -352,6 +355,10 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       snap = base->GetSnapshot();
     } else {
       for (size_t p = 0; p < parts; ++p) its.emplace_back(base->NewIterator(part_ro[p], cf->handle));
+      // (At or past the iterators' sequence number: LivePrefixCounts::built_at.)
+      if (fresh->mutable_prefix_counts() != nullptr) {
+        fresh->mutable_prefix_counts()->set_built_at(base->GetLatestSequenceNumber());
+      }
     }
     {
       std::lock_guard<std::mutex> l(cf->delta_mu);
@@ -392,6 +399,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     fresh.reset();
     s = CreateBelowTrigger(basis, sized_for, &fresh);
     if (!s.ok()) break;
+    if (cf->prefix != nullptr) fresh->AttachPrefixCounts();
   }
 
   cf->scanned.store(0, std::memory_order_relaxed);
@@ -414,6 +422,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       return !closing.load(std::memory_order_relaxed);  // Close aborts the scan at once
     });
     std::atomic<size_t> next_part{0};
+    const bool counts_prefixes = fresh->prefix_counts() != nullptr;
     auto scan = [&](size_t p) {
       const auto part_t0 = std::chrono::steady_clock::now();
       Iterator* it = its[p].get();
@@ -436,6 +445,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
         internal::SetLiveKeyRebuildWaitingForTesting(false);
 #endif
         batch.push_back(Hash(it->key()));
+        if (counts_prefixes) fresh->CountPrefix(PrefixOf(cf, it->key()));
         if (batch.size() == kScanBatch) {
           mine += batch.size();
           going = sink.Push(p, &batch);
@@ -486,14 +496,14 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   // (an erase always follows the insert or the scanned key it takes).
   uint64_t deltas = 0;
   for (int round = 0; s.ok() && round < kCatchUpRounds; ++round) {
-    std::vector<std::pair<uint64_t, bool>> chunk;
+    std::vector<CfState::Delta> chunk;
     {
       std::lock_guard<std::mutex> l(cf->delta_mu);
       if (cf->delta.size() <= kPausedDeltas) break;
       chunk.swap(cf->delta);
     }
     deltas += chunk.size();
-    s = ReplayDeltas(fresh.get(), chunk);
+    s = ReplayDeltas(fresh.get(), chunk, LatestForErase(fresh.get()));
   }
 
   std::unique_ptr<LiveKeyIndex> retired;
@@ -501,21 +511,24 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   LockAll();
   const auto p0 = std::chrono::steady_clock::now();
   if (s.ok()) {
-    std::vector<std::pair<uint64_t, bool>> log_copy;
+    std::vector<CfState::Delta> log_copy;
     {
       std::lock_guard<std::mutex> l(cf->delta_mu);
       log_copy.swap(cf->delta);
     }
     deltas += log_copy.size();
     pause_deltas = log_copy.size();
-    s = ReplayDeltas(fresh.get(), log_copy);
+    s = ReplayDeltas(fresh.get(), log_copy, LatestForErase(fresh.get()));
   }
   if (s.ok()) {
     std::lock_guard<std::mutex> sl(swap_mu);
     retired = std::move(cf->owned);
     cf->owned = std::move(fresh);
-    cf->active.store(cf->owned.get());
-    cf->serial.fetch_add(1, std::memory_order_relaxed);
+    // The serial first: a reader that finds the new index finds the new
+    // serial too (Rep::PrefixDead: an iterator made before the swap must
+    // not use the new index's prefix counts).
+    cf->serial.fetch_add(1, std::memory_order_seq_cst);
+    cf->active.store(cf->owned.get(), std::memory_order_seq_cst);
     cf->scanned.store(keys, std::memory_order_relaxed);
     // Complete now: readers may use it (the stand-in never served them).
     cf->serving.store(true, std::memory_order_release);
@@ -523,7 +536,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   cf->rebuilding.store(false);
   {
     std::lock_guard<std::mutex> l(cf->delta_mu);
-    std::vector<std::pair<uint64_t, bool>>().swap(cf->delta);
+    std::vector<CfState::Delta>().swap(cf->delta);
   }
   UnlockAll();
   const uint64_t pause_us = static_cast<uint64_t>(

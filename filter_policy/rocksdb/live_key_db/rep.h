@@ -41,6 +41,7 @@
 #include "filter_policy/rocksdb/live_key_db/world_watch.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/write_batch.h"
 
 namespace dlcbf {
@@ -112,8 +113,20 @@ struct CfState {
   const rocksdb::Comparator* cmp = nullptr;
   std::string bypass_reason;
 
+  // The prefix extractor the live-prefix counts group keys by
+  // (LiveKeyIndexOptions::live_prefix_counts; null: no counts), fixed at
+  // registration. An iterator whose SuperVersion runs another one reads
+  // RocksDB (Rep::PrefixExtractorIsOurs).
+  std::shared_ptr<const rocksdb::SliceTransform> prefix;
+  std::atomic<uint64_t> prefix_checked_sv{0};  // a SuperVersion number (+1) known to run `prefix`
+
+  struct Delta {
+    uint64_t hash;
+    uint64_t prefix;  // the key's prefix hash (LivePrefixCounts)
+    bool insert;
+  };
   std::mutex delta_mu;
-  std::vector<std::pair<uint64_t, bool>> delta;  // (hash, insert?) while rebuilding
+  std::vector<Delta> delta;  // while rebuilding
 
   std::atomic<bool> rebuild_queued{false};
   std::atomic<bool> rebuild_running{false};
@@ -445,13 +458,14 @@ struct LiveKeyDB::Rep {
   }
 
   // Callers hold the key's stripe (or all stripes).
-  rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
-    rocksdb::Status s = idx->Insert(h);
+  // ph: the key's prefix hash (PrefixOf).
+  rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h, uint64_t ph) {
+    rocksdb::Status s = idx->Insert(h, ph);
     if (!s.ok()) return s;
     epochs.Bump(kIndexInserts);
     if (cf->rebuilding.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> l(cf->delta_mu);
-      cf->delta.emplace_back(h, true);
+      cf->delta.push_back(CfState::Delta{h, ph, true});
     }
     if (idx->FirstSeenPastCapacity()) epochs.Bump(kIndexMigrations);
     if (opt.auto_rebuild_drift > 0 && idx->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
@@ -459,14 +473,29 @@ struct LiveKeyDB::Rep {
     }
     return s;
   }
-  void IndexErase(CfState* cf, LiveKeyIndex* idx, uint64_t h) {
-    idx->Erase(h);
+  // After the delete that made the copy redundant returned.
+  void IndexErase(CfState* cf, LiveKeyIndex* idx, uint64_t h, uint64_t ph) {
+    idx->Erase(h, ph, LatestForErase(idx));
     epochs.Bump(kIndexErases);
     if (cf->rebuilding.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> l(cf->delta_mu);
-      cf->delta.emplace_back(h, false);
+      cf->delta.push_back(CfState::Delta{h, ph, false});
     }
   }
+  // The sequence number an erase records in the live-prefix counts (read
+  // only when the index has them).
+  uint64_t LatestForErase(const LiveKeyIndex* idx) const {
+    return idx->prefix_counts() != nullptr ? base->GetLatestSequenceNumber() : 0;
+  }
+  // The live-prefix counts' hash of key's prefix in family cf
+  // (LivePrefixCounts::kNoPrefix when cf counts none or the key is outside
+  // the extractor's domain).
+  uint64_t PrefixOf(const CfState* cf, const Slice& key) const {
+    if (cf == nullptr || cf->prefix == nullptr || !cf->prefix->InDomain(key)) return LivePrefixCounts::kNoPrefix;
+    const Slice p = cf->prefix->Transform(key);
+    return LivePrefixCounts::PrefixHash(internal::HashKey(p.data(), p.size(), opt.seed ^ kPrefixHashSalt));
+  }
+  static constexpr uint64_t kPrefixHashSalt = 0x5052454649584553ULL;  // "PREFIXES"
 
   void Reject(const std::string& why) {
     file_rejections.fetch_add(1);
@@ -528,7 +557,7 @@ struct LiveKeyDB::Rep {
     epochs.Bump(kWriteKeys);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIndexInsertAfterWrite) {
-      return UpsertWithFault(p, hash, !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
+      return UpsertWithFault(p, hash, PrefixOf(p.cf, key), !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
     }
 #endif
     // A key whose check is pending: its state is known (KnownKey). Live:
@@ -562,7 +591,7 @@ struct LiveKeyDB::Rep {
     if (busy && !unchecked) epochs.Bump(kBusySyncReads);
     const bool insert = certain || snap != nullptr || unchecked || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
-      rocksdb::Status s = IndexInsert(p.cf, p.idx, hash);
+      rocksdb::Status s = IndexInsert(p.cf, p.idx, hash, PrefixOf(p.cf, key));
       if (!s.ok()) {  // nothing written
         if (snap != nullptr) ReleaseSnapshotRef(snap);
         return s;
@@ -582,7 +611,7 @@ struct LiveKeyDB::Rep {
     // too many iff the key was live before).
     const Liveness now = insert ? ReadLiveness(h, key) : Liveness::kUnknown;
     if (insert && now == Liveness::kNotLive) {
-      IndexErase(p.cf, p.idx, hash);
+      IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
       epochs.Bump(kUndone);
       if (snap != nullptr) ReleaseSnapshotRef(snap);
     } else if (snap != nullptr) {
@@ -596,11 +625,11 @@ struct LiveKeyDB::Rep {
   // write, pause, index insert. Only the oracle's negative control runs
   // it; test builds only.
   template <class WriteFn>
-  rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, bool insert, WriteFn&& write) {
+  rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, uint64_t ph, bool insert, WriteFn&& write) {
     rocksdb::Status s = write();
     if (s.ok() && insert) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-      s = IndexInsert(p.cf, p.idx, hash);
+      s = IndexInsert(p.cf, p.idx, hash, ph);
     }
     return s;
   }
@@ -633,7 +662,7 @@ struct LiveKeyDB::Rep {
       epochs.Bump(kKnownWrites);
       rocksdb::Status s = write();
       if (s.ok() && known_state == Known::kLive) {
-        IndexErase(p.cf, p.idx, hash);
+        IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
         stripes.Set(si, id, hash, key, Known::kDead);
       }
       return s;
@@ -650,9 +679,19 @@ struct LiveKeyDB::Rep {
         ReleaseSnapshotRef(snap);
       }
     }
-    if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash);
+    if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
     return s;
   }
+
+  // ---- live-prefix counts on Seek (live_prefix_iterator.cc) ------------------------
+  // True only when no key of prefix hash ph (PrefixOf) can be live to an
+  // iterator `it` of family cf at sequence number `seq`, made when cf's
+  // serial was `serial`. *extractor_ok caches PrefixExtractorIsOurs per
+  // iterator (0 unknown, 1 yes, -1 no).
+  bool PrefixDead(CfState* cf, uint64_t ph, uint64_t seq, uint64_t serial, rocksdb::Iterator* it,
+                  int* extractor_ok);
+  // True if it's SuperVersion runs the extractor cf's counts group by.
+  bool PrefixExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);
 
   // ---- deferred liveness checks (checker.cc; the contract: checker.h) ------------
   SharedSnapshot* CheckSnapshot(uint32_t si, bool* busy = nullptr);
@@ -768,7 +807,7 @@ struct LiveKeyDB::Rep {
 
   // ---- column families (column_families.cc) ----------------------------------------
   CfState* AddFamily(ColumnFamilyHandle* h);  // cf_mu held; no index yet
-  rocksdb::Status CreateEmptyIndex(CfState* cf);
+  rocksdb::Status CreateEmptyIndex(CfState* cf, bool empty_family);
   // Registers freshly created (empty) families.
   rocksdb::Status RegisterNew(const std::vector<ColumnFamilyHandle*>& handles);
   rocksdb::Status RegisterImported(ColumnFamilyHandle* h);

@@ -174,6 +174,14 @@ struct LiveKeyIndexOptions {
   // meanwhile. false: Open blocks until every index is loaded or built.
   bool background_open_build = true;
 
+  // true: each indexed family with a prefix_extractor also counts its index's copies per key
+  // prefix (hashed into slots, about 1.5 bytes per sized key), so an iterator with
+  // ReadOptions::prefix_same_as_start answers a Seek or SeekForPrev into a prefix that holds no
+  // live key at its snapshot as an invalid iterator without touching the LSM (a prefix full of
+  // tombstones costs a probe, not a scan of them). Open then builds every index by a scan (an
+  // index file carries no counts). false (default): iterators are RocksDB's own.
+  bool live_prefix_counts = false;
+
   // With persist_index, after flushes and compactions, at most once per this many seconds, save
   // every serving index with the sequence number it covers (WAL synced; the indexed families
   // flushed if disableWAL writes came since). Writers pause while that number, the live SST files
@@ -240,6 +248,7 @@ struct LiveKeyStats {
   // Reads.
   uint64_t lookups = 0;          // keys checked against the index
   uint64_t short_circuited = 0;  // of those, "no": RocksDB not touched
+  uint64_t dead_prefix_seeks = 0;  // Seeks answered "no live key in this prefix" (live_prefix_counts)
   uint64_t bypassed_reads = 0;   // snapshot/tier/timestamp/unindexed reads
   // Writes.
   uint64_t write_keys = 0;       // point keys handled for indexed families
@@ -441,6 +450,16 @@ class LiveKeyDB : public rocksdb::StackableDB {
                             rocksdb::ColumnFamilyHandle* column_family,
                             const rocksdb::Slice& key,
                             rocksdb::PinnableWideColumns* columns) override;
+
+  // With live_prefix_counts, on a family with a prefix_extractor, and ReadOptions with
+  // prefix_same_as_start (no total_order_seek, auto_prefix_mode, tailing, timestamps,
+  // ignore_range_deletions or read_tier): an iterator whose Seek and SeekForPrev into a prefix
+  // that holds no live key at its snapshot leave it invalid (status OK) without touching the LSM;
+  // every other call, and every other read, is RocksDB's own iterator. The same keys, values and
+  // statuses as RocksDB's; delete it before Close, as RocksDB's. NewIterators: RocksDB's own.
+  using rocksdb::StackableDB::NewIterator;
+  rocksdb::Iterator* NewIterator(const rocksdb::ReadOptions& options,
+                                 rocksdb::ColumnFamilyHandle* column_family) override;
 
   using rocksdb::StackableDB::MultiGet;
 #if DLCBF_ROCKSDB_DB_READS_FINAL

@@ -1,0 +1,424 @@
+// LiveKeyDB's iterators with live-prefix counts
+// (LiveKeyIndexOptions::live_prefix_counts; live_prefix_iterator.cc): a
+// differential oracle against the base DB's iterator at the same snapshot
+// (every Seek/SeekForPrev/Next/Prev, keys and values), and the paths where
+// the counts alone would skip a live key: an iterator's snapshot older than
+// a delete (with its negative control), an index swapped under an
+// iterator, a prefix extractor changed by SetOptions.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlcbf/internal/rocksdb_compat.h"
+#include "dlcbf/rocksdb/live_key_db.h"
+#include "filter_policy/testing/live_key_db_testing.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/slice_transform.h"
+#include "rocksdb_test_util.h"
+
+namespace fs = std::filesystem;
+using dlcbf::LiveKeyDB;
+using dlcbf::LiveKeyIndexOptions;
+using dlcbf::LiveKeyStats;
+using rocksdb::ReadOptions;
+using rocksdb::Status;
+using rocksdb::WriteOptions;
+
+namespace {
+
+std::string TestDir(const std::string& name) { return dlcbf::testing_util::TestDir("live_key_db_seek_test", name); }
+
+// 4-byte prefixes "p000".."p049", then a 4-digit suffix.
+std::string Prefix(int p) {
+  char b[8];
+  std::snprintf(b, sizeof(b), "p%03d", p);
+  return b;
+}
+std::string Key(int p, int i) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "p%03d%04d", p, i);
+  return b;
+}
+
+rocksdb::Options Options(int prefix_len = 4) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(prefix_len));
+  o.write_buffer_size = 256 << 10;
+  return o;
+}
+LiveKeyIndexOptions IndexOptions() {
+  LiveKeyIndexOptions io;
+  io.expected_keys = 20000;
+  io.live_prefix_counts = true;
+  io.persist_index = false;
+  return io;
+}
+
+std::unique_ptr<LiveKeyDB> Open(const std::string& dir, const rocksdb::Options& o = Options(),
+                                const LiveKeyIndexOptions& io = IndexOptions()) {
+  LiveKeyDB* raw = nullptr;
+  const Status s = LiveKeyDB::Open(o, io, dir, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return std::unique_ptr<LiveKeyDB>(raw);
+}
+
+// What an iterator shows from a Seek (or SeekForPrev) of target, forward
+// (or backward) to the end: keys and values, then its status.
+std::string Walk(rocksdb::Iterator* it, const std::string& target, bool backward) {
+  std::string out;
+  if (backward) {
+    it->SeekForPrev(target);
+  } else {
+    it->Seek(target);
+  }
+  int n = 0;
+  for (; it->Valid() && n < 200; ++n) {
+    out += it->key().ToString() + "=" + it->value().ToString() + ";";
+    if (backward) {
+      it->Prev();
+    } else {
+      it->Next();
+    }
+  }
+  return out + "|" + it->status().ToString();
+}
+
+uint64_t DeadSeeks(LiveKeyDB* db) { return db->GetLiveKeyStats().dead_prefix_seeks; }
+
+}  // namespace
+
+// Random Puts, Deletes, SingleDeletes, DeleteRanges and Merges over 50
+// prefixes, flushes and compactions between rounds; after each round,
+// every prefix is walked forward and backward through LiveKeyDB's
+// iterator and the base DB's, both at one snapshot and at the latest
+// state: the same keys, values and statuses. Whole prefixes are deleted
+// on the way, so dead prefixes are answered from the counts (counted).
+TEST(LiveKeyDBSeek, DifferentialOracle) {
+  const std::string dir = TestDir("oracle");
+  rocksdb::Options o = Options();
+  o.merge_operator = std::make_shared<dlcbf::testing_util::AppendOperator>();
+  auto db = Open(dir, o);
+  ASSERT_TRUE(db != nullptr);
+  rocksdb::DB* base = db->GetBaseDB();
+  std::mt19937_64 rng(20261129);
+  auto U = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  uint64_t compared = 0;
+  for (int round = 0; round < 12; ++round) {
+    for (int op = 0; op < 3000; ++op) {
+      const int p = U(50), i = U(40);
+      const int what = U(100);
+      WriteOptions wo;
+      if (what < 45) {
+        ASSERT_TRUE(db->Put(wo, Key(p, i), "v" + std::to_string(round)).ok());
+      } else if (what < 75) {
+        ASSERT_TRUE(db->Delete(wo, Key(p, i)).ok());
+      } else if (what < 85) {
+        ASSERT_TRUE(db->Merge(wo, Key(p, i), "m").ok());
+      } else if (what < 88) {
+        // A whole prefix, key by key (a consumed queue).
+        for (int j = 0; j < 40; ++j) ASSERT_TRUE(db->Delete(wo, Key(p, j)).ok());
+      } else if (what < 90) {
+        ASSERT_TRUE(db->DeleteRange(wo, db->DefaultColumnFamily(), Key(p, 0), Key(p + 1, 0)).ok());
+      } else {
+        ASSERT_TRUE(db->Put(wo, Key(p, i), std::string(1 + U(20), 'x')).ok());
+      }
+    }
+    if (round % 3 == 1) {
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    }
+    if (round % 4 == 3) {
+      ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok());
+    }
+    ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+    const rocksdb::Snapshot* snap = db->GetSnapshot();
+    for (int p = 0; p < 51; ++p) {
+      for (bool at_snapshot : {false, true}) {
+        ReadOptions ro;
+        ro.prefix_same_as_start = true;
+        if (at_snapshot) ro.snapshot = snap;
+        std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ro));
+        std::unique_ptr<rocksdb::Iterator> theirs(base->NewIterator(ro));
+        for (bool backward : {false, true}) {
+          const std::string target = backward ? Prefix(p) + "\xff" : Prefix(p);
+          const std::string a = Walk(ours.get(), target, backward), b = Walk(theirs.get(), target, backward);
+          ASSERT_EQ(a, b) << "round " << round << " prefix " << p << (backward ? " backward" : " forward")
+                          << (at_snapshot ? " at a snapshot" : "");
+          ++compared;
+        }
+      }
+    }
+    // Writes after the snapshot: the snapshot iterators must still see
+    // what was there (the counts are of the latest state).
+    for (int p = 0; p < 50; p += 7) {
+      for (int j = 0; j < 40; ++j) ASSERT_TRUE(db->Delete(WriteOptions(), Key(p, j)).ok());
+    }
+    ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+    for (int p = 0; p < 50; p += 7) {
+      ReadOptions ro;
+      ro.prefix_same_as_start = true;
+      ro.snapshot = snap;
+      std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ro));
+      std::unique_ptr<rocksdb::Iterator> theirs(base->NewIterator(ro));
+      ASSERT_EQ(Walk(ours.get(), Prefix(p), false), Walk(theirs.get(), Prefix(p), false))
+          << "round " << round << " prefix " << p << " at a snapshot from before its keys were deleted";
+      ++compared;
+    }
+    db->ReleaseSnapshot(snap);
+  }
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  std::printf("  %llu walks compared, %llu Seeks answered from the counts\n",
+              static_cast<unsigned long long>(compared), static_cast<unsigned long long>(st.dead_prefix_seeks));
+  EXPECT_GT(st.dead_prefix_seeks, 0u) << "no Seek was answered from the counts: the oracle tested nothing of them";
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// A key live at an iterator's snapshot, deleted (and its copy erased)
+// before the Seek: the count is 0, the slot's last erase is past the
+// snapshot, so the Seek reads RocksDB and finds the key. Returns how many
+// of the keys the snapshot holds the Seeks missed.
+int SnapshotScenario(bool implicit_snapshot) {
+  const std::string dir = TestDir(implicit_snapshot ? "implicit" : "snapshot");
+  auto db = Open(dir);
+  if (!db) return -1;
+  for (int p = 0; p < 20; ++p) {
+    if (!db->Put(WriteOptions(), Key(p, 1), "v").ok()) return -1;
+  }
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  const rocksdb::Snapshot* snap = implicit_snapshot ? nullptr : db->GetSnapshot();
+  ro.snapshot = snap;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  for (int p = 0; p < 20; ++p) {
+    if (!db->Delete(WriteOptions(), Key(p, 1)).ok()) return -1;
+  }
+  if (!db->WaitForDeferredChecks(60000)) return -1;
+  int missed = 0;
+  for (int p = 0; p < 20; ++p) {
+    it->Seek(Prefix(p));
+    if (!it->Valid() || it->key().ToString() != Key(p, 1)) ++missed;
+  }
+  // The premise: at the latest state, those prefixes are dead and answered
+  // from the counts.
+  const uint64_t before = DeadSeeks(db.get());
+  {
+    ReadOptions now;
+    now.prefix_same_as_start = true;
+    std::unique_ptr<rocksdb::Iterator> latest(db->NewIterator(now));
+    latest->Seek(Prefix(0));
+    if (latest->Valid()) return -1;
+  }
+  if (DeadSeeks(db.get()) == before) {
+    std::fprintf(stderr, "the premise failed: a dead prefix was not answered from the counts\n");
+    return -1;
+  }
+  it.reset();
+  if (snap != nullptr) db->ReleaseSnapshot(snap);
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  std::printf("  %d of 20 keys the iterator's snapshot holds missed\n", missed);
+  return missed;
+}
+
+TEST(LiveKeyDBSeek, SnapshotOlderThanADeleteSeesTheKey) { EXPECT_EQ(SnapshotScenario(false), 0); }
+TEST(LiveKeyDBSeek, IteratorMadeBeforeADeleteSeesTheKey) { EXPECT_EQ(SnapshotScenario(true), 0); }
+TEST(LiveKeyDBSeek, SnapshotNegativeControl) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresErasedAt);
+  const int explicit_missed = SnapshotScenario(false), implicit_missed = SnapshotScenario(true);
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  EXPECT_EQ(explicit_missed, 20) << "without erased_at, the counts skip keys an older snapshot holds";
+  EXPECT_EQ(implicit_missed, 20);
+#endif
+}
+
+// 10,000 keys under one prefix, all deleted and not compacted (#10300's
+// scenario): the Seek is answered from the counts; the base DB's iterator
+// agrees that the prefix is empty.
+TEST(LiveKeyDBSeek, DeadPrefixIsAnsweredFromTheCounts) {
+  const std::string dir = TestDir("dead");
+  rocksdb::Options o = Options();
+  o.disable_auto_compactions = true;
+  auto db = Open(dir, o);
+  ASSERT_TRUE(db != nullptr);
+  for (int i = 0; i < 10000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key(7, i % 10000), "v").ok());
+  ASSERT_TRUE(db->Put(WriteOptions(), Key(8, 0), "next prefix").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  for (int i = 0; i < 10000; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), Key(7, i)).ok());
+  ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  const uint64_t before = DeadSeeks(db.get());
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  it->Seek(Prefix(7));
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+  EXPECT_EQ(DeadSeeks(db.get()), before + 1) << "the dead prefix was not answered from the counts";
+  it->Seek(Prefix(8));  // a live prefix: RocksDB's Seek
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), Key(8, 0));
+  std::unique_ptr<rocksdb::Iterator> theirs(db->GetBaseDB()->NewIterator(ro));
+  theirs->Seek(Prefix(7));
+  EXPECT_FALSE(theirs->Valid());
+  it.reset();
+  theirs.reset();
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// Waits until the index serves again (trusted, the world watch settled):
+// an absent key's Get is answered from it.
+bool Serving(LiveKeyDB* db) {
+  for (int i = 0; i < 12000; ++i) {
+    const uint64_t before = db->GetLiveKeyStats().short_circuited;
+    std::string v;
+    db->Get(ReadOptions(), "absent-key", &v).PermitUncheckedError();
+    if (db->GetLiveKeyStats().short_circuited > before) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// An index swapped in under an iterator: DeleteFilesInRange (through the
+// base DB) drops the file of a prefix's only keys without moving the
+// sequence number; the world watch rebuilds every index, whose counts see
+// the prefix empty. The iterator, made before, still reads the dropped
+// file (its SuperVersion): its Seek must read RocksDB (the serial changed)
+// and find the keys. Returns the keys missed, -1 if the premise failed.
+int SwapScenario() {
+  const std::string dir = TestDir("swap");
+  auto db = Open(dir);
+  if (!db) return -1;
+  for (int i = 0; i < 10; ++i) {
+    if (!db->Put(WriteOptions(), Key(3, i), "v").ok()) return -1;
+  }
+  if (!db->Put(WriteOptions(), Key(9, 0), "other").ok()) return -1;
+  if (!db->Flush(rocksdb::FlushOptions()).ok()) return -1;
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  if (!db->CompactRange(cro, nullptr, nullptr).ok()) return -1;
+  // Two files at the bottom: one per prefix (a split by a separate flush).
+  if (!db->Put(WriteOptions(), Key(9, 1), "other").ok()) return -1;
+  if (!Serving(db.get())) return -1;
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  it->Seek(Prefix(40));  // (the iterator's SuperVersion checked now, before the drop: only the serial is left)
+  const std::string lo = Prefix(0), hi = Prefix(50);
+  const rocksdb::Slice b(lo), e(hi);
+  if (!rocksdb::DeleteFilesInRange(db->GetBaseDB(), db->DefaultColumnFamily(), &b, &e).ok()) return -1;
+  std::string v;
+  if (!db->GetBaseDB()->Get(ReadOptions(), Key(3, 0), &v).IsNotFound()) {
+    std::fprintf(stderr, "the premise failed: DeleteFilesInRange dropped nothing\n");
+    return -1;
+  }
+  if (!Serving(db.get())) return -1;  // rebuilt: the new counts see prefix 3 empty
+  int missed = 0;
+  for (int i = 0; i < 10; ++i) {
+    it->Seek(Key(3, i));
+    if (!it->Valid() || it->key().ToString() != Key(3, i)) ++missed;
+  }
+  it.reset();
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  std::printf("  %d of 10 keys the iterator still sees missed\n", missed);
+  return missed;
+}
+
+TEST(LiveKeyDBSeek, IndexSwappedUnderAnIteratorIsNotUsed) { EXPECT_EQ(SwapScenario(), 0); }
+TEST(LiveKeyDBSeek, IndexSwappedUnderAnIteratorNegativeControl) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresSerial);
+  const int missed = SwapScenario();
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  EXPECT_EQ(missed, 10) << "without the serial, the new index's counts skip what the iterator sees";
+#endif
+}
+
+// SetOptions installs a shorter prefix extractor (through the base DB, as
+// any program holding it may): prefix_same_as_start then returns keys the
+// counts (grouped by 4 bytes) never grouped with the target. Once the index
+// serves again, the Seek must still read RocksDB. Returns the Seeks that
+// missed a key RocksDB's iterator returns.
+int ExtractorScenario() {
+  const std::string dir = TestDir("extractor");
+  auto db = Open(dir);
+  if (!db) return -1;
+  for (int p = 0; p < 10; ++p) {
+    if (!db->Put(WriteOptions(), Key(2 * p + 12, 1), "v").ok()) return -1;  // "p012", "p014", ...
+  }
+  if (!db->GetBaseDB()->SetOptions({{"prefix_extractor", "rocksdb.FixedPrefix.2"}}).ok()) return -1;
+  if (!Serving(db.get())) return -1;
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ro));
+  std::unique_ptr<rocksdb::Iterator> theirs(db->GetBaseDB()->NewIterator(ro));
+  int missed = 0;
+  for (int p = 0; p < 10; ++p) {
+    const std::string dead = Prefix(2 * p + 11);  // "p011", "p013", ...: no key of their own
+    ours->Seek(dead);
+    theirs->Seek(dead);
+    if (!theirs->Valid()) return -1;  // the premise: the shorter prefix returns the next key
+    if (!ours->Valid() || ours->key() != theirs->key()) ++missed;
+  }
+  ours.reset();
+  theirs.reset();
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  std::printf("  %d of 10 Seeks missed a key under the new, shorter prefix\n", missed);
+  return missed;
+}
+
+TEST(LiveKeyDBSeek, ChangedPrefixExtractorIsNotTrusted) { EXPECT_EQ(ExtractorScenario(), 0); }
+TEST(LiveKeyDBSeek, ChangedPrefixExtractorNegativeControl) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresExtractor);
+  const int missed = ExtractorScenario();
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  EXPECT_EQ(missed, 10) << "without the SuperVersion's extractor check, the old counts skip keys";
+#endif
+}
+
+// Without live_prefix_counts, or without prefix_same_as_start, the
+// iterator is RocksDB's own: nothing is answered from counts.
+TEST(LiveKeyDBSeek, OffByDefault) {
+  const std::string dir = TestDir("off");
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_prefix_counts = false;
+  auto db = Open(dir, Options(), io);
+  ASSERT_TRUE(db != nullptr);
+  ASSERT_TRUE(db->Put(WriteOptions(), Key(1, 1), "v").ok());
+  ASSERT_TRUE(db->Delete(WriteOptions(), Key(1, 1)).ok());
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  it->Seek(Prefix(1));
+  EXPECT_FALSE(it->Valid());
+  EXPECT_EQ(DeadSeeks(db.get()), 0u);
+  it.reset();
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
