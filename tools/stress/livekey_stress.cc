@@ -277,6 +277,11 @@ DEFINE_double(avoid_flush_during_recovery_prob, 0.3,
               "probability that an Open sets avoid_flush_during_recovery (the recovered WAL stays in the "
               "memtable, where a checkpoint's replay reads it)");
 DEFINE_int32(fault, 0, "dlcbf::internal::LiveKeyFault to set (filter_policy/testing/live_key_db_testing.h)");
+DEFINE_double(live_prefix_prob, 0.5,
+              "share of Opens with LiveKeyIndexOptions::live_prefix_counts (their Seeks are checked against the "
+              "base DB's at one snapshot)");
+DEFINE_int32(seek_wait_every, 16, "one Seek check in this many waits --seek_wait_us between its iterators and its Seeks");
+DEFINE_int32(seek_wait_us, 1000, "see --seek_wait_every");
 DEFINE_bool(expect_loss, false, "negative control: exit 0 iff a loss was found (stops at the first)");
 DEFINE_double(busy_writers_prob, 1.0 / 3,
               "probability that an Open runs with every write busy (the test hook: unchecked copies and busy "
@@ -400,6 +405,9 @@ struct Counters {
   std::atomic<uint64_t> auto_rebuilds{0}, checkpoints{0}, reopens{0}, kills{0}, storms{0}, hangs{0};
   std::atomic<uint64_t> checkpoint_deltas{0};  // (the parent's sessions only)
   std::atomic<uint64_t> unchecked_copies{0};   // (the parent's sessions only)
+  // Seeks compared (SeekCheck), and those LiveKeyDB answered from its
+  // live-prefix counts (the parent's sessions only).
+  std::atomic<uint64_t> seek_checks{0}, dead_prefix_seeks{0};
   // Transactions (kTxn), recovered prepared transactions, DeleteRange ops
   // skipped in pessimistic sessions, sessions by kind (none, pessimistic,
   // optimistic) and Opens redone pessimistic.
@@ -452,7 +460,8 @@ std::string SummaryLine() {
              ",pessimistic:%" PRIu64 ",optimistic:%" PRIu64 " txn_open_fallbacks=%" PRIu64 " checks=%" PRIu64
              " unchecked_copies=%" PRIu64 " foreign_puts=%" PRIu64 " foreign_ingests=%" PRIu64
              " (at_seqno_0=%" PRIu64 ") delete_files=%" PRIu64 " (dropped_files=%" PRIu64 ") opens_hash_memtable=%" PRIu64
-             " opens_dlcbf_index=%" PRIu64 " opens_avoid_flush_during_recovery=%" PRIu64 " lost=%" PRIu64,
+             " opens_dlcbf_index=%" PRIu64 " opens_avoid_flush_during_recovery=%" PRIu64 " seek_checks=%" PRIu64
+             " dead_prefix_seeks=%" PRIu64 " lost=%" PRIu64,
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
@@ -465,7 +474,8 @@ std::string SummaryLine() {
              g.sessions[1].load(), g.sessions[2].load(), g.open_fallbacks.load(), g.checks.load(),
              g.unchecked_copies.load(), g.foreign_puts.load(), g.foreign_ingests.load(),
              g.foreign_ingests_at_zero.load(), g.delete_files.load(), g.dropped_files.load(),
-             g.hash_memtable_opens.load(), g.dlcbf_index_opens.load(), g.avoid_flush_opens.load(), g.lost.load());
+             g.hash_memtable_opens.load(), g.dlcbf_index_opens.load(), g.avoid_flush_opens.load(),
+             g.seek_checks.load(), g.dead_prefix_seeks.load(), g.lost.load());
 }
 
 void RemoveTempDb() {
@@ -743,6 +753,8 @@ void ApplyOverrides(LiveKeyIndexOptions* io) {
       io->rebuild_scan_threads = static_cast<uint32_t>(u);
     } else if (k == "background_open_build") {
       io->background_open_build = ParseBool(v);
+    } else if (k == "live_prefix_counts") {
+      io->live_prefix_counts = ParseBool(v);
     } else if (k == "checkpoint_interval_seconds") {
       io->checkpoint_interval_seconds = d;
     } else if (k == "seed") {
@@ -803,6 +815,9 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // keep the draws they had for a given seed before these existed.)
     io.unchecked_copy_budget = I(0, 3) == 0 ? 0.0 : I(0, 1) ? U(0.02, 0.1) : U(0.1, 1.0);
     hooks::SetLiveKeyBusyWritersForTesting(U(0, 1) < FLAGS_busy_writers_prob);
+    // Live-prefix counts (their Seeks checked in CheckKeys): decided by
+    // the seed already drawn, so no draw after this one moves.
+    io.live_prefix_counts = static_cast<double>((io.seed >> 11) % 1000) < FLAGS_live_prefix_prob * 1000;
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
@@ -819,14 +834,15 @@ std::string Describe(const LiveKeyIndexOptions& io) {
              "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u unchecked_copy_budget=%.4f "
              "trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
              "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64
-             ", busy writers %d, hooks=%d)",
+             ", busy writers %d, hooks=%d) live_prefix_counts=%d",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
              io.unchecked_copy_budget, io.trust_single_delete ? 1 : 0, io.delete_range_scan_limit,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds,
              io.persist_index ? 1 : 0, io.seed, hooks::GetLiveKeyCheckpointChunkBlocksForTesting(),
-             hooks::GetLiveKeyBusyWritersForTesting() ? 1 : 0, kHaveHooks ? 1 : 0);
+             hooks::GetLiveKeyBusyWritersForTesting() ? 1 : 0, kHaveHooks ? 1 : 0,
+             io.live_prefix_counts ? 1 : 0);
 }
 
 // ---- keys and locks -----------------------------------------------------------------------
@@ -940,6 +956,7 @@ struct Session {
   // LiveKeyDB::FromTransactionDB of txn_db / occ_db (owned by it).
   LiveKeyDB* db = nullptr;
   TxnKind kind = TxnKind::kNone;
+  bool live_prefix = false;  // opened with live_prefix_counts: its Seeks are checked
   rocksdb::TransactionDB* txn_db = nullptr;            // kPessimistic
   rocksdb::OptimisticTransactionDB* occ_db = nullptr;  // kOptimistic
   // What the ordinary writes go through: the transaction DB, else the
@@ -963,6 +980,12 @@ struct Session {
 Status OpenAs(Session* s, const LiveKeyIndexOptions& io, TxnKind kind) {
   rocksdb::Options o = BaseOptions();
   ApplyMemtable(&o);
+  if (io.live_prefix_counts && o.prefix_extractor == nullptr) {
+    // Groups of 10 keys ("k00012"): prefixes whose keys all go, for the
+    // live-prefix counts' Seeks (SeekCheck).
+    o.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(6));
+  }
+  s->live_prefix = io.live_prefix_counts;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
   for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
   s->h.clear();
@@ -1177,6 +1200,7 @@ void CloseSession(Session* s) {
   g.checkpoints += st.checkpoints;
   g.checkpoint_deltas += st.checkpoint_deltas;
   g.unchecked_copies += st.unchecked_copies;
+  g.dead_prefix_seeks += st.dead_prefix_seeks;
   HangGuard hg("Close");
   // A transaction session: through the transaction DB, which owns the
   // LiveKeyDB (its Close closes it, deleting it deletes it).
@@ -1197,6 +1221,47 @@ void CloseSession(Session* s) {
 
 // ---- the oracle ------------------------------------------------------------------------------
 
+// A Seek to `target` through LiveKeyDB's iterator and the base DB's, both
+// at one snapshot (prefix_same_as_start): the first three keys and values
+// must be the same. One the base shows and LiveKeyDB does not is lost.
+// `snap` is taken before the caller's reads, and one Seek in
+// --seek_wait_every waits --seek_wait_us after the iterators are made: writers delete (and checks
+// erase) meanwhile, so the counts move past the snapshot the Seeks read.
+void SeekCheck(Session* s, ColumnFamilyHandle* h, const std::string& target, const char* fam, const char* phase,
+               const rocksdb::Snapshot* snap) {
+  rocksdb::DB* base = s->db->GetBaseDB();
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  ro.snapshot = snap;
+  std::string ours, theirs;
+  Status os, ts;
+  {
+    std::unique_ptr<rocksdb::Iterator> a(s->db->NewIterator(ro, h)), b(base->NewIterator(ro, h));
+    if (g.seek_checks.load(std::memory_order_relaxed) % static_cast<uint64_t>(FLAGS_seek_wait_every) == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(FLAGS_seek_wait_us));
+    }
+    a->Seek(target);
+    b->Seek(target);
+    for (int j = 0; j < 3 && a->Valid(); ++j, a->Next()) ours += a->key().ToString() + "=" + a->value().ToString() + ";";
+    for (int j = 0; j < 3 && b->Valid(); ++j, b->Next()) theirs += b->key().ToString() + "=" + b->value().ToString() + ";";
+    os = a->status();
+    ts = b->status();
+  }
+  g.seek_checks.fetch_add(1, std::memory_order_relaxed);
+  if (!os.ok() || !ts.ok()) {
+    ReportError(Fmt("Seek(%s) in %s (%s): LiveKeyDB %s, base %s", target.c_str(), fam, phase, os.ToString().c_str(),
+                    ts.ToString().c_str()));
+  } else if (ours != theirs) {
+    const std::string what = Fmt("seek=%s cf=%s phase=%s round=%d livekey=\"%.60s\" base=\"%.60s\"", target.c_str(),
+                                 fam, phase, g_round.load(), ours.c_str(), theirs.c_str());
+    if (ours.size() < theirs.size()) {
+      ReportLoss(what);
+    } else {
+      ReportError("wrong iterator answer: " + what);
+    }
+  }
+}
+
 // Checks keys[i] of family cfs[i] (the caller holds whatever keeps writers
 // of them away): LiveKeyDB's four read paths first, the base DB last.
 void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& keys, const char* phase,
@@ -1204,6 +1269,7 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
   const size_t n = keys.size();
   if (n == 0) return;
   const ReadOptions ro;
+  const rocksdb::Snapshot* seek_snap = s->live_prefix ? s->db->GetBaseDB()->GetSnapshot() : nullptr;  // (SeekCheck)
   std::vector<std::string> ks(n);
   std::vector<Slice> slices(n);
   std::vector<ColumnFamilyHandle*> hs(n);
@@ -1281,6 +1347,16 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
     ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=%s round=%d base_value=\"%s\"%s", ks[i].c_str(), fam,
                    missed.c_str() + 1, phase, g_round.load(), val.c_str(), extra.c_str()));
   }
+  // Sessions with live_prefix_counts: Seeks within a prefix
+  // (prefix_same_as_start), one key in 8: LiveKeyDB's
+  // iterator and the base DB's at one snapshot, while writers run: the
+  // same first keys and values (with live_prefix_counts, a dead prefix is
+  // answered from the counts).
+  for (size_t i = 0; i < n; ++i) {
+    if (seek_snap == nullptr || (keys[i] + g_round.load()) % 8 != 0) continue;
+    SeekCheck(s, hs[i], ks[i].substr(0, 6), kFamilies[cfs[i]], phase, seek_snap);
+  }
+  if (seek_snap != nullptr) s->db->GetBaseDB()->ReleaseSnapshot(seek_snap);
 }
 
 // Every key of both families (no tool writer running: quiescent, or the
@@ -2424,13 +2500,13 @@ std::string ToOverrides(const LiveKeyIndexOptions& io) {
              "delete_range_scan_limit=%" PRIu64 ",trust_single_delete=%d,persist_index=%d,"
              "defer_liveness_checks=%d,max_pending_checks=%u,max_deferring_writers=%u,rebuild_scan_threads=%u,"
              "background_open_build=%d,checkpoint_interval_seconds=%.17g,seed=%" PRIu64
-             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g",
+             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g,live_prefix_counts=%d",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.delete_range_scan_limit, io.trust_single_delete ? 1 : 0, io.persist_index ? 1 : 0,
              io.defer_liveness_checks ? 1 : 0, io.max_pending_checks, io.max_deferring_writers,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.seed,
-             io.rebuild_progress_interval, io.unchecked_copy_budget);
+             io.rebuild_progress_interval, io.unchecked_copy_budget, io.live_prefix_counts ? 1 : 0);
 }
 
 // The index options of a session: a fresh draw, with the hash seed and
