@@ -45,7 +45,7 @@ PASS_THROUGH = {
     "MultiGetEntity": "read (bypasses the index)",
     "MultiGetEntityFromBatchAndDB": "read",
     "GetMergeOperands": "read (bypasses the index)",
-    "NewIterator": "read (bypasses the index)",
+    "NewIterator": "read (overridden: with live_prefix_counts a Seek into a dead prefix is answered from the counts; never makes a key live)",
     "NewIterators": "read (bypasses the index)",
     "NewCoalescingIterator": "read",
     "NewAttributeGroupIterator": "read",
