@@ -502,20 +502,27 @@ rocksdb::Status LiveKeyDB::Rep::Persist() {
     env->DeleteFile(IndexPath()).PermitUncheckedError();
     return rocksdb::Status::OK();
   }
-  // Close aborted a build (a checkpoint being brought forward after a
-  // crash, a scan): no exact index to save. The file stays as it is, a
-  // checkpoint the next Open brings forward again (or rejects), and
-  // nothing is waited for: no WAL made durable, no background work paused
-  // (a crash-Open's compactions held Close 2.5 s at 5.2M keys;
-  // recovery_bench, close_right_after_open).
-  bool building = false;
+  // Close aborted the build of every index (a checkpoint being brought
+  // forward after a crash, a scan): no exact index to save. The file stays
+  // as it is, a checkpoint the next Open brings forward again (or
+  // rejects), and nothing is waited for: no WAL made durable, no
+  // background work paused (a crash-Open's compactions held Close 2.5 s at
+  // 5.2M keys; recovery_bench, close_right_after_open). With some indexes
+  // built, those are saved below (the others are left to the next Open's
+  // scan: SavableFamilies).
+  bool building = false, built = false;
   {
     std::lock_guard<std::mutex> l(cf_mu);
     for (auto& kv : cfs) {
-      if (kv.second->indexed && !kv.second->dropped && !kv.second->serving.load()) building = true;
+      if (!kv.second->indexed || kv.second->dropped) continue;
+      if (kv.second->serving.load()) {
+        built = true;
+      } else {
+        building = true;
+      }
     }
   }
-  if (building) {
+  if (building && !built) {
     rocksdb::Info(log, "LiveKeyDB: no index to persist (Close aborted its build); the index file stays");
     return rocksdb::Status::OK();
   }

@@ -419,9 +419,9 @@ class LiveKeyDB : public rocksdb::StackableDB {
   // Waits up to 1 s for the DB's last file edits to settle, drains the deferred checks, stops
   // background work (aborting a running rebuild); then, with persist_index, makes every write
   // durable (WAL sync; indexed families flushed if disableWAL writes came) and saves, atomically or
-  // as a delta, every index in "dlcbf" or "dlcbf-migrating" mode. While an index is still being
-  // built (after Open, or brought forward from a checkpoint), Close aborts that build, saves
-  // nothing and keeps the index file as it is, waiting for nothing more. A failure to save is
+  // as a delta, every index in "dlcbf" or "dlcbf-migrating" mode. An index still being built
+  // (after Open, or brought forward from a checkpoint) is aborted and not saved; when no index is
+  // built, Close keeps the index file as it is and waits for nothing more. A failure to save is
   // logged, not returned (the next Open rebuilds). Returns the base DB's Close status; idempotent.
   rocksdb::Status Close() override;
   rocksdb::Status Resume() override;
