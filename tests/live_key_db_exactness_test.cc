@@ -213,7 +213,7 @@ TEST(LiveKeyIndexStash, EraseOfStashedKeyKeepsCollidingKernelKey) {
   for (uint64_t i = 0; i < 4096 && stashed == 0; ++i) {
     const uint64_t h = canonical + rng() % width;
     ASSERT_TRUE(same_fp(h, canonical));
-    ASSERT_TRUE(idx->Insert(h, dlcbf::live_key::LivePrefixCounts::kNoPrefix).ok());
+    ASSERT_TRUE(idx->Insert(h, dlcbf::live_key::KeyRegions()).ok());
     if (idx->past_capacity()) {
       stashed = h;
     } else {
@@ -224,10 +224,10 @@ TEST(LiveKeyIndexStash, EraseOfStashedKeyKeepsCollidingKernelKey) {
   ASSERT_FALSE(kernel_keys.empty());
   // Erase the stashed key, then every kernel key but the last: the last
   // one's evidence must survive (the stash holds the fingerprint).
-  idx->Erase(stashed, dlcbf::live_key::LivePrefixCounts::kNoPrefix, 0);
-  for (size_t i = 0; i + 1 < kernel_keys.size(); ++i) idx->Erase(kernel_keys[i], dlcbf::live_key::LivePrefixCounts::kNoPrefix, 0);
+  idx->Erase(stashed, dlcbf::live_key::KeyRegions(), 0);
+  for (size_t i = 0; i + 1 < kernel_keys.size(); ++i) idx->Erase(kernel_keys[i], dlcbf::live_key::KeyRegions(), 0);
   EXPECT_TRUE(idx->Contains(kernel_keys.back())) << "a key of the stashed key's fingerprint was lost";
-  idx->Erase(kernel_keys.back(), dlcbf::live_key::LivePrefixCounts::kNoPrefix, 0);
+  idx->Erase(kernel_keys.back(), dlcbf::live_key::KeyRegions(), 0);
   EXPECT_EQ(idx->entries(), 0u);
 }
 

@@ -1,10 +1,12 @@
-// LiveKeyDB's iterators with live-prefix counts
-// (LiveKeyIndexOptions::live_prefix_counts; live_prefix_iterator.cc): a
-// differential oracle against the base DB's iterator at the same snapshot
-// (every Seek/SeekForPrev/Next/Prev, keys and values), and the paths where
-// the counts alone would skip a live key: an iterator's snapshot older than
-// a delete (with its negative control), an index swapped under an
-// iterator, a prefix extractor changed by SetOptions.
+// LiveKeyDB's iterators with live-region counts
+// (LiveKeyIndexOptions::live_prefix_counts and live_range_lengths;
+// live_iterator.cc): differential oracles against the base DB's iterator at
+// the same snapshot (every Seek/SeekForPrev/Next/Prev, keys and values; for
+// ranges in three read modes, with bounds, and a negative control), and the
+// paths where the counts alone would skip a live key: an iterator's
+// snapshot older than a delete (with its negative control), an index
+// swapped under an iterator, a prefix extractor changed by SetOptions; a
+// queue's head Seek, and bad options.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,6 +25,8 @@
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
+#include "rocksdb/perf_context.h"
+#include "rocksdb/perf_level.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb_test_util.h"
 
@@ -421,4 +425,259 @@ TEST(LiveKeyDBSeek, OffByDefault) {
   ASSERT_TRUE(db->Close().ok());
   db.reset();
   fs::remove_all(dir);
+}
+
+// ---- range regions (LiveKeyIndexOptions::live_range_lengths) ---------------
+
+namespace {
+
+uint64_t MovedSeeks(LiveKeyDB* db) { return db->GetLiveKeyStats().moved_seeks; }
+
+// How an iterator of the range oracle reads: in total order on a family
+// without a prefix extractor, with total_order_seek on one with an
+// extractor, or confined to the target's prefix (prefix_same_as_start).
+enum class RangeMode { kNoExtractor, kTotalOrderSeek, kSameAsStart };
+
+struct RangeOracleResult {
+  uint64_t walks = 0, differences = 0, moved = 0, dead = 0;
+};
+
+// Keys "p%03d%04d" (8 bytes) over 50 prefixes; counts by the first 4 and
+// 7 bytes (prefixes, runs of 10). Rounds of Puts, Deletes (most in runs,
+// as a queue's consumer deletes its head), DeleteRanges and Merges,
+// flushes and compactions between; after each round, Seeks to random
+// targets (keys, prefixes, shorter and longer strings, the empty
+// string), with and without bounds, at one snapshot and at the latest
+// state, each walked forward 5 steps and compared, keys and values, with
+// the base DB's iterator made with the same options; then deletes after
+// the snapshot and the snapshot's walks again. Returns what it compared.
+RangeOracleResult RangeOracle(RangeMode mode, const std::string& name) {
+  RangeOracleResult res;
+  const std::string dir = TestDir("range_" + name);
+  rocksdb::Options o = Options();
+  if (mode == RangeMode::kNoExtractor) o.prefix_extractor.reset();
+  o.merge_operator = std::make_shared<dlcbf::testing_util::AppendOperator>();
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_range_lengths = {4, 7};
+  auto db = Open(dir, o, io);
+  if (!db) return res;
+  rocksdb::DB* base = db->GetBaseDB();
+  std::mt19937_64 rng(20261130 + static_cast<int>(mode));
+  auto U = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  // (With prefix_same_as_start, a target outside the extractor's domain is
+  // the caller's error: RocksDB asserts it.)
+  const int kinds = mode == RangeMode::kSameAsStart ? 3 : 6;
+  auto target = [&]() -> std::string {
+    switch (U(kinds)) {
+      case 0: return Key(U(51), U(45));
+      case 1: return Prefix(U(51));
+      case 2: return Prefix(U(51)) + std::to_string(U(10));  // inside a prefix, between runs
+      case 3: return Prefix(U(51)).substr(0, 1 + U(3));     // shorter than a prefix
+      case 4: return Key(U(50), U(40)) + "\xff";             // longer than any key
+      default: return U(2) ? std::string() : std::string("p0");
+    }
+  };
+  auto compare = [&](const ReadOptions& ro, const std::string& t, const std::string& what) {
+    std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ro)), theirs(base->NewIterator(ro));
+    ours->Seek(t);
+    theirs->Seek(t);
+    std::string a, b;
+    for (int j = 0; j < 5 && ours->Valid(); ++j, ours->Next()) a += ours->key().ToString() + "=" + ours->value().ToString() + ";";
+    for (int j = 0; j < 5 && theirs->Valid(); ++j, theirs->Next()) b += theirs->key().ToString() + "=" + theirs->value().ToString() + ";";
+    a += "|" + ours->status().ToString();
+    b += "|" + theirs->status().ToString();
+    ++res.walks;
+    if (a != b) {
+      if (res.differences++ < 3) {
+        std::printf("  difference at Seek(\"%s\") %s:\n    livekey %.120s\n    base    %.120s\n", t.c_str(), what.c_str(),
+                    a.c_str(), b.c_str());
+      }
+    }
+  };
+  std::string lower, upper;
+  rocksdb::Slice lo_slice, up_slice;
+  auto options = [&](const rocksdb::Snapshot* snap, int bounds) {
+    ReadOptions ro;
+    ro.snapshot = snap;
+    if (mode == RangeMode::kTotalOrderSeek) ro.total_order_seek = true;
+    if (mode == RangeMode::kSameAsStart) ro.prefix_same_as_start = true;
+    if (bounds & 1) {
+      lower = Key(U(50), U(40));
+      lo_slice = lower;
+      ro.iterate_lower_bound = &lo_slice;
+    }
+    if (bounds & 2) {
+      upper = Key(U(50), U(40));
+      if ((bounds & 1) && upper < lower) upper.swap(lower), lo_slice = lower;
+      up_slice = upper;
+      ro.iterate_upper_bound = &up_slice;
+    }
+    return ro;
+  };
+  for (int round = 0; round < 10; ++round) {
+    for (int op = 0; op < 2500; ++op) {
+      const int p = U(50), i = U(40);
+      const int what = U(100);
+      WriteOptions wo;
+      Status s;
+      if (what < 40) {
+        s = db->Put(wo, Key(p, i), "v" + std::to_string(round));
+      } else if (what < 60) {
+        s = db->Delete(wo, Key(p, i));
+      } else if (what < 70) {
+        // A run from the head of a prefix (a queue's consumer).
+        const int n = 1 + U(40);
+        for (int j = 0; j < n && s.ok(); ++j) s = db->Delete(wo, Key(p, j));
+      } else if (what < 77) {
+        s = db->DeleteRange(wo, db->DefaultColumnFamily(), Key(p, i), Key(p, i + 10));
+      } else if (what < 87) {
+        s = db->Merge(wo, Key(p, i), "m");
+      } else {
+        s = db->Put(wo, Key(p, i), std::string(1 + U(20), 'x'));
+      }
+      if (!s.ok()) {
+        ADD_FAILURE() << s.ToString();
+        return res;
+      }
+    }
+    if (round % 3 == 1 && !db->Flush(rocksdb::FlushOptions()).ok()) return res;
+    if (round % 4 == 3 && !db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr).ok()) return res;
+    if (!db->WaitForDeferredChecks(60000)) return res;
+    const rocksdb::Snapshot* snap = db->GetSnapshot();
+    for (int k = 0; k < 300; ++k) {
+      const bool at_snapshot = k % 2 == 1;
+      const ReadOptions ro = options(at_snapshot ? snap : nullptr, U(4) == 0 ? U(4) : 0);
+      compare(ro, target(), "round " + std::to_string(round) + (at_snapshot ? " at a snapshot" : ""));
+    }
+    // Deletes after the snapshot (whole prefixes, key by key): the
+    // snapshot's Seeks must still see what was there.
+    for (int p = round % 7; p < 50; p += 7) {
+      for (int j = 0; j < 40; ++j) {
+        if (!db->Delete(WriteOptions(), Key(p, j)).ok()) return res;
+      }
+    }
+    if (!db->WaitForDeferredChecks(60000)) return res;
+    for (int k = 0; k < 100; ++k) {
+      const ReadOptions ro = options(snap, 0);
+      compare(ro, k % 2 ? Prefix(round % 7 + 7 * U(7)) : target(),
+              "round " + std::to_string(round) + " at a snapshot from before the deletes");
+    }
+    db->ReleaseSnapshot(snap);
+  }
+  res.moved = MovedSeeks(db.get());
+  res.dead = DeadSeeks(db.get());
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  std::printf("  %llu walks compared, %llu differences, %llu Seeks moved, %llu answered dead\n",
+              static_cast<unsigned long long>(res.walks), static_cast<unsigned long long>(res.differences),
+              static_cast<unsigned long long>(res.moved), static_cast<unsigned long long>(res.dead));
+  return res;
+}
+
+class LiveKeyDBRangeSeek : public ::testing::TestWithParam<RangeMode> {};
+
+std::string ModeName(const ::testing::TestParamInfo<RangeMode>& info) {
+  switch (info.param) {
+    case RangeMode::kNoExtractor: return "NoExtractor";
+    case RangeMode::kTotalOrderSeek: return "TotalOrderSeek";
+    default: return "SameAsStart";
+  }
+}
+
+}  // namespace
+
+TEST_P(LiveKeyDBRangeSeek, DifferentialOracle) {
+  const RangeOracleResult r = RangeOracle(GetParam(), ModeName({GetParam(), 0}));
+  EXPECT_GT(r.walks, 3000u);
+  EXPECT_EQ(r.differences, 0u);
+  EXPECT_GT(r.moved, 0u) << "no Seek was moved: the oracle tested nothing of the range counts";
+}
+
+// The oracle can fail: a Seek moved one region too far (LiveKeyFault::
+// kSeekSkipsALiveRegion) skips live keys, and the walks show it.
+TEST_P(LiveKeyDBRangeSeek, DifferentialOracleNegativeControl) {
+#ifndef DLCBF_TESTING
+  GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
+#else
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kSeekSkipsALiveRegion);
+  const RangeOracleResult r = RangeOracle(GetParam(), ModeName({GetParam(), 0}) + "_control");
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  EXPECT_GT(r.differences, 0u) << "the oracle missed Seeks moved past live keys";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LiveKeyDBRangeSeek,
+                         ::testing::Values(RangeMode::kNoExtractor, RangeMode::kTotalOrderSeek, RangeMode::kSameAsStart),
+                         ModeName);
+
+// A queue (#5265's consumers): 16-byte keys (an 8-byte name, then a
+// big-endian counter), 100,000 appended, 99 % deleted from the head and not
+// compacted. The consumer's Seek to the head is moved past the dead regions
+// (lengths 14 and 15: runs of 65,536 and 256 counters) and steps over at
+// most one region's tombstones, where the base DB's steps over all of them.
+TEST(LiveKeyDBRangeSeekQueue, HeadSeekStepsOverOneRegionAtMost) {
+  const std::string dir = TestDir("queue");
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  o.disable_auto_compactions = true;
+  LiveKeyIndexOptions io = IndexOptions();
+  io.expected_keys = 200000;
+  io.live_range_lengths = {14, 15};
+  auto db = Open(dir, o, io);
+  ASSERT_TRUE(db != nullptr);
+  auto key = [](uint64_t i) {
+    std::string k("/queue//");
+    for (int b = 7; b >= 0; --b) k.push_back(static_cast<char>((i >> (8 * b)) & 0xff));
+    return k;
+  };
+  constexpr uint64_t kKeys = 100000, kConsumed = 99000;
+  WriteOptions wo;
+  wo.disableWAL = true;
+  for (uint64_t i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Put(wo, key(i), "v").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  for (uint64_t i = 0; i < kConsumed; ++i) ASSERT_TRUE(db->Delete(wo, key(i)).ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+  ASSERT_TRUE(Serving(db.get()));
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+  auto seek = [&](rocksdb::DB* d, uint64_t* skipped) {
+    rocksdb::get_perf_context()->Reset();
+    std::unique_ptr<rocksdb::Iterator> it(d->NewIterator(ReadOptions()));
+    it->Seek("/queue//");
+    *skipped = rocksdb::get_perf_context()->internal_delete_skipped_count;
+    return it->Valid() ? it->key().ToString() : std::string("(invalid)");
+  };
+  uint64_t ours_skipped = 0, theirs_skipped = 0;
+  const uint64_t moved = MovedSeeks(db.get());
+  EXPECT_EQ(seek(db.get(), &ours_skipped), key(kConsumed));
+  EXPECT_EQ(seek(db->GetBaseDB(), &theirs_skipped), key(kConsumed));
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  std::printf("  the head Seek stepped over %llu tombstones (base DB: %llu)\n",
+              static_cast<unsigned long long>(ours_skipped), static_cast<unsigned long long>(theirs_skipped));
+  EXPECT_EQ(MovedSeeks(db.get()), moved + 1);
+  EXPECT_GE(theirs_skipped, kConsumed);
+  EXPECT_LT(ours_skipped, 256u);
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
+// Bad live_range_lengths are refused at Open, naming the field.
+TEST(LiveKeyDBRangeSeekQueue, BadLengthsAreRefused) {
+  const std::vector<std::vector<uint32_t>> bad = {{0}, {65}, {8, 8}, {9, 8}, {1, 2, 3, 4, 5}};
+  for (const auto& lengths : bad) {
+    LiveKeyIndexOptions io = IndexOptions();
+    io.live_range_lengths = lengths;
+    const Status s = io.Validate();
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.ToString().find("live_range_lengths"), std::string::npos) << s.ToString();
+    LiveKeyDB* raw = nullptr;
+    const Status o = LiveKeyDB::Open(Options(), io, TestDir("bad"), &raw);
+    EXPECT_TRUE(o.IsInvalidArgument()) << o.ToString();
+    EXPECT_EQ(raw, nullptr);
+  }
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_range_lengths = {1, 2, 63, 64};
+  EXPECT_TRUE(io.Validate().ok());
 }

@@ -130,7 +130,7 @@ enum class LiveKeyFault : int {
   // indexes serve again without the keys that change made visible.
   kRecoveryIgnoresLaterChanges = 24,
   // An iterator's Seek trusts a prefix's zero count whatever the slot's
-  // last erase (LivePrefixCounts::erased_at ignored): a key the iterator's
+  // last erase (LiveRegionCounts::erased_at ignored): a key the iterator's
   // snapshot still sees, deleted since, is skipped.
   kPrefixIgnoresErasedAt = 25,
   // An iterator's Seek uses the counts of whatever index is active, even
@@ -139,6 +139,10 @@ enum class LiveKeyFault : int {
   // An iterator's Seek uses the counts whatever prefix extractor its
   // SuperVersion runs (Rep::PrefixExtractorIsOurs skipped).
   kPrefixIgnoresExtractor = 27,
+  // A Seek moved past dead range regions (live_range_lengths) goes one
+  // region of the finest length further, a region that may hold live keys:
+  // the iterator oracles' negative control.
+  kSeekSkipsALiveRegion = 28,
 };
 
 // Called by a disableWAL write after it is counted and before it writes

@@ -167,11 +167,11 @@ void LiveKeyDB::Rep::ApplyCheck(PendingCheck* c, bool live) {
     epochs.Bump(kChecksDropped);
     return;
   }
-  const uint64_t ph = PrefixOf(c->cf, c->key.slice());
+  const KeyRegions kr = RegionsOf(c->cf, c->key.slice());
   if (same_generation) {
-    IndexErase(c->cf, idx, c->hash, ph);
+    IndexErase(c->cf, idx, c->hash, kr);
   } else {  // its scan began after this check was queued: not its delta
-    idx->Erase(c->hash, ph, LatestForErase(idx));
+    idx->Erase(c->hash, kr, LatestForErase(idx));
     epochs.Bump(kIndexErases);
   }
   epochs.Bump(kCheckErases);

@@ -51,6 +51,7 @@ enum Counter : uint32_t {
   kCheckReads,
   kUnverifiedReads,
   kDeadPrefixSeeks,
+  kMovedSeeks,
   kNumCounters
 };
 

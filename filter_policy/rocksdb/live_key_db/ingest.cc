@@ -47,7 +47,7 @@ struct LiveKeyDB::Rep::IngestIndexer {
       for (size_t i = 0; i < ks.size(); ++i) {
         if (sts[i].ok()) continue;  // live already: counted
         const uint64_t h = r->Hash(ks[i]);
-        rocksdb::Status is = r->IndexInsert(cf, cf->active.load(), h, r->PrefixOf(cf, ks[i]));
+        rocksdb::Status is = r->IndexInsert(cf, cf->active.load(), h, r->RegionsOf(cf, ks[i]));
         if (!is.ok()) return is;
         added.push_back(Added{cf, std::move(pending[i]), h});
       }
@@ -63,7 +63,7 @@ struct LiveKeyDB::Rep::IngestIndexer {
         pending.push_back(key.ToString());
         if (pending.size() >= 256) s = flush_pending();
       } else {
-        s = r->IndexInsert(cf, cf->active.load(), h, r->PrefixOf(cf, key));
+        s = r->IndexInsert(cf, cf->active.load(), h, r->RegionsOf(cf, key));
         if (s.ok()) added.push_back(Added{cf, key.ToString(), h});
       }
     }
@@ -73,7 +73,7 @@ struct LiveKeyDB::Rep::IngestIndexer {
 
   // Before the ingestion happened: take every count back.
   void UndoAll() {
-    for (const Added& a : added) r->IndexErase(a.cf, a.cf->active.load(), a.hash, r->PrefixOf(a.cf, a.key));
+    for (const Added& a : added) r->IndexErase(a.cf, a.cf->active.load(), a.hash, r->RegionsOf(a.cf, a.key));
     added.clear();
   }
   // After a failed ingestion (which may still have taken effect): keys
@@ -81,7 +81,7 @@ struct LiveKeyDB::Rep::IngestIndexer {
   void UndoNotLive() {
     for (const Added& a : added) {
       if (r->ReadLiveness(a.cf->handle, a.key) == Liveness::kNotLive) {
-        r->IndexErase(a.cf, a.cf->active.load(), a.hash, r->PrefixOf(a.cf, a.key));
+        r->IndexErase(a.cf, a.cf->active.load(), a.hash, r->RegionsOf(a.cf, a.key));
         r->epochs.Bump(kUndone);
       }
     }

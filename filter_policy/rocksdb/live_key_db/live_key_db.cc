@@ -233,11 +233,12 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
   const bool large = env->GetFileSize(IndexPath(), &file_bytes).ok() &&
                      (file_bytes >= kDeferredLoadBytes ||
                       static_cast<double>(opt.expected_keys) * opt.bits_per_key / 8 >= kDeferredLoadBytes);
-  // (An index file carries no live-prefix counts: with them, every index
+  // (An index file carries no live-region counts: with them, every index
   // is built by a scan.)
-  const bool load = opt.persist_index && !opt.live_prefix_counts;
-  if (opt.persist_index && opt.live_prefix_counts) {
-    rocksdb::Info(log, "LiveKeyDB: live_prefix_counts: the index file is not loaded; every index is built by a scan");
+  const bool counts = opt.live_prefix_counts || !opt.live_range_lengths.empty();
+  const bool load = opt.persist_index && !counts;
+  if (opt.persist_index && counts) {
+    rocksdb::Info(log, "LiveKeyDB: live-region counts: the index file is not loaded; every index is built by a scan");
   }
   if (load && background && large) {
     std::lock_guard<std::mutex> rl(rebuild_mu);

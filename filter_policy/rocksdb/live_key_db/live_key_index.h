@@ -44,7 +44,7 @@
 #include "dlcbf/core/hash_mix.h"
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "filter_policy/rocksdb/live_key_db/epochs.h"
-#include "filter_policy/rocksdb/live_key_db/live_prefix_counts.h"
+#include "filter_policy/rocksdb/live_key_db/live_region_counts.h"
 #include "filter_policy/rocksdb/common/status_conversion.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
@@ -172,23 +172,23 @@ class LiveKeyIndex {
   // its own: the ElasticFilter serializes its writers (one lock less on
   // every new-key Put; each costs a dependent cache miss after the base
   // write has evicted it).
-  // ph: the key's prefix hash for the live-prefix counts (Rep::PrefixOf;
-  // LivePrefixCounts::kNoPrefix when the family counts none), counted once
-  // the copy is taken, before the caller's base write.
-  rocksdb::Status Insert(uint64_t h, uint64_t ph) {
+  // kr: the key's regions for the live-region counts (Rep::RegionsOf;
+  // empty when the family counts none), counted once the copy is taken,
+  // before the caller's base write.
+  rocksdb::Status Insert(uint64_t h, const KeyRegions& kr) {
     OpResult r = elastic_->InsertHash(h);
     if (r == OpResult::kOverflow && overflow_to_stash_) r = InsertStash(h);
     if (r != OpResult::kOk) {
       return rocksdb::Status::MemoryLimit("LiveKeyDB: the elastic index could not grow");
     }
-    if (prefix_ != nullptr) prefix_->Add(ph);
+    if (regions_ != nullptr) regions_->Add(kr);
     entries_.fetch_add(1, std::memory_order_relaxed);
     MaybeReleaseElastic();
     return rocksdb::Status::OK();
   }
 
   // Insert of hs[0..n) for bulk loads (rebuild scans, checkpoint replay;
-  // their callers count the keys' prefixes: CountPrefix): the kernel's batch
+  // their callers count the keys' regions: CountRegions): the kernel's batch
   // (ElasticFilter::InsertHashBatch: its writer lock once, lines
   // prefetched ahead), keys it cannot place going to the stash as Insert
   // sends them. `out` holds n results (scratch). On error (as Insert's)
@@ -254,10 +254,10 @@ class LiveKeyIndex {
   // lookup then missed the kernel and A's stash input alike:
   // LiveKeyIndexStashTest.EraseOfStashedKeyKeepsCollidingKernelKey.)
   //
-  // ph as Insert's; `latest` the DB's latest sequence number, read after
-  // the delete that made the copy redundant returned (LivePrefixCounts).
-  void Erase(uint64_t h, uint64_t ph, uint64_t latest) {
-    if (prefix_ != nullptr) prefix_->Remove(ph, latest);
+  // kr as Insert's; `latest` the DB's latest sequence number, read after
+  // the delete that made the copy redundant returned (LiveRegionCounts).
+  void Erase(uint64_t h, const KeyRegions& kr, uint64_t latest) {
+    if (regions_ != nullptr) regions_->Remove(kr, latest);
     if (elastic_->EraseHash(h) == OpResult::kOk) {
       entries_.fetch_sub(1, std::memory_order_relaxed);
       return;
@@ -268,16 +268,16 @@ class LiveKeyIndex {
     }
   }
 
-  // The live-prefix counts (LiveKeyIndexOptions::live_prefix_counts):
-  // made before the index is published (a rebuild's fresh index, a new
-  // family's empty one), never for an index read from a file (it carries
-  // none). nullptr: every prefix may hold live keys.
-  void AttachPrefixCounts() { prefix_.reset(new LivePrefixCounts(sized_for_)); }
-  const LivePrefixCounts* prefix_counts() const { return prefix_.get(); }
-  LivePrefixCounts* mutable_prefix_counts() { return prefix_.get(); }
-  // A bulk load's key of prefix hash ph (InsertBatch counts none).
-  void CountPrefix(uint64_t ph) {
-    if (prefix_ != nullptr) prefix_->Add(ph);
+  // The live-region counts (LiveKeyIndexOptions::live_prefix_counts,
+  // live_range_lengths): made before the index is published (a rebuild's
+  // fresh index, a new family's empty one), never for an index read from a
+  // file (it carries none). nullptr: every region may hold live keys.
+  void AttachRegionCounts() { regions_.reset(new LiveRegionCounts(sized_for_)); }
+  const LiveRegionCounts* region_counts() const { return regions_.get(); }
+  LiveRegionCounts* mutable_region_counts() { return regions_.get(); }
+  // A bulk load's key of regions kr (InsertBatch counts none).
+  void CountRegions(const KeyRegions& kr) {
+    if (regions_ != nullptr) regions_->Add(kr);
   }
 
   // The stash's input for key hash h: a bijection of the dense kernel's
@@ -494,7 +494,7 @@ class LiveKeyIndex {
   const DenseDLeftFilter* dense_ = nullptr;  // the dense kernel (StashHash), else null
   std::unique_ptr<ElasticFilter> stash_owner_;  // under release_mu_
   std::atomic<ElasticFilter*> stash_{nullptr};
-  std::unique_ptr<LivePrefixCounts> prefix_;
+  std::unique_ptr<LiveRegionCounts> regions_;
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> unchecked_{0};
 };

@@ -77,13 +77,28 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   if (rebuild_progress_interval == 0) {
     return rocksdb::Status::InvalidArgument("rebuild_progress_interval must be >= 1");
   }
+  if (live_range_lengths.size() > static_cast<size_t>(live_key::kMaxRangeLengths)) {
+    return rocksdb::Status::InvalidArgument("live_range_lengths: at most " +
+                                            std::to_string(live_key::kMaxRangeLengths) + " lengths");
+  }
+  for (size_t i = 0; i < live_range_lengths.size(); ++i) {
+    const uint32_t L = live_range_lengths[i];
+    if (L < 1 || L > live_key::kMaxRangeLength) {
+      return rocksdb::Status::InvalidArgument("live_range_lengths: each length must be in [1, " +
+                                              std::to_string(live_key::kMaxRangeLength) + "], got " +
+                                              std::to_string(L));
+    }
+    if (i > 0 && L <= live_range_lengths[i - 1]) {
+      return rocksdb::Status::InvalidArgument("live_range_lengths must be strictly increasing");
+    }
+  }
   return rocksdb::Status::OK();
 }
 
 std::string LiveKeyStats::ToString() const {
   std::ostringstream o;
   o << "LiveKeyDB: lookups=" << lookups << " short_circuited=" << short_circuited
-    << " dead_prefix_seeks=" << dead_prefix_seeks
+    << " dead_prefix_seeks=" << dead_prefix_seeks << " moved_seeks=" << moved_seeks
     << " bypassed_reads=" << bypassed_reads << " write_keys=" << write_keys
     << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
     << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts

@@ -35,14 +35,14 @@ constexpr int kCatchUpRounds = 16;
 constexpr size_t kPausedDeltas = 4096;
 
 // `latest`: the DB's latest sequence number, read after every delete of
-// the log returned (the erases' LivePrefixCounts::Remove).
+// the log returned (the erases' LiveRegionCounts::Remove).
 rocksdb::Status ReplayDeltas(LiveKeyIndex* idx, const std::vector<CfState::Delta>& log, uint64_t latest) {
   for (const CfState::Delta& d : log) {
     if (d.insert) {
-      rocksdb::Status s = idx->Insert(d.hash, d.prefix);
+      rocksdb::Status s = idx->Insert(d.hash, d.regions);
       if (!s.ok()) return s;
     } else {
-      idx->Erase(d.hash, d.prefix, latest);
+      idx->Erase(d.hash, d.regions, latest);
     }
   }
   return rocksdb::Status::OK();
@@ -299,7 +299,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   bool from_checkpoint = fresh != nullptr;
   rocksdb::Status s;
   if (!from_checkpoint) s = CreateBelowTrigger(basis, sized_for, &fresh);
-  if (s.ok() && !from_checkpoint && cf->prefix != nullptr) fresh->AttachPrefixCounts();
+  if (s.ok() && !from_checkpoint && cf->counts_regions) fresh->AttachRegionCounts();
 #ifdef DLCBF_TESTING
   if (initial && internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kInitialBuildFails) {
     s = rocksdb::Status::IOError("LiveKeyDB test: the initial build fails");
@@ -355,9 +355,9 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       snap = base->GetSnapshot();
     } else {
       for (size_t p = 0; p < parts; ++p) its.emplace_back(base->NewIterator(part_ro[p], cf->handle));
-      // (At or past the iterators' sequence number: LivePrefixCounts::built_at.)
-      if (fresh->mutable_prefix_counts() != nullptr) {
-        fresh->mutable_prefix_counts()->set_built_at(base->GetLatestSequenceNumber());
+      // (At or past the iterators' sequence number: LiveRegionCounts::built_at.)
+      if (fresh->mutable_region_counts() != nullptr) {
+        fresh->mutable_region_counts()->set_built_at(base->GetLatestSequenceNumber());
       }
     }
     {
@@ -399,7 +399,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     fresh.reset();
     s = CreateBelowTrigger(basis, sized_for, &fresh);
     if (!s.ok()) break;
-    if (cf->prefix != nullptr) fresh->AttachPrefixCounts();
+    if (cf->counts_regions) fresh->AttachRegionCounts();
   }
 
   cf->scanned.store(0, std::memory_order_relaxed);
@@ -422,7 +422,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
       return !closing.load(std::memory_order_relaxed);  // Close aborts the scan at once
     });
     std::atomic<size_t> next_part{0};
-    const bool counts_prefixes = fresh->prefix_counts() != nullptr;
+    const bool counts_regions = fresh->region_counts() != nullptr;
     auto scan = [&](size_t p) {
       const auto part_t0 = std::chrono::steady_clock::now();
       Iterator* it = its[p].get();
@@ -445,7 +445,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
         internal::SetLiveKeyRebuildWaitingForTesting(false);
 #endif
         batch.push_back(Hash(it->key()));
-        if (counts_prefixes) fresh->CountPrefix(PrefixOf(cf, it->key()));
+        if (counts_regions) fresh->CountRegions(RegionsOf(cf, it->key()));
         if (batch.size() == kScanBatch) {
           mine += batch.size();
           going = sink.Push(p, &batch);

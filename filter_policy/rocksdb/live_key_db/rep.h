@@ -39,6 +39,7 @@
 #include "filter_policy/rocksdb/live_key_db/seq_ledger.h"
 #include "filter_policy/rocksdb/live_key_db/stripes.h"
 #include "filter_policy/rocksdb/live_key_db/world_watch.h"
+#include "filter_policy/rocksdb/live_key_db/live_region_counts.h"
 #include "rocksdb/env.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/slice_transform.h"
@@ -120,9 +121,14 @@ struct CfState {
   std::shared_ptr<const rocksdb::SliceTransform> prefix;
   std::atomic<uint64_t> prefix_checked_sv{0};  // a SuperVersion number (+1) known to run `prefix`
 
+  // True: the family's indexes count live keys per region
+  // (LiveRegionCounts: a prefix extractor with live_prefix_counts, or
+  // live_range_lengths), fixed at registration.
+  bool counts_regions = false;
+
   struct Delta {
     uint64_t hash;
-    uint64_t prefix;  // the key's prefix hash (LivePrefixCounts)
+    KeyRegions regions;  // the key's (LiveRegionCounts)
     bool insert;
   };
   std::mutex delta_mu;
@@ -458,14 +464,14 @@ struct LiveKeyDB::Rep {
   }
 
   // Callers hold the key's stripe (or all stripes).
-  // ph: the key's prefix hash (PrefixOf).
-  rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h, uint64_t ph) {
-    rocksdb::Status s = idx->Insert(h, ph);
+  // kr: the key's regions (RegionsOf).
+  rocksdb::Status IndexInsert(CfState* cf, LiveKeyIndex* idx, uint64_t h, const KeyRegions& kr) {
+    rocksdb::Status s = idx->Insert(h, kr);
     if (!s.ok()) return s;
     epochs.Bump(kIndexInserts);
     if (cf->rebuilding.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> l(cf->delta_mu);
-      cf->delta.push_back(CfState::Delta{h, ph, true});
+      cf->delta.push_back(CfState::Delta{h, kr, true});
     }
     if (idx->FirstSeenPastCapacity()) epochs.Bump(kIndexMigrations);
     if (opt.auto_rebuild_drift > 0 && idx->NeedsRebuild(opt.auto_rebuild_drift, opt.rebuild_at_capacity)) {
@@ -474,28 +480,47 @@ struct LiveKeyDB::Rep {
     return s;
   }
   // After the delete that made the copy redundant returned.
-  void IndexErase(CfState* cf, LiveKeyIndex* idx, uint64_t h, uint64_t ph) {
-    idx->Erase(h, ph, LatestForErase(idx));
+  void IndexErase(CfState* cf, LiveKeyIndex* idx, uint64_t h, const KeyRegions& kr) {
+    idx->Erase(h, kr, LatestForErase(idx));
     epochs.Bump(kIndexErases);
     if (cf->rebuilding.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> l(cf->delta_mu);
-      cf->delta.push_back(CfState::Delta{h, ph, false});
+      cf->delta.push_back(CfState::Delta{h, kr, false});
     }
   }
-  // The sequence number an erase records in the live-prefix counts (read
+  // The sequence number an erase records in the live-region counts (read
   // only when the index has them).
   uint64_t LatestForErase(const LiveKeyIndex* idx) const {
-    return idx->prefix_counts() != nullptr ? base->GetLatestSequenceNumber() : 0;
+    return idx->region_counts() != nullptr ? base->GetLatestSequenceNumber() : 0;
   }
-  // The live-prefix counts' hash of key's prefix in family cf
-  // (LivePrefixCounts::kNoPrefix when cf counts none or the key is outside
+  // The regions of key in family cf the live-region counts count
+  // (live_region_counts.h): its prefix (a family with counted prefixes,
+  // a key in the extractor's domain), then its first L bytes, zero-padded,
+  // for each L of live_range_lengths. Empty when cf counts none.
+  KeyRegions RegionsOf(const CfState* cf, const Slice& key) const {
+    KeyRegions kr;
+    if (cf == nullptr || !cf->counts_regions) return kr;
+    if (cf->prefix != nullptr) {
+      kr.h[kr.n++] = PrefixRegion(cf, key);
+    }
+    for (uint32_t L : opt.live_range_lengths) kr.h[kr.n++] = RangeRegion(key, L);
+    return kr;
+  }
+  // The region hash of key's prefix (LiveRegionCounts::kNoRegion outside
   // the extractor's domain).
-  uint64_t PrefixOf(const CfState* cf, const Slice& key) const {
-    if (cf == nullptr || cf->prefix == nullptr || !cf->prefix->InDomain(key)) return LivePrefixCounts::kNoPrefix;
+  uint64_t PrefixRegion(const CfState* cf, const Slice& key) const {
+    if (cf->prefix == nullptr || !cf->prefix->InDomain(key)) return LiveRegionCounts::kNoRegion;
     const Slice p = cf->prefix->Transform(key);
-    return LivePrefixCounts::PrefixHash(internal::HashKey(p.data(), p.size(), opt.seed ^ kPrefixHashSalt));
+    return LiveRegionCounts::RegionHash(internal::HashKey(p.data(), p.size(), opt.seed ^ kPrefixHashSalt));
+  }
+  // The region hash of key's range region of length L (q_L(key)).
+  uint64_t RangeRegion(const Slice& key, uint32_t L) const {
+    char buf[kMaxRangeLength];
+    RangeRegionBytes(key, L, buf);
+    return LiveRegionCounts::RegionHash(internal::HashKey(buf, L, opt.seed ^ (kRangeHashSalt + L)));
   }
   static constexpr uint64_t kPrefixHashSalt = 0x5052454649584553ULL;  // "PREFIXES"
+  static constexpr uint64_t kRangeHashSalt = 0x52414e4745533a00ULL;   // "RANGES:" + L
 
   void Reject(const std::string& why) {
     file_rejections.fetch_add(1);
@@ -557,7 +582,7 @@ struct LiveKeyDB::Rep {
     epochs.Bump(kWriteKeys);
 #ifdef DLCBF_TESTING
     if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kIndexInsertAfterWrite) {
-      return UpsertWithFault(p, hash, PrefixOf(p.cf, key), !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
+      return UpsertWithFault(p, hash, RegionsOf(p.cf, key), !p.contains || ReadLiveness(h, key) != Liveness::kLive, write);
     }
 #endif
     // A key whose check is pending: its state is known (KnownKey). Live:
@@ -591,7 +616,7 @@ struct LiveKeyDB::Rep {
     if (busy && !unchecked) epochs.Bump(kBusySyncReads);
     const bool insert = certain || snap != nullptr || unchecked || ReadLiveness(h, key) != Liveness::kLive;
     if (insert) {
-      rocksdb::Status s = IndexInsert(p.cf, p.idx, hash, PrefixOf(p.cf, key));
+      rocksdb::Status s = IndexInsert(p.cf, p.idx, hash, RegionsOf(p.cf, key));
       if (!s.ok()) {  // nothing written
         if (snap != nullptr) ReleaseSnapshotRef(snap);
         return s;
@@ -611,7 +636,7 @@ struct LiveKeyDB::Rep {
     // too many iff the key was live before).
     const Liveness now = insert ? ReadLiveness(h, key) : Liveness::kUnknown;
     if (insert && now == Liveness::kNotLive) {
-      IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
+      IndexErase(p.cf, p.idx, hash, RegionsOf(p.cf, key));
       epochs.Bump(kUndone);
       if (snap != nullptr) ReleaseSnapshotRef(snap);
     } else if (snap != nullptr) {
@@ -625,11 +650,11 @@ struct LiveKeyDB::Rep {
   // write, pause, index insert. Only the oracle's negative control runs
   // it; test builds only.
   template <class WriteFn>
-  rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, uint64_t ph, bool insert, WriteFn&& write) {
+  rocksdb::Status UpsertWithFault(const Probed& p, uint64_t hash, const KeyRegions& kr, bool insert, WriteFn&& write) {
     rocksdb::Status s = write();
     if (s.ok() && insert) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-      s = IndexInsert(p.cf, p.idx, hash, ph);
+      s = IndexInsert(p.cf, p.idx, hash, kr);
     }
     return s;
   }
@@ -662,7 +687,7 @@ struct LiveKeyDB::Rep {
       epochs.Bump(kKnownWrites);
       rocksdb::Status s = write();
       if (s.ok() && known_state == Known::kLive) {
-        IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
+        IndexErase(p.cf, p.idx, hash, RegionsOf(p.cf, key));
         stripes.Set(si, id, hash, key, Known::kDead);
       }
       return s;
@@ -679,19 +704,30 @@ struct LiveKeyDB::Rep {
         ReleaseSnapshotRef(snap);
       }
     }
-    if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash, PrefixOf(p.cf, key));
+    if (s.ok() && was_live) IndexErase(p.cf, p.idx, hash, RegionsOf(p.cf, key));
     return s;
   }
 
-  // ---- live-prefix counts on Seek (live_prefix_iterator.cc) ------------------------
-  // True only when no key of prefix hash ph (PrefixOf) can be live to an
-  // iterator `it` of family cf at sequence number `seq`, made when cf's
-  // serial was `serial`. *extractor_ok caches PrefixExtractorIsOurs per
-  // iterator (0 unknown, 1 yes, -1 no).
-  bool PrefixDead(CfState* cf, uint64_t ph, uint64_t seq, uint64_t serial, rocksdb::Iterator* it,
-                  int* extractor_ok);
-  // True if it's SuperVersion runs the extractor cf's counts group by.
-  bool PrefixExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);
+  // ---- live-region counts on Seek (live_iterator.cc) -------------------------------
+  // What one iterator's Seeks may use: fixed when it is made (or refreshed).
+  struct SeekView {
+    uint64_t seq = 0;     // the sequence number it reads at
+    uint64_t serial = 0;  // cf->serial before seq was read
+    bool confined = false;  // prefix_same_as_start with cf's counted prefix
+    bool free = false;      // total order: range regions anywhere
+    bool check_extractor = false;  // its SuperVersion must run cf->prefix (null: none)
+    int extractor_ok = 0;          // the check's answer (0 not asked, 1 yes, -1 no)
+  };
+  enum class SeekPlan { kAsIs, kMoved, kDead };
+  // Where a Seek (forward) or SeekForPrev of `target` by iterator `it` may
+  // go: kDead, no key it can return is live at v->seq (it stays invalid);
+  // kMoved, every key in [target, *to) is dead and RocksDB seeks *to; kAsIs,
+  // RocksDB seeks target.
+  SeekPlan PlanSeek(CfState* cf, const Slice& target, bool forward, SeekView* v, rocksdb::Iterator* it,
+                    std::string* to);
+  // True if it's SuperVersion runs the prefix extractor cf->prefix (both
+  // null: it runs none).
+  bool ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);
 
   // ---- deferred liveness checks (checker.cc; the contract: checker.h) ------------
   SharedSnapshot* CheckSnapshot(uint32_t si, bool* busy = nullptr);

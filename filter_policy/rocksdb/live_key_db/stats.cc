@@ -87,6 +87,7 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.lookups = r.epochs.Sum(kLookups);
   st.short_circuited = r.epochs.Sum(kShortCircuited);
   st.dead_prefix_seeks = r.epochs.Sum(kDeadPrefixSeeks);
+  st.moved_seeks = r.epochs.Sum(kMovedSeeks);
   st.bypassed_reads = r.epochs.Sum(kBypassed);
   st.write_keys = r.epochs.Sum(kWriteKeys);
   st.liveness_reads = r.epochs.Sum(kLivenessReads);

@@ -418,9 +418,9 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const WriteBatch* const* batches, s
   for (size_t i = 0; i < ov.size(); ++i) {
     Overlay& e = ov[i];
     if (!e.cur || e.l0) continue;
-    s = IndexInsert(e.cf, e.cf->active.load(), e.hash, PrefixOf(e.cf, e.key));
+    s = IndexInsert(e.cf, e.cf->active.load(), e.hash, RegionsOf(e.cf, e.key));
     if (!s.ok()) {
-      for (size_t j : inserted) IndexErase(ov[j].cf, ov[j].cf->active.load(), ov[j].hash, PrefixOf(ov[j].cf, ov[j].key));
+      for (size_t j : inserted) IndexErase(ov[j].cf, ov[j].cf->active.load(), ov[j].hash, RegionsOf(ov[j].cf, ov[j].key));
       release_deferred();
       return s;
     }
@@ -434,7 +434,7 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const WriteBatch* const* batches, s
         QueueCheck(e.cf, e.hash, deferred[i], e.key, e.si, e.cur ? Known::kLive : Known::kDead);
         deferred[i] = nullptr;
       } else if (!e.cur && e.l0 && !e.keep) {
-        IndexErase(e.cf, e.cf->active.load(), e.hash, PrefixOf(e.cf, e.key));
+        IndexErase(e.cf, e.cf->active.load(), e.hash, RegionsOf(e.cf, e.key));
         if (has_range) epochs.Bump(kRangeErased);
       }
       if (e.known != Known::kUnknown) {
@@ -451,7 +451,7 @@ rocksdb::Status LiveKeyDB::Rep::IndexedWrite(const WriteBatch* const* batches, s
     for (size_t i : inserted) {
       Overlay& e = ov[i];
       if (ReadLiveness(e.cf->handle, e.key) == Liveness::kNotLive) {
-        IndexErase(e.cf, e.cf->active.load(), e.hash, PrefixOf(e.cf, e.key));
+        IndexErase(e.cf, e.cf->active.load(), e.hash, RegionsOf(e.cf, e.key));
         epochs.Bump(kUndone);
         if (deferred[i] != nullptr) ReleaseSnapshotRef(deferred[i]);
         deferred[i] = nullptr;

@@ -182,6 +182,19 @@ struct LiveKeyIndexOptions {
   // index file carries no counts). false (default): iterators are RocksDB's own.
   bool live_prefix_counts = false;
 
+  // Each length L here (at most 4, strictly increasing, each in [1, 64]): every indexed family
+  // also counts its index's copies by the keys' first L bytes (zero-padded; hashed into the slots
+  // live_prefix_counts uses, one more atomic add per write per length). A Seek whose target starts
+  // a run of regions with no live key at the iterator's snapshot is moved past them (to the first
+  // region that may hold one) and RocksDB seeks from there, stepping over tombstones only within
+  // that region: a queue consumer Seeking to its head after deleting what it consumed. Pick
+  // lengths that cut the key space where deletes cluster: for 16-byte keys ending in a big-endian
+  // counter, {14, 15} gives regions of 65,536 and 256 consecutive counters. Applies to iterators
+  // with total_order_seek, on families without a prefix extractor, and (with live_prefix_counts)
+  // within the prefix of prefix_same_as_start; SeekForPrev is not moved. As live_prefix_counts,
+  // every index is then built by a scan. Empty (default): no range counts.
+  std::vector<uint32_t> live_range_lengths;
+
   // With persist_index, after flushes and compactions, at most once per this many seconds, save
   // every serving index with the sequence number it covers (WAL synced; the indexed families
   // flushed if disableWAL writes came since). Writers pause while that number, the live SST files
@@ -249,6 +262,7 @@ struct LiveKeyStats {
   uint64_t lookups = 0;          // keys checked against the index
   uint64_t short_circuited = 0;  // of those, "no": RocksDB not touched
   uint64_t dead_prefix_seeks = 0;  // Seeks answered "no live key in this prefix" (live_prefix_counts)
+  uint64_t moved_seeks = 0;        // Seeks moved past regions with no live key (live_range_lengths)
   uint64_t bypassed_reads = 0;   // snapshot/tier/timestamp/unindexed reads
   // Writes.
   uint64_t write_keys = 0;       // point keys handled for indexed families

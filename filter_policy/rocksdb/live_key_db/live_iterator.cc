@@ -1,0 +1,261 @@
+// LiveKeyDB's iterators: Seeks answered or moved from the live-region
+// counts (live_region_counts.h) without touching the LSM, every other call
+// RocksDB's own iterator.
+//
+//   - A Seek or SeekForPrev with prefix_same_as_start into a prefix that
+//     holds no live key (live_prefix_counts): the iterator is invalid.
+//   - A Seek whose target starts a run of range regions with no live key
+//     (live_range_lengths): moved to the first region that may hold one
+//     (Rep::PlanSeek: at each step, the coarsest length whose region of the
+//     cursor is dead moves the cursor to that region's successor). RocksDB
+//     then seeks there: the same first key, since no key in between is
+//     live. Within prefix_same_as_start the cursor stays in the target's
+//     prefix (RocksDB compares a found key's prefix with the Seek's).
+//
+// A region is dead for an iterator iff (Rep::PlanSeek):
+//   - its family's counts exist, were built at or before the iterator's
+//     sequence number S (LiveRegionCounts::built_at), and belong to the
+//     index that was active when the iterator was made (CfState::serial,
+//     read before S and before RocksDB's iterator: a swap since means the
+//     new counts may not know what the iterator sees, e.g. files dropped
+//     behind it);
+//   - the iterator reads as the counts group: with prefix_same_as_start,
+//     its SuperVersion runs the prefix extractor the counts group by
+//     (SetOptions may install another: a shorter prefix would return keys
+//     the counts never grouped with the target); in total order, it has
+//     total_order_seek or runs no extractor (else RocksDB's prefix mode
+//     may skip keys of other prefixes differently from another target);
+//   - the slot's count is 0 and its last erase was at or before S;
+//   - the index is trusted (the closed world) after the probes.
+// Anything else: RocksDB's Seek of the target.
+#include "filter_policy/rocksdb/live_key_db/rep.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "rocksdb/iterator.h"
+#include "rocksdb/snapshot.h"
+
+namespace dlcbf {
+
+namespace {
+// The most region moves of one Seek (each probes at most one region per
+// range length); past them, RocksDB seeks from where the cursor is.
+constexpr int kMaxSeekMoves = 256;
+}  // namespace
+
+bool LiveKeyDB::Rep::ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it) {
+  std::string v;
+  if (!it->GetProperty("rocksdb.iterator.super-version-number", &v).ok() || v.empty()) return false;
+  const uint64_t sv = std::strtoull(v.c_str(), nullptr, 10);
+  if (cf->prefix_checked_sv.load(std::memory_order_acquire) == sv + 1) return true;
+  // The options of the SuperVersion the iterator runs: read between two
+  // equal SuperVersion numbers (SetOptions installs a new SuperVersion).
+  uint64_t before = 0, after = 0;
+  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &before) || before != sv) {
+    return false;  // (an older SuperVersion: not known; RocksDB's Seek)
+  }
+  const rocksdb::Options o = base->GetOptions(cf->handle);
+  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &after) || after != before) {
+    return false;
+  }
+  const bool same = o.prefix_extractor == cf->prefix ||
+                    (o.prefix_extractor != nullptr && cf->prefix != nullptr &&
+                     o.prefix_extractor->GetId() == cf->prefix->GetId());
+  if (same) cf->prefix_checked_sv.store(sv + 1, std::memory_order_release);
+  return same;
+}
+
+LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& target, bool forward, SeekView* v,
+                                                  rocksdb::Iterator* it, std::string* to) {
+  const bool prefix = v->confined && cf->prefix->InDomain(target);
+  const bool ranges = forward && (v->free || prefix) && !opt.live_range_lengths.empty();
+  if (!prefix && !ranges) return SeekPlan::kAsIs;
+  if (v->check_extractor && v->extractor_ok == 0) v->extractor_ok = ExtractorIsOurs(cf, it) ? 1 : -1;
+  uint64_t serial = v->serial;
+  bool extractor_ok = !v->check_extractor || v->extractor_ok > 0;
+#ifdef DLCBF_TESTING
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresExtractor) extractor_ok = true;
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresSerial) {
+    serial = cf->serial.load(std::memory_order_seq_cst);
+  }
+#endif
+  if (!extractor_ok) return SeekPlan::kAsIs;
+  const uint64_t trust = TrustEpoch();  // (before the probes: IndexTrusted)
+  SeekPlan plan = SeekPlan::kAsIs;
+  bool dead_prefix = false;
+  {
+    ReadSection rs(&epochs);
+    const LiveKeyIndex* idx = ServingIndex(cf);
+    // (The index first, then the serial: a swap bumps the serial before it
+    // publishes the new index.)
+    const LiveRegionCounts* rc = nullptr;
+    if (idx != nullptr && cf->serial.load(std::memory_order_seq_cst) == serial) rc = idx->region_counts();
+    if (rc == nullptr || rc->built_at() > v->seq) return SeekPlan::kAsIs;
+    uint64_t at = v->seq;
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresErasedAt) at = ~uint64_t{0};
+#endif
+    if (prefix && !rc->MayHoldLive(PrefixRegion(cf, target), at)) {
+      plan = SeekPlan::kDead;
+      dead_prefix = true;
+    } else if (ranges) {
+      // The cursor c: every key in [target, c) is dead at v->seq.
+      std::string c = target.ToString(), q;
+      std::string target_prefix;
+      if (prefix) target_prefix = cf->prefix->Transform(target).ToString();
+      for (int moves = 0; moves < kMaxSeekMoves && plan == SeekPlan::kAsIs;) {
+        bool moved = false;
+        for (uint32_t L : opt.live_range_lengths) {  // coarsest first
+          if (rc->MayHoldLive(RangeRegion(c, L), at)) continue;  // a finer region may be dead
+          q.assign(L, '\0');
+          live_key::RangeRegionBytes(c, L, &q[0]);
+          if (!live_key::RegionSuccessor(&q)) {
+            plan = SeekPlan::kDead;  // every key past c is dead
+          } else if (prefix && (!cf->prefix->InDomain(q) || cf->prefix->Transform(q) != Slice(target_prefix))) {
+            moves = kMaxSeekMoves;  // out of the target's prefix: RocksDB seeks from c
+          } else {
+            c.swap(q);
+            moved = true;
+            ++moves;
+          }
+          break;
+        }
+        if (!moved) break;
+      }
+      if (plan == SeekPlan::kAsIs && c != target) {
+#ifdef DLCBF_TESTING
+        // The negative control: one finest region further than the counts
+        // allow (it may hold live keys).
+        if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kSeekSkipsALiveRegion) {
+          const uint32_t L = opt.live_range_lengths.back();
+          q.assign(L, '\0');
+          live_key::RangeRegionBytes(c, L, &q[0]);
+          if (live_key::RegionSuccessor(&q)) c.swap(q);
+        }
+#endif
+        to->swap(c);
+        plan = SeekPlan::kMoved;
+      }
+    }
+  }
+  if (plan != SeekPlan::kAsIs && !IndexTrusted(trust)) plan = SeekPlan::kAsIs;
+  if (plan != SeekPlan::kAsIs) epochs.Bump(dead_prefix ? kDeadPrefixSeeks : kMovedSeeks);
+  return plan;
+}
+
+namespace {
+
+// RocksDB's iterator, with Seek and SeekForPrev planned from the counts
+// (Rep::PlanSeek). Every other call is forwarded, for each release's
+// surface (columns(), Refresh(const Snapshot*) since 8.x, PrepareValue()
+// since 9.x, Prepare(MultiScanArgs) since 10.x).
+class LiveIterator : public rocksdb::Iterator {
+ public:
+  LiveIterator(LiveKeyDB::Rep* r, CfState* cf, rocksdb::Iterator* base, const LiveKeyDB::Rep::SeekView& v)
+      : r_(r), cf_(cf), base_(base), v_(v) {}
+
+  bool Valid() const override { return !dead_ && base_->Valid(); }
+  void SeekToFirst() override {
+    dead_ = false;
+    base_->SeekToFirst();
+  }
+  void SeekToLast() override {
+    dead_ = false;
+    base_->SeekToLast();
+  }
+  void Seek(const rocksdb::Slice& target) override { Plan(target, true); }
+  void SeekForPrev(const rocksdb::Slice& target) override { Plan(target, false); }
+  // (On an invalid iterator, as RocksDB's: the caller's error; a dead one
+  // stays invalid.)
+  void Next() override {
+    if (!dead_) base_->Next();
+  }
+  void Prev() override {
+    if (!dead_) base_->Prev();
+  }
+  rocksdb::Slice key() const override { return base_->key(); }
+  rocksdb::Slice value() const override { return base_->value(); }
+  const rocksdb::WideColumns& columns() const override { return base_->columns(); }
+  rocksdb::Slice timestamp() const override { return base_->timestamp(); }
+  rocksdb::Status status() const override { return dead_ ? rocksdb::Status::OK() : base_->status(); }
+  rocksdb::Status GetProperty(std::string name, std::string* prop) override {
+    return base_->GetProperty(std::move(name), prop);
+  }
+  // The iterator reads the latest state from here on: the sequence
+  // number, the serial and the SuperVersion check are taken again (before
+  // RocksDB's refresh, as at creation).
+  rocksdb::Status Refresh() override {
+    Retake(nullptr);
+    return base_->Refresh();
+  }
+#if ROCKSDB_MAJOR >= 8
+  rocksdb::Status Refresh(const rocksdb::Snapshot* snapshot) override {
+    Retake(snapshot);
+    return base_->Refresh(snapshot);
+  }
+#endif
+#if ROCKSDB_MAJOR >= 9
+  bool PrepareValue() override { return dead_ ? false : base_->PrepareValue(); }
+#endif
+#if ROCKSDB_MAJOR >= 10
+  void Prepare(const rocksdb::MultiScanArgs& scan_opts) override { base_->Prepare(scan_opts); }
+#endif
+
+ private:
+  void Plan(const rocksdb::Slice& target, bool forward) {
+    std::string to;
+    const LiveKeyDB::Rep::SeekPlan p = r_->PlanSeek(cf_, target, forward, &v_, base_.get(), &to);
+    dead_ = p == LiveKeyDB::Rep::SeekPlan::kDead;
+    if (dead_) return;
+    const rocksdb::Slice at = p == LiveKeyDB::Rep::SeekPlan::kMoved ? rocksdb::Slice(to) : target;
+    if (forward) {
+      base_->Seek(at);
+    } else {
+      base_->SeekForPrev(at);
+    }
+  }
+  void Retake(const rocksdb::Snapshot* snapshot) {
+    dead_ = false;
+    v_.extractor_ok = 0;
+    v_.serial = cf_->serial.load(std::memory_order_seq_cst);
+    v_.seq = snapshot != nullptr ? snapshot->GetSequenceNumber() : r_->base->GetLatestSequenceNumber();
+  }
+
+  LiveKeyDB::Rep* r_;
+  CfState* cf_;
+  std::unique_ptr<rocksdb::Iterator> base_;
+  LiveKeyDB::Rep::SeekView v_;
+  bool dead_ = false;
+};
+
+}  // namespace
+
+rocksdb::Iterator* LiveKeyDB::NewIterator(const ReadOptions& options, ColumnFamilyHandle* column_family) {
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
+  const Rep& r = *rep_;
+  CfState* cf = nullptr;
+  if ((r.opt.live_prefix_counts || !r.opt.live_range_lengths.empty()) && !options.auto_prefix_mode &&
+      !options.tailing && options.read_tier == rocksdb::kReadAllTier && options.timestamp == nullptr &&
+      options.iter_start_ts == nullptr && !options.ignore_range_deletions) {
+    ReadSection rs(&rep_->epochs);  // (a CfState lives until Close)
+    const CfTable* t = rep_->table.load();
+    cf = t != nullptr ? t->Find(column_family->GetID()) : nullptr;
+  }
+  if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions) {
+    return db_->NewIterator(options, column_family);
+  }
+  Rep::SeekView v;
+  v.confined = !options.total_order_seek && options.prefix_same_as_start && cf->prefix != nullptr;
+  v.free = !r.opt.live_range_lengths.empty() && (options.total_order_seek || cf->prefix == nullptr);
+  v.check_extractor = !options.total_order_seek;
+  if (!v.confined && !v.free) return db_->NewIterator(options, column_family);
+  // The serial, then the sequence number, then RocksDB's iterator (see the
+  // file comment).
+  v.serial = cf->serial.load(std::memory_order_seq_cst);
+  v.seq = options.snapshot != nullptr ? options.snapshot->GetSequenceNumber() : rep_->base->GetLatestSequenceNumber();
+  return new LiveIterator(rep_.get(), cf, db_->NewIterator(options, column_family), v);
+}
+
+}  // namespace dlcbf
