@@ -18,17 +18,25 @@
 //   scan         no deletes: Seek to a random key and --scan_next Nexts
 //                within its prefix (YCSB-E-like; prefix_same_as_start, so
 //                LiveKeyDB's iterator wraps RocksDB's). Goal: cost <= 1.05x.
+//   writes       --write_keys new keys Put (WAL on), in rounds interleaved
+//                between the DBs: LiveKeyDB with the counts against
+//                LiveKeyDB without them (config nocounts). Goal: cost
+//                <= 1.10x. The counts' memory per sized key is printed.
 // One line per scenario and DB:
-//   live_key_seek_bench config=<plain|livekey> workload=<w> ops=<n> us_per_op=<med> (<min>-<max>) deletes_skipped_per_op=<n>
+//   live_key_seek_bench config=<plain|livekey|nocounts> workload=<w> ops=<n> us_per_op=<med> (<min>-<max>) deletes_skipped_per_op=<n>
 // (deletes_skipped_per_op: RocksDB's perf context
 // internal_delete_skipped_count, the tombstones a Seek stepped over), then
 // the goal lines. Every Seek's answer is compared with the plain DB's (a
 // difference is a wrong answer: exit 1).
 //
-// LiveKeyDB runs with live_prefix_counts (LiveKeyIndexOptions): a Seek into
-// a prefix with no live key is answered from the counts. The queue's
-// consumer Seeks into a prefix that still holds live keys: it needs range
-// counts (not built), so its Seeks are RocksDB's.
+// LiveKeyDB (config livekey) runs with live_prefix_counts and
+// live_range_lengths {14, 15} (LiveKeyIndexOptions): a Seek into a prefix
+// with no live key is answered from the counts; the queue consumer's Seek,
+// into a prefix that still holds live keys, is moved past the regions of
+// 65,536 and 256 consumed counters and steps over at most one region's
+// tombstones. Config nocounts is LiveKeyDB without either (the write
+// cost's baseline); it gets every write too, and its answers are compared
+// as well.
 #include <gflags/gflags.h>
 
 #include <algorithm>
@@ -59,6 +67,7 @@ DEFINE_uint64(queue_keys, 1000000, "keys appended to the queue (queue_*)");
 DEFINE_uint64(scan_keys, 200000, "keys of the scan workload");
 DEFINE_uint64(seeks, 200, "Seeks per workload, DB and repetition (prefix_dead, scan: x10)");
 DEFINE_uint64(queue_seeks, 5, "Seeks per queue_* workload, DB and repetition (each steps over up to a million tombstones in a plain DB)");
+DEFINE_uint64(write_keys, 300000, "keys Put by the writes workload, per DB (split over --repeats rounds)");
 DEFINE_uint32(scan_next, 10, "Nexts after each Seek of the scan workload");
 DEFINE_uint32(repeats, 3, "repetitions (interleaved between the DBs); medians reported");
 DEFINE_uint32(value_size, 100, "value bytes");
@@ -161,7 +170,7 @@ void Time(std::vector<Db>& dbs, std::vector<Timing>* t, const rocksdb::ReadOptio
 
 void Line(const std::vector<Db>& dbs, const std::vector<Timing>& t, const char* workload, uint64_t ops) {
   for (size_t d = 0; d < dbs.size(); ++d) {
-    std::printf("%s config=%-7s workload=%-11s ops=%-6" PRIu64 " us_per_op=%10.3f (%.3f-%.3f) deletes_skipped_per_op=%.0f\n",
+    std::printf("%s config=%-8s workload=%-11s ops=%-6" PRIu64 " us_per_op=%10.3f (%.3f-%.3f) deletes_skipped_per_op=%.0f\n",
                 kTool, dbs[d].name.c_str(), workload, ops, Med(t[d].us),
                 *std::min_element(t[d].us.begin(), t[d].us.end()), *std::max_element(t[d].us.begin(), t[d].us.end()),
                 t[d].skipped);
@@ -186,16 +195,20 @@ int main(int argc, char** argv) {
   fs::remove_all(FLAGS_db_dir);
   fs::create_directories(FLAGS_db_dir);
 
-  std::vector<Db> dbs(2);
+  std::vector<Db> dbs(3);
   dbs[0].name = "plain";
   Check(dlcbf::compat::OpenDB(MakeOptions(), FLAGS_db_dir + "/plain", &dbs[0].db), "plain Open");
   dbs[0].plain.reset(dbs[0].db);
-  dbs[1].name = "livekey";
   dlcbf::LiveKeyIndexOptions io;
-  io.expected_keys = FLAGS_prefix_keys + FLAGS_queue_keys + FLAGS_scan_keys;
-  io.live_prefix_counts = true;
-  Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, FLAGS_db_dir + "/livekey", &dbs[1].live), "LiveKeyDB Open");
-  dbs[1].db = dbs[1].live;
+  io.expected_keys = FLAGS_prefix_keys + FLAGS_queue_keys + FLAGS_scan_keys + FLAGS_write_keys;
+  for (size_t d = 1; d < 3; ++d) {
+    dbs[d].name = d == 1 ? "livekey" : "nocounts";
+    io.live_prefix_counts = d == 1;
+    io.live_range_lengths = d == 1 ? std::vector<uint32_t>{14, 15} : std::vector<uint32_t>{};
+    Check(dlcbf::LiveKeyDB::Open(MakeOptions(), io, FLAGS_db_dir + "/" + dbs[d].name, &dbs[d].live),
+          "LiveKeyDB Open");
+    dbs[d].db = dbs[d].live;
+  }
 
   const std::string value(FLAGS_value_size, 'v');
   rocksdb::WriteOptions wo;
@@ -266,18 +279,49 @@ int main(int argc, char** argv) {
     if (pct == 99) queue99 = Speedup(t);
   }
 
+  // ---- writes: the counts' cost on Put ---------------------------------------
+  double write_cost = 0;
+  {
+    std::vector<Timing> wt(dbs.size());
+    const uint64_t per_round = std::max<uint64_t>(1, FLAGS_write_keys / FLAGS_repeats);
+    const char kWrite[9] = "/write//";
+    std::mt19937_64 rng(FLAGS_seed + 1);
+    for (uint32_t r = 0; r < FLAGS_repeats; ++r) {
+      std::vector<std::string> keys;
+      for (uint64_t i = 0; i < per_round; ++i) keys.push_back(Key(kWrite, rng()));
+      for (size_t k = 0; k < dbs.size(); ++k) {
+        const size_t d = (k + r) % dbs.size();
+        const auto t0 = Clock::now();
+        for (const std::string& key : keys) Check(dbs[d].db->Put(rocksdb::WriteOptions(), key, value), "Put");
+        const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        wt[d].us.push_back(us / static_cast<double>(per_round));
+      }
+    }
+    Line(dbs, wt, "writes", per_round);
+    write_cost = Med(wt[1].us) / Med(wt[2].us);
+  }
+  const dlcbf::LiveKeyStats st = dbs[1].live->GetLiveKeyStats();
+  uint64_t region_bytes = 0;
+  for (const dlcbf::LiveKeyCfStats& c : st.column_families) region_bytes += c.region_count_bytes;
+  std::printf("%s counts: %" PRIu64 " bytes for %" PRIu64 " sized keys (%.2f bytes per key); dead_prefix_seeks=%" PRIu64
+              " moved_seeks=%" PRIu64 "\n",
+              kTool, region_bytes, io.expected_keys, static_cast<double>(region_bytes) / static_cast<double>(io.expected_keys),
+              st.dead_prefix_seeks, st.moved_seeks);
+
   std::printf("%s goal prefix_dead livekey %.3fx plain (throughput, goal >= 1000x) %s\n", kTool, dead,
               dead >= 1000 ? "PASS" : "FAIL");
   std::printf("%s goal queue_99    livekey %.3fx plain (throughput, goal >= 20x) %s\n", kTool, queue99,
               queue99 >= 20 ? "PASS" : "FAIL");
   std::printf("%s goal scan        livekey %.3fx plain (cost, goal <= 1.05x) %s\n", kTool, scan_cost,
               scan_cost <= 1.05 ? "PASS" : "FAIL");
-  std::printf("%s note: LiveKeyDB counts live keys per prefix (live_prefix_counts); range counts, which the queue "
-              "needs, are not built\n", kTool);
+  std::printf("%s goal writes      livekey %.3fx nocounts (cost, goal <= 1.10x) %s\n", kTool, write_cost,
+              write_cost <= 1.10 ? "PASS" : "FAIL");
 
   dbs[0].plain.reset();
-  Check(dbs[1].live->Close(), "Close");
-  delete dbs[1].live;
+  for (size_t d = 1; d < 3; ++d) {
+    Check(dbs[d].live->Close(), "Close");
+    delete dbs[d].live;
+  }
   fs::remove_all(FLAGS_db_dir);
   if (wrong > 0) {
     std::fprintf(stderr, "%s: %d wrong answers\n", kTool, wrong);

@@ -101,22 +101,24 @@ LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& targ
       plan = SeekPlan::kDead;
       dead_prefix = true;
     } else if (ranges) {
-      // The cursor c: every key in [target, c) is dead at v->seq.
-      std::string c = target.ToString(), q;
-      std::string target_prefix;
-      if (prefix) target_prefix = cf->prefix->Transform(target).ToString();
+      // The cursor: every key in [target, cursor) is dead at v->seq. (No
+      // allocation unless a region is dead: a Seek into live keys probes
+      // one region per length.)
+      Slice cursor = target;
+      std::string c, q;
       for (int moves = 0; moves < kMaxSeekMoves && plan == SeekPlan::kAsIs;) {
         bool moved = false;
         for (uint32_t L : opt.live_range_lengths) {  // coarsest first
-          if (rc->MayHoldLive(RangeRegion(c, L), at)) continue;  // a finer region may be dead
+          if (rc->MayHoldLive(RangeRegion(cursor, L), at)) continue;  // a finer region may be dead
           q.assign(L, '\0');
-          live_key::RangeRegionBytes(c, L, &q[0]);
+          live_key::RangeRegionBytes(cursor, L, &q[0]);
           if (!live_key::RegionSuccessor(&q)) {
-            plan = SeekPlan::kDead;  // every key past c is dead
-          } else if (prefix && (!cf->prefix->InDomain(q) || cf->prefix->Transform(q) != Slice(target_prefix))) {
-            moves = kMaxSeekMoves;  // out of the target's prefix: RocksDB seeks from c
+            plan = SeekPlan::kDead;  // every key past the cursor is dead
+          } else if (prefix && (!cf->prefix->InDomain(q) || cf->prefix->Transform(q) != cf->prefix->Transform(target))) {
+            moves = kMaxSeekMoves;  // out of the target's prefix: RocksDB seeks from the cursor
           } else {
             c.swap(q);
+            cursor = c;
             moved = true;
             ++moves;
           }
@@ -124,7 +126,7 @@ LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& targ
         }
         if (!moved) break;
       }
-      if (plan == SeekPlan::kAsIs && c != target) {
+      if (plan == SeekPlan::kAsIs && !c.empty()) {
 #ifdef DLCBF_TESTING
         // The negative control: one finest region further than the counts
         // allow (it may hold live keys).

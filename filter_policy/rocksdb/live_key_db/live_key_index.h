@@ -394,6 +394,8 @@ class LiveKeyIndex {
       st->bytes += ss.bytes + ss.retained_bytes;
       st->predicted_fpr = 1.0 - (1.0 - es.predicted_fpr) * (1.0 - ss.predicted_fpr);  // either part
     }
+    st->region_count_bytes = regions_ != nullptr ? regions_->bytes() : 0;
+    st->bytes += st->region_count_bytes;
   }
 
  private:

@@ -231,6 +231,7 @@ struct LiveKeyCfStats {
   uint64_t sized_for = 0;   // keys the index was sized for
   double drift = 0;         // entries / sized_for
   uint64_t bytes = 0;       // filter memory, retained bytes included
+  uint64_t region_count_bytes = 0;  // of those, the live-region counts' (live_prefix_counts, live_range_lengths)
   double predicted_fpr = 0; // model (dlcbf: paper Claim 3; ABF: model)
   // The index answers reads (false during Open's background build); that build's keys so far.
   bool serving = false;
