@@ -280,6 +280,9 @@ DEFINE_int32(fault, 0, "dlcbf::internal::LiveKeyFault to set (filter_policy/test
 DEFINE_double(live_prefix_prob, 0.5,
               "share of Opens with LiveKeyIndexOptions::live_prefix_counts (their Seeks are checked against the "
               "base DB's at one snapshot)");
+DEFINE_double(live_range_prob, 0.5,
+              "share of Opens with LiveKeyIndexOptions::live_range_lengths {5, 6} (runs of 100 and 10 keys; "
+              "their total-order Seeks are checked against the base DB's at one snapshot)");
 DEFINE_int32(seek_wait_every, 16, "one Seek check in this many waits --seek_wait_us between its iterators and its Seeks");
 DEFINE_int32(seek_wait_us, 1000, "see --seek_wait_every");
 DEFINE_bool(expect_loss, false, "negative control: exit 0 iff a loss was found (stops at the first)");
@@ -407,7 +410,7 @@ struct Counters {
   std::atomic<uint64_t> unchecked_copies{0};   // (the parent's sessions only)
   // Seeks compared (SeekCheck), and those LiveKeyDB answered from its
   // live-prefix counts (the parent's sessions only).
-  std::atomic<uint64_t> seek_checks{0}, dead_prefix_seeks{0};
+  std::atomic<uint64_t> seek_checks{0}, dead_prefix_seeks{0}, moved_seeks{0};
   // Transactions (kTxn), recovered prepared transactions, DeleteRange ops
   // skipped in pessimistic sessions, sessions by kind (none, pessimistic,
   // optimistic) and Opens redone pessimistic.
@@ -461,7 +464,7 @@ std::string SummaryLine() {
              " unchecked_copies=%" PRIu64 " foreign_puts=%" PRIu64 " foreign_ingests=%" PRIu64
              " (at_seqno_0=%" PRIu64 ") delete_files=%" PRIu64 " (dropped_files=%" PRIu64 ") opens_hash_memtable=%" PRIu64
              " opens_dlcbf_index=%" PRIu64 " opens_avoid_flush_during_recovery=%" PRIu64 " seek_checks=%" PRIu64
-             " dead_prefix_seeks=%" PRIu64 " lost=%" PRIu64,
+             " dead_prefix_seeks=%" PRIu64 " moved_seeks=%" PRIu64 " lost=%" PRIu64,
              g_seed, g_round.load(), g.ops.load(), g.puts.load(), g.merges.load(), g.deletes.load(),
              g.single_deletes.load(), g.delete_ranges.load(), g.batches.load(), g.entities.load(),
              g.ingests.load(), g.flushes.load(), g.compactions.load(), g.manual_rebuilds.load(),
@@ -475,7 +478,7 @@ std::string SummaryLine() {
              g.unchecked_copies.load(), g.foreign_puts.load(), g.foreign_ingests.load(),
              g.foreign_ingests_at_zero.load(), g.delete_files.load(), g.dropped_files.load(),
              g.hash_memtable_opens.load(), g.dlcbf_index_opens.load(), g.avoid_flush_opens.load(),
-             g.seek_checks.load(), g.dead_prefix_seeks.load(), g.lost.load());
+             g.seek_checks.load(), g.dead_prefix_seeks.load(), g.moved_seeks.load(), g.lost.load());
 }
 
 void RemoveTempDb() {
@@ -755,6 +758,13 @@ void ApplyOverrides(LiveKeyIndexOptions* io) {
       io->background_open_build = ParseBool(v);
     } else if (k == "live_prefix_counts") {
       io->live_prefix_counts = ParseBool(v);
+    } else if (k == "live_range_lengths") {  // lengths joined by ':' ("" for none)
+      io->live_range_lengths.clear();
+      std::stringstream ls(v);
+      std::string l;
+      while (std::getline(ls, l, ':')) {
+        if (!l.empty()) io->live_range_lengths.push_back(static_cast<uint32_t>(std::stoul(l)));
+      }
     } else if (k == "checkpoint_interval_seconds") {
       io->checkpoint_interval_seconds = d;
     } else if (k == "seed") {
@@ -818,6 +828,7 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
     // Live-prefix counts (their Seeks checked in CheckKeys): decided by
     // the seed already drawn, so no draw after this one moves.
     io.live_prefix_counts = static_cast<double>((io.seed >> 11) % 1000) < FLAGS_live_prefix_prob * 1000;
+    if (static_cast<double>((io.seed >> 23) % 1000) < FLAGS_live_range_prob * 1000) io.live_range_lengths = {5, 6};
     ApplyOverrides(&io);
     if (io.Validate().ok()) return io;
   }
@@ -828,13 +839,20 @@ LiveKeyIndexOptions DrawIndexOptions(std::mt19937_64& rng) {
   return io;
 }
 
+// live_range_lengths as --index_options takes them ("5:6"; "" for none).
+std::string RangeLengths(const LiveKeyIndexOptions& io) {
+  std::string out;
+  for (uint32_t L : io.live_range_lengths) out += (out.empty() ? "" : ":") + std::to_string(L);
+  return out;
+}
+
 std::string Describe(const LiveKeyIndexOptions& io) {
   return Fmt("kernel=%s expected_keys=%" PRIu64 " bits_per_key=%.2f sizing_load=%.3f abf_counter_bits=%u "
              "auto_rebuild_drift=%.3f rebuild_at_capacity=%.3f rebuild_headroom=%.3f lock_stripes=%u "
              "max_pending_checks=%u defer_liveness_checks=%d max_deferring_writers=%u unchecked_copy_budget=%.4f "
              "trust_single_delete=%d delete_range_scan_limit=%" PRIu64 " rebuild_scan_threads=%u background_open_build=%d "
              "checkpoint_interval_seconds=%.3f persist_index=%d seed=0x%" PRIx64 " (checkpoint chunk blocks %" PRIu64
-             ", busy writers %d, hooks=%d) live_prefix_counts=%d",
+             ", busy writers %d, hooks=%d) live_prefix_counts=%d live_range_lengths=%s",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.max_pending_checks, io.defer_liveness_checks ? 1 : 0, io.max_deferring_writers,
@@ -842,7 +860,7 @@ std::string Describe(const LiveKeyIndexOptions& io) {
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds,
              io.persist_index ? 1 : 0, io.seed, hooks::GetLiveKeyCheckpointChunkBlocksForTesting(),
              hooks::GetLiveKeyBusyWritersForTesting() ? 1 : 0, kHaveHooks ? 1 : 0,
-             io.live_prefix_counts ? 1 : 0);
+             io.live_prefix_counts ? 1 : 0, RangeLengths(io).c_str());
 }
 
 // ---- keys and locks -----------------------------------------------------------------------
@@ -957,6 +975,7 @@ struct Session {
   LiveKeyDB* db = nullptr;
   TxnKind kind = TxnKind::kNone;
   bool live_prefix = false;  // opened with live_prefix_counts: its Seeks are checked
+  bool live_range = false;   // opened with live_range_lengths: its total-order Seeks are checked
   rocksdb::TransactionDB* txn_db = nullptr;            // kPessimistic
   rocksdb::OptimisticTransactionDB* occ_db = nullptr;  // kOptimistic
   // What the ordinary writes go through: the transaction DB, else the
@@ -986,6 +1005,7 @@ Status OpenAs(Session* s, const LiveKeyIndexOptions& io, TxnKind kind) {
     o.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(6));
   }
   s->live_prefix = io.live_prefix_counts;
+  s->live_range = !io.live_range_lengths.empty();
   std::vector<rocksdb::ColumnFamilyDescriptor> cfds;
   for (const char* name : kFamilies) cfds.emplace_back(name, rocksdb::ColumnFamilyOptions(o));
   s->h.clear();
@@ -1201,6 +1221,7 @@ void CloseSession(Session* s) {
   g.checkpoint_deltas += st.checkpoint_deltas;
   g.unchecked_copies += st.unchecked_copies;
   g.dead_prefix_seeks += st.dead_prefix_seeks;
+  g.moved_seeks += st.moved_seeks;
   HangGuard hg("Close");
   // A transaction session: through the transaction DB, which owns the
   // LiveKeyDB (its Close closes it, deleting it deletes it).
@@ -1222,16 +1243,18 @@ void CloseSession(Session* s) {
 // ---- the oracle ------------------------------------------------------------------------------
 
 // A Seek to `target` through LiveKeyDB's iterator and the base DB's, both
-// at one snapshot (prefix_same_as_start): the first three keys and values
-// must be the same. One the base shows and LiveKeyDB does not is lost.
+// at one snapshot (prefix_same_as_start, or total_order_seek): the first
+// three keys and values must be the same. A first key the base shows and
+// LiveKeyDB stepped over (none, or a later one) is lost.
 // `snap` is taken before the caller's reads, and one Seek in
 // --seek_wait_every waits --seek_wait_us after the iterators are made: writers delete (and checks
 // erase) meanwhile, so the counts move past the snapshot the Seeks read.
 void SeekCheck(Session* s, ColumnFamilyHandle* h, const std::string& target, const char* fam, const char* phase,
-               const rocksdb::Snapshot* snap) {
+               const rocksdb::Snapshot* snap, bool total_order) {
   rocksdb::DB* base = s->db->GetBaseDB();
   ReadOptions ro;
-  ro.prefix_same_as_start = true;
+  ro.prefix_same_as_start = !total_order;
+  ro.total_order_seek = total_order;
   ro.snapshot = snap;
   std::string ours, theirs;
   Status os, ts;
@@ -1252,9 +1275,11 @@ void SeekCheck(Session* s, ColumnFamilyHandle* h, const std::string& target, con
     ReportError(Fmt("Seek(%s) in %s (%s): LiveKeyDB %s, base %s", target.c_str(), fam, phase, os.ToString().c_str(),
                     ts.ToString().c_str()));
   } else if (ours != theirs) {
-    const std::string what = Fmt("seek=%s cf=%s phase=%s round=%d livekey=\"%.60s\" base=\"%.60s\"", target.c_str(),
-                                 fam, phase, g_round.load(), ours.c_str(), theirs.c_str());
-    if (ours.size() < theirs.size()) {
+    const std::string what = Fmt("seek=%s%s cf=%s phase=%s round=%d livekey=\"%.60s\" base=\"%.60s\"",
+                                 target.c_str(), total_order ? " (total order)" : "", fam, phase, g_round.load(),
+                                 ours.c_str(), theirs.c_str());
+    const std::string first_ours = ours.substr(0, ours.find('=')), first_theirs = theirs.substr(0, theirs.find('='));
+    if (!theirs.empty() && (ours.empty() || first_ours > first_theirs)) {
       ReportLoss(what);
     } else {
       ReportError("wrong iterator answer: " + what);
@@ -1269,7 +1294,8 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
   const size_t n = keys.size();
   if (n == 0) return;
   const ReadOptions ro;
-  const rocksdb::Snapshot* seek_snap = s->live_prefix ? s->db->GetBaseDB()->GetSnapshot() : nullptr;  // (SeekCheck)
+  const rocksdb::Snapshot* seek_snap =
+      s->live_prefix || s->live_range ? s->db->GetBaseDB()->GetSnapshot() : nullptr;  // (SeekCheck)
   std::vector<std::string> ks(n);
   std::vector<Slice> slices(n);
   std::vector<ColumnFamilyHandle*> hs(n);
@@ -1347,14 +1373,18 @@ void CheckKeys(Session* s, const std::vector<int>& cfs, const std::vector<int>& 
     ReportLoss(Fmt("key=%s cf=%s missed_by=%s phase=%s round=%d base_value=\"%s\"%s", ks[i].c_str(), fam,
                    missed.c_str() + 1, phase, g_round.load(), val.c_str(), extra.c_str()));
   }
-  // Sessions with live_prefix_counts: Seeks within a prefix
-  // (prefix_same_as_start), one key in 8: LiveKeyDB's
-  // iterator and the base DB's at one snapshot, while writers run: the
-  // same first keys and values (with live_prefix_counts, a dead prefix is
-  // answered from the counts).
+  // Sessions with live-region counts, one key in 8: LiveKeyDB's iterator
+  // and the base DB's at one snapshot, while writers run: the same first
+  // keys and values. With live_prefix_counts, Seeks within the key's prefix
+  // (prefix_same_as_start: a dead prefix is answered from the counts); with
+  // live_range_lengths, total-order Seeks to the start of its run of 100
+  // or 1,000 keys (moved past the dead runs of 100 and 10).
   for (size_t i = 0; i < n; ++i) {
     if (seek_snap == nullptr || (keys[i] + g_round.load()) % 8 != 0) continue;
-    SeekCheck(s, hs[i], ks[i].substr(0, 6), kFamilies[cfs[i]], phase, seek_snap);
+    if (s->live_prefix) SeekCheck(s, hs[i], ks[i].substr(0, 6), kFamilies[cfs[i]], phase, seek_snap, false);
+    if (s->live_range) {
+      SeekCheck(s, hs[i], ks[i].substr(0, (keys[i] / 8) % 2 ? 5 : 4), kFamilies[cfs[i]], phase, seek_snap, true);
+    }
   }
   if (seek_snap != nullptr) s->db->GetBaseDB()->ReleaseSnapshot(seek_snap);
 }
@@ -2500,13 +2530,15 @@ std::string ToOverrides(const LiveKeyIndexOptions& io) {
              "delete_range_scan_limit=%" PRIu64 ",trust_single_delete=%d,persist_index=%d,"
              "defer_liveness_checks=%d,max_pending_checks=%u,max_deferring_writers=%u,rebuild_scan_threads=%u,"
              "background_open_build=%d,checkpoint_interval_seconds=%.17g,seed=%" PRIu64
-             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g,live_prefix_counts=%d",
+             ",rebuild_progress_interval=%" PRIu64 ",unchecked_copy_budget=%.17g,live_prefix_counts=%d,"
+             "live_range_lengths=%s",
              KernelName(io.kernel), io.expected_keys, io.bits_per_key, io.sizing_load, io.abf_counter_bits,
              io.auto_rebuild_drift, io.rebuild_at_capacity, io.rebuild_headroom, io.lock_stripes,
              io.delete_range_scan_limit, io.trust_single_delete ? 1 : 0, io.persist_index ? 1 : 0,
              io.defer_liveness_checks ? 1 : 0, io.max_pending_checks, io.max_deferring_writers,
              io.rebuild_scan_threads, io.background_open_build ? 1 : 0, io.checkpoint_interval_seconds, io.seed,
-             io.rebuild_progress_interval, io.unchecked_copy_budget, io.live_prefix_counts ? 1 : 0);
+             io.rebuild_progress_interval, io.unchecked_copy_budget, io.live_prefix_counts ? 1 : 0,
+             RangeLengths(io).c_str());
 }
 
 // The index options of a session: a fresh draw, with the hash seed and
