@@ -681,3 +681,48 @@ TEST(LiveKeyDBRangeSeekQueue, BadLengthsAreRefused) {
   io.live_range_lengths = {1, 2, 63, 64};
   EXPECT_TRUE(io.Validate().ok());
 }
+
+// NewIterators: one iterator per family over one view, each planned as
+// NewIterator's: runs of dead keys in both families are moved past, and
+// every walk equals the base DB's NewIterators'.
+TEST(LiveKeyDBRangeSeekQueue, NewIteratorsPlanEachFamily) {
+  const std::string dir = TestDir("iterators");
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_range_lengths = {4, 7};
+  auto db = Open(dir, o, io);
+  ASSERT_TRUE(db != nullptr);
+  rocksdb::ColumnFamilyHandle* cf1 = nullptr;
+  ASSERT_TRUE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(o), "cf1", &cf1).ok());
+  std::vector<rocksdb::ColumnFamilyHandle*> fams = {db->DefaultColumnFamily(), cf1};
+  for (auto* h : fams) {
+    for (int p = 0; p < 10; ++p) {
+      for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Put(WriteOptions(), h, Key(p, i), "v" + std::to_string(p)).ok());
+    }
+    // Prefixes 2-6 consumed: the Seek to p002 moves to p007.
+    for (int p = 2; p < 7; ++p) {
+      for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), h, Key(p, i)).ok());
+    }
+  }
+  ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+  ASSERT_TRUE(Serving(db.get()));
+  std::vector<rocksdb::Iterator*> ours, theirs;
+  ASSERT_TRUE(db->NewIterators(ReadOptions(), fams, &ours).ok());
+  ASSERT_TRUE(db->GetBaseDB()->NewIterators(ReadOptions(), fams, &theirs).ok());
+  ASSERT_EQ(ours.size(), 2u);
+  const uint64_t moved = MovedSeeks(db.get());
+  for (size_t f = 0; f < 2; ++f) {
+    EXPECT_EQ(Walk(ours[f], Prefix(2), false), Walk(theirs[f], Prefix(2), false)) << "family " << f;
+    ours[f]->Seek(Prefix(2));
+    ASSERT_TRUE(ours[f]->Valid());
+    EXPECT_EQ(ours[f]->key().ToString(), Key(7, 0));
+  }
+  EXPECT_EQ(MovedSeeks(db.get()), moved + 4) << "each family's Seeks were not planned from the counts";
+  for (auto* it : ours) delete it;
+  for (auto* it : theirs) delete it;
+  ASSERT_TRUE(db->DestroyColumnFamilyHandle(cf1).ok());
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}

@@ -234,30 +234,65 @@ class LiveIterator : public rocksdb::Iterator {
 
 }  // namespace
 
-rocksdb::Iterator* LiveKeyDB::NewIterator(const ReadOptions& options, ColumnFamilyHandle* column_family) {
-  if (column_family == nullptr) column_family = DefaultColumnFamily();
-  const Rep& r = *rep_;
+// The SeekView of an iterator of family `column_family` read with
+// `options`, its serial and sequence number not yet taken; nullptr when its
+// Seeks are RocksDB's own (the counts do not apply).
+CfState* LiveKeyDB::Rep::IteratorView(const ReadOptions& options, ColumnFamilyHandle* column_family,
+                                      SeekView* v) {
+  if ((!opt.live_prefix_counts && opt.live_range_lengths.empty()) || options.auto_prefix_mode || options.tailing ||
+      options.read_tier != rocksdb::kReadAllTier || options.timestamp != nullptr ||
+      options.iter_start_ts != nullptr || options.ignore_range_deletions) {
+    return nullptr;
+  }
   CfState* cf = nullptr;
-  if ((r.opt.live_prefix_counts || !r.opt.live_range_lengths.empty()) && !options.auto_prefix_mode &&
-      !options.tailing && options.read_tier == rocksdb::kReadAllTier && options.timestamp == nullptr &&
-      options.iter_start_ts == nullptr && !options.ignore_range_deletions) {
-    ReadSection rs(&rep_->epochs);  // (a CfState lives until Close)
-    const CfTable* t = rep_->table.load();
+  {
+    ReadSection rs(&epochs);  // (a CfState lives until Close)
+    const CfTable* t = table.load();
     cf = t != nullptr ? t->Find(column_family->GetID()) : nullptr;
   }
-  if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions) {
-    return db_->NewIterator(options, column_family);
-  }
+  if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions) return nullptr;
+  v->confined = !options.total_order_seek && options.prefix_same_as_start && cf->prefix != nullptr;
+  v->free = !opt.live_range_lengths.empty() && (options.total_order_seek || cf->prefix == nullptr);
+  v->check_extractor = !options.total_order_seek;
+  return v->confined || v->free ? cf : nullptr;
+}
+
+rocksdb::Iterator* LiveKeyDB::NewIterator(const ReadOptions& options, ColumnFamilyHandle* column_family) {
+  if (column_family == nullptr) column_family = DefaultColumnFamily();
   Rep::SeekView v;
-  v.confined = !options.total_order_seek && options.prefix_same_as_start && cf->prefix != nullptr;
-  v.free = !r.opt.live_range_lengths.empty() && (options.total_order_seek || cf->prefix == nullptr);
-  v.check_extractor = !options.total_order_seek;
-  if (!v.confined && !v.free) return db_->NewIterator(options, column_family);
+  CfState* cf = rep_->IteratorView(options, column_family, &v);
+  if (cf == nullptr) return db_->NewIterator(options, column_family);
   // The serial, then the sequence number, then RocksDB's iterator (see the
   // file comment).
   v.serial = cf->serial.load(std::memory_order_seq_cst);
   v.seq = options.snapshot != nullptr ? options.snapshot->GetSequenceNumber() : rep_->base->GetLatestSequenceNumber();
   return new LiveIterator(rep_.get(), cf, db_->NewIterator(options, column_family), v);
+}
+
+// One consistent view of several families, as RocksDB's: each iterator
+// wrapped as NewIterator's, every serial and then the sequence number read
+// before RocksDB makes them (its implicit snapshot is at or past that
+// number: a lower one only makes regions dead less often).
+rocksdb::Status LiveKeyDB::NewIterators(const ReadOptions& options,
+                                        const std::vector<ColumnFamilyHandle*>& column_families,
+                                        std::vector<rocksdb::Iterator*>* iterators) {
+  std::vector<Rep::SeekView> views(column_families.size());
+  std::vector<CfState*> cfs(column_families.size());
+  for (size_t i = 0; i < column_families.size(); ++i) {
+    if (column_families[i] == nullptr) return db_->NewIterators(options, column_families, iterators);
+    cfs[i] = rep_->IteratorView(options, column_families[i], &views[i]);
+    if (cfs[i] != nullptr) views[i].serial = cfs[i]->serial.load(std::memory_order_seq_cst);
+  }
+  const uint64_t seq =
+      options.snapshot != nullptr ? options.snapshot->GetSequenceNumber() : rep_->base->GetLatestSequenceNumber();
+  rocksdb::Status s = db_->NewIterators(options, column_families, iterators);
+  if (!s.ok()) return s;
+  for (size_t i = 0; i < iterators->size() && i < cfs.size(); ++i) {
+    if (cfs[i] == nullptr) continue;
+    views[i].seq = seq;
+    (*iterators)[i] = new LiveIterator(rep_.get(), cfs[i], (*iterators)[i], views[i]);
+  }
+  return s;
 }
 
 }  // namespace dlcbf

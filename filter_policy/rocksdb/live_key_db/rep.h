@@ -725,6 +725,9 @@ struct LiveKeyDB::Rep {
   // RocksDB seeks target.
   SeekPlan PlanSeek(CfState* cf, const Slice& target, bool forward, SeekView* v, rocksdb::Iterator* it,
                     std::string* to);
+  // The family of an iterator whose Seeks the counts may plan, its view
+  // filled but for serial and seq; nullptr: RocksDB's own iterator.
+  CfState* IteratorView(const ReadOptions& options, ColumnFamilyHandle* column_family, SeekView* v);
   // True if it's SuperVersion runs the prefix extractor cf->prefix (both
   // null: it runs none).
   bool ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);

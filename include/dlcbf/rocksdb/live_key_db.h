@@ -466,15 +466,23 @@ class LiveKeyDB : public rocksdb::StackableDB {
                             const rocksdb::Slice& key,
                             rocksdb::PinnableWideColumns* columns) override;
 
-  // With live_prefix_counts, on a family with a prefix_extractor, and ReadOptions with
-  // prefix_same_as_start (no total_order_seek, auto_prefix_mode, tailing, timestamps,
-  // ignore_range_deletions or read_tier): an iterator whose Seek and SeekForPrev into a prefix
-  // that holds no live key at its snapshot leave it invalid (status OK) without touching the LSM;
-  // every other call, and every other read, is RocksDB's own iterator. The same keys, values and
-  // statuses as RocksDB's; delete it before Close, as RocksDB's. NewIterators: RocksDB's own.
+  // With live_prefix_counts or live_range_lengths, for ReadOptions without auto_prefix_mode,
+  // tailing, timestamps, ignore_range_deletions or read_tier: an iterator that plans each Seek from
+  // the live-region counts. With prefix_same_as_start (live_prefix_counts, a prefix_extractor), a
+  // Seek or SeekForPrev into a prefix that holds no live key at its snapshot leaves it invalid
+  // (status OK) without touching the LSM. With live_range_lengths (total_order_seek, or no
+  // extractor, or within the prefix of prefix_same_as_start), a Seek whose target starts a run of
+  // regions with no live key is moved past them before RocksDB seeks. Every other call is
+  // RocksDB's own iterator. The same keys, values and statuses as RocksDB's, at every snapshot,
+  // bound and Refresh; delete it before Close, as RocksDB's. NewIterators: each iterator as
+  // NewIterator's, over one consistent view as RocksDB's. The iterators of transactions are
+  // RocksDB's own.
   using rocksdb::StackableDB::NewIterator;
   rocksdb::Iterator* NewIterator(const rocksdb::ReadOptions& options,
                                  rocksdb::ColumnFamilyHandle* column_family) override;
+  rocksdb::Status NewIterators(const rocksdb::ReadOptions& options,
+                               const std::vector<rocksdb::ColumnFamilyHandle*>& column_families,
+                               std::vector<rocksdb::Iterator*>* iterators) override;
 
   using rocksdb::StackableDB::MultiGet;
 #if DLCBF_ROCKSDB_DB_READS_FINAL
