@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -28,6 +29,8 @@
 #include "rocksdb/perf_context.h"
 #include "rocksdb/perf_level.h"
 #include "rocksdb/slice_transform.h"
+#include "rocksdb/table_properties.h"
+#include "rocksdb/comparator.h"
 #include "rocksdb_test_util.h"
 
 namespace fs = std::filesystem;
@@ -725,4 +728,108 @@ TEST(LiveKeyDBRangeSeekQueue, NewIteratorsPlanEachFamily) {
   ASSERT_TRUE(db->Close().ok());
   db.reset();
   fs::remove_all(dir);
+}
+
+namespace {
+
+// Runs of dead keys in prefixes 2-6 of 10 (40 keys each) in a family
+// without a prefix extractor (or with a 4-byte one), counted by lengths
+// {4, 7}; then every prefix's Seek through LiveKeyDB's iterator and the
+// base DB's with `ro` (made by make_ro for each), walked 5 steps. Returns
+// the walks that differ (-1: the setup failed); *moved: Seeks moved.
+int DeadRunsScenario(const std::string& name, rocksdb::Options o,
+                     const std::function<ReadOptions()>& make_ro, uint64_t* moved) {
+  const std::string dir = TestDir(name);
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_range_lengths = {4, 7};
+  auto db = Open(dir, o, io);
+  if (!db) return -1;
+  for (int p = 0; p < 10; ++p) {
+    for (int i = 0; i < 40; ++i) {
+      if (!db->Put(WriteOptions(), Key(p, i), "v").ok()) return -1;
+    }
+  }
+  if (!db->Flush(rocksdb::FlushOptions()).ok()) return -1;
+  for (int p = 2; p < 7; ++p) {
+    for (int i = 0; i < 40; ++i) {
+      if (!db->Delete(WriteOptions(), Key(p, i)).ok()) return -1;
+    }
+  }
+  if (!db->Flush(rocksdb::FlushOptions()).ok()) return -1;
+  if (!db->WaitForDeferredChecks(60000) || !Serving(db.get())) return -1;
+  const uint64_t before = MovedSeeks(db.get());
+  int differ = 0;
+  for (int p = 0; p < 10; ++p) {
+    const ReadOptions ro = make_ro();
+    std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ro)), theirs(db->GetBaseDB()->NewIterator(ro));
+    const std::string a = Walk(ours.get(), Prefix(p) + "1", false), b = Walk(theirs.get(), Prefix(p) + "1", false);
+    if (a != b) {
+      if (differ++ == 0) std::printf("  Seek(%s): livekey %.80s, base %.80s\n", (Prefix(p) + "1").c_str(), a.c_str(), b.c_str());
+    }
+  }
+  *moved = MovedSeeks(db.get()) - before;
+  db->Close().PermitUncheckedError();
+  db.reset();
+  fs::remove_all(dir);
+  std::printf("  %d of 10 walks differ; %llu Seeks moved\n", differ, static_cast<unsigned long long>(*moved));
+  return differ;
+}
+
+}  // namespace
+
+// A family ordered by ReverseBytewiseComparator: its range regions are not
+// contiguous in its order, so none is counted and no Seek is moved (a move
+// to the region's successor would return a key on the wrong side).
+TEST(LiveKeyDBRangeSeekQueue, ReverseComparatorIsNeverMoved) {
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  o.comparator = rocksdb::ReverseBytewiseComparator();
+  uint64_t moved = 0;
+  EXPECT_EQ(DeadRunsScenario("reverse", o, [] { return ReadOptions(); }, &moved), 0);
+  EXPECT_EQ(moved, 0u);
+}
+
+// total_order_seek with prefix_same_as_start: RocksDB still stops at the
+// Seek target's prefix, so a move across prefixes would return keys of
+// another prefix; such iterators are RocksDB's own.
+TEST(LiveKeyDBRangeSeekQueue, TotalOrderWithSameAsStartIsNeverMoved) {
+  uint64_t moved = 0;
+  EXPECT_EQ(DeadRunsScenario("total_same", Options(),
+                             [] {
+                               ReadOptions ro;
+                               ro.total_order_seek = true;
+                               ro.prefix_same_as_start = true;
+                               return ro;
+                             },
+                             &moved),
+            0);
+  EXPECT_EQ(moved, 0u);
+}
+
+// ReadOptions::table_filter hiding the file of the deletes: the base DB's
+// iterator shows the older versions the counts call dead; such iterators
+// are RocksDB's own.
+TEST(LiveKeyDBRangeSeekQueue, TableFilterIsNeverMoved) {
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  uint64_t moved = 0;
+  EXPECT_EQ(DeadRunsScenario("table_filter", o,
+                             [] {
+                               ReadOptions ro;
+                               ro.table_filter = [](const rocksdb::TableProperties& tp) { return tp.num_deletions == 0; };
+                               return ro;
+                             },
+                             &moved),
+            0);
+  EXPECT_EQ(moved, 0u);
+}
+
+// The premise of the three above: with plain ReadOptions on a bytewise
+// family, the same scenario moves Seeks past the dead runs and agrees.
+TEST(LiveKeyDBRangeSeekQueue, DeadRunsAreMovedPast) {
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  uint64_t moved = 0;
+  EXPECT_EQ(DeadRunsScenario("dead_runs", o, [] { return ReadOptions(); }, &moved), 0);
+  EXPECT_GE(moved, 5u);
 }

@@ -697,7 +697,7 @@ case "$cmd" in
     log "demo: LiveKeyDB's iterators vs plain RocksDB: Seeks into deleted prefixes and a consumed queue"
     log "      (tools/bench/live_key_seek_bench, short: 20k-key prefix, 200k-key queue; medians of 3)"
     "$BUILD_DIR/tools/bench/live_key_seek_bench" --db_dir="$BUILD_DIR/live-key-seek-demo" --prefix_keys=20000 \
-      --queue_keys=200000 --scan_keys=20000 --write_keys=30000 --seeks=50 --queue_seeks=3 --repeats=3 \
+      --queue_keys=200000 --scan_keys=20000 --write_keys=30000 --seeks=50 --queue_seeks=3 --repeats=3 --scan_repeats=5 \
       | sed -e '/ goal /{s/\bFAIL\b/missed/g;s/\bPASS\b/met/g}' \
       | tee "$BUILD_DIR/live-key-seek-demo.txt"
     log "demo: what you just saw"

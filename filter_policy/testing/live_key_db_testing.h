@@ -137,7 +137,7 @@ enum class LiveKeyFault : int {
   // one swapped in after the iterator was made (CfState::serial ignored).
   kPrefixIgnoresSerial = 26,
   // An iterator's Seek uses the counts whatever prefix extractor its
-  // SuperVersion runs (Rep::PrefixExtractorIsOurs skipped).
+  // SuperVersion runs (Rep::ExtractorIsOurs skipped).
   kPrefixIgnoresExtractor = 27,
   // A Seek moved past dead range regions (live_range_lengths) goes one
   // region of the finest length further, a region that may hold live keys:

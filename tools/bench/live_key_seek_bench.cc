@@ -15,7 +15,7 @@
 //                Seeks to the head (an iterator bounded below by the
 //                queue's prefix) and reads the first live key. Goal
 //                >= 20x at 99 %.
-//   scan         no deletes: Seek to a random key and --scan_next Nexts
+//   scan         no deletes (--scan_repeats rounds): Seek to a random key and --scan_next Nexts
 //                within its prefix (YCSB-E-like; prefix_same_as_start, so
 //                LiveKeyDB's iterator wraps RocksDB's). Goal: cost <= 1.05x.
 //   writes       --write_keys new keys Put (WAL on), in rounds interleaved
@@ -65,11 +65,12 @@ DEFINE_string(db_dir, "/tmp/live_key_seek_bench", "parent directory of the bench
 DEFINE_uint64(prefix_keys, 100000, "keys under the dead prefix (prefix_dead)");
 DEFINE_uint64(queue_keys, 1000000, "keys appended to the queue (queue_*)");
 DEFINE_uint64(scan_keys, 200000, "keys of the scan workload");
-DEFINE_uint64(seeks, 200, "Seeks per workload, DB and repetition (prefix_dead, scan: x10)");
+DEFINE_uint64(seeks, 200, "Seeks per workload, DB and repetition (prefix_dead; scan: x100)");
 DEFINE_uint64(queue_seeks, 5, "Seeks per queue_* workload, DB and repetition (each steps over up to a million tombstones in a plain DB)");
 DEFINE_uint64(write_keys, 300000, "keys Put by the writes workload, per DB (split over --repeats rounds)");
 DEFINE_uint32(scan_next, 10, "Nexts after each Seek of the scan workload");
 DEFINE_uint32(repeats, 3, "repetitions (interleaved between the DBs); medians reported");
+DEFINE_uint32(scan_repeats, 9, "repetitions of the scan workload (its ratio is near 1: more rounds for a stable median)");
 DEFINE_uint32(value_size, 100, "value bytes");
 DEFINE_uint64(seed, 5, "random seed");
 
@@ -141,9 +142,9 @@ int wrong = 0;
 
 // Runs `seeks` Seeks per DB per repetition, interleaved; compares answers.
 void Time(std::vector<Db>& dbs, std::vector<Timing>* t, const rocksdb::ReadOptions& ro,
-          const std::vector<std::string>& targets, uint32_t nexts) {
+          const std::vector<std::string>& targets, uint32_t nexts, uint32_t repeats = FLAGS_repeats) {
   t->assign(dbs.size(), Timing());
-  for (uint32_t r = 0; r < FLAGS_repeats; ++r) {
+  for (uint32_t r = 0; r < repeats; ++r) {
     std::vector<std::vector<Answer>> answers(dbs.size());
     for (size_t k = 0; k < dbs.size(); ++k) {
       const size_t d = (k + r) % dbs.size();
@@ -235,6 +236,14 @@ int main(int argc, char** argv) {
   });
   flush();
 
+  // The LSMs' shapes (LiveKeyDB's checkpoints may flush: more files).
+  std::printf("%s files:", kTool);
+  for (const Db& d : dbs) {
+    std::string files;
+    d.db->GetProperty("rocksdb.num-files-at-level0", &files);
+    std::printf(" %s=%s", d.name.c_str(), files.c_str());
+  }
+  std::printf(" (L0)\n");
   std::vector<Timing> t;
   {
     rocksdb::ReadOptions ro;
@@ -247,10 +256,10 @@ int main(int argc, char** argv) {
   {
     std::mt19937_64 rng(FLAGS_seed);
     std::vector<std::string> targets;
-    for (uint64_t i = 0; i < FLAGS_seeks * 10; ++i) targets.push_back(Key(kScan, rng() % FLAGS_scan_keys));
+    for (uint64_t i = 0; i < FLAGS_seeks * 100; ++i) targets.push_back(Key(kScan, rng() % FLAGS_scan_keys));
     rocksdb::ReadOptions ro;
     ro.prefix_same_as_start = true;  // (the scan keys share one prefix: LiveKeyDB's iterator wraps RocksDB's)
-    Time(dbs, &t, ro, targets, FLAGS_scan_next);
+    Time(dbs, &t, ro, targets, FLAGS_scan_next, std::max<uint32_t>(1, FLAGS_scan_repeats));
     Line(dbs, t, "scan", targets.size());
   }
   const double scan_cost = 1.0 / Speedup(t);

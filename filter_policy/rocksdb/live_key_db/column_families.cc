@@ -34,7 +34,8 @@ CfState* LiveKeyDB::Rep::AddFamily(ColumnFamilyHandle* h) {
     rocksdb::ColumnFamilyDescriptor d;
     if (h->GetDescriptor(&d).ok()) st->prefix = d.options.prefix_extractor;
   }
-  st->counts_regions = st->indexed && (st->prefix != nullptr || !opt.live_range_lengths.empty());
+  st->counts_ranges = st->indexed && !opt.live_range_lengths.empty() && st->cmp == rocksdb::BytewiseComparator();
+  st->counts_regions = st->indexed && (st->prefix != nullptr || st->counts_ranges);
   CfState* raw = st.get();
   cfs[st->id] = std::move(st);
   return raw;

@@ -45,43 +45,42 @@ namespace {
 constexpr int kMaxSeekMoves = 256;
 }  // namespace
 
-bool LiveKeyDB::Rep::ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it) {
+int LiveKeyDB::Rep::ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it) {
   std::string v;
-  if (!it->GetProperty("rocksdb.iterator.super-version-number", &v).ok() || v.empty()) return false;
+  if (!it->GetProperty("rocksdb.iterator.super-version-number", &v).ok() || v.empty()) return -1;
   const uint64_t sv = std::strtoull(v.c_str(), nullptr, 10);
-  if (cf->prefix_checked_sv.load(std::memory_order_acquire) == sv + 1) return true;
+  if (cf->prefix_checked_sv.load(std::memory_order_acquire) == sv + 1) return 1;
   // The options of the SuperVersion the iterator runs: read between two
   // equal SuperVersion numbers (SetOptions installs a new SuperVersion).
   uint64_t before = 0, after = 0;
-  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &before) || before != sv) {
-    return false;  // (an older SuperVersion: not known; RocksDB's Seek)
-  }
+  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &before)) return -1;
+  if (before != sv) return 0;  // (an older SuperVersion, not checked when current: not known)
   const rocksdb::Options o = base->GetOptions(cf->handle);
-  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &after) || after != before) {
-    return false;
-  }
+  if (!base->GetIntProperty(cf->handle, "rocksdb.current-super-version-number", &after)) return -1;
+  if (after != before) return 0;
   const bool same = o.prefix_extractor == cf->prefix ||
                     (o.prefix_extractor != nullptr && cf->prefix != nullptr &&
                      o.prefix_extractor->GetId() == cf->prefix->GetId());
   if (same) cf->prefix_checked_sv.store(sv + 1, std::memory_order_release);
-  return same;
+  return same ? 1 : -1;
 }
 
 LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& target, bool forward, SeekView* v,
                                                   rocksdb::Iterator* it, std::string* to) {
   const bool prefix = v->confined && cf->prefix->InDomain(target);
-  const bool ranges = forward && (v->free || prefix) && !opt.live_range_lengths.empty();
+  const bool ranges = forward && (v->free || prefix) && cf->counts_ranges;
   if (!prefix && !ranges) return SeekPlan::kAsIs;
-  if (v->check_extractor && v->extractor_ok == 0) v->extractor_ok = ExtractorIsOurs(cf, it) ? 1 : -1;
-  uint64_t serial = v->serial;
-  bool extractor_ok = !v->check_extractor || v->extractor_ok > 0;
+  bool foreign_extractor = v->extractor_ok < 0;  // (known from an earlier Seek)
 #ifdef DLCBF_TESTING
-  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresExtractor) extractor_ok = true;
+  if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresExtractor) foreign_extractor = false;
+#endif
+  if (foreign_extractor) return SeekPlan::kAsIs;
+  uint64_t serial = v->serial;
+#ifdef DLCBF_TESTING
   if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresSerial) {
     serial = cf->serial.load(std::memory_order_seq_cst);
   }
 #endif
-  if (!extractor_ok) return SeekPlan::kAsIs;
   const uint64_t trust = TrustEpoch();  // (before the probes: IndexTrusted)
   SeekPlan plan = SeekPlan::kAsIs;
   bool dead_prefix = false;
@@ -142,6 +141,16 @@ LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& targ
       }
     }
   }
+  // The iterator's SuperVersion, asked once per iterator and only when a
+  // region is dead (a Seek into live keys pays nothing for it).
+  if (plan != SeekPlan::kAsIs && v->check_extractor) {
+    if (v->extractor_ok == 0) v->extractor_ok = ExtractorIsOurs(cf, it);
+    bool extractor_ok = v->extractor_ok > 0;
+#ifdef DLCBF_TESTING
+    if (internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kPrefixIgnoresExtractor) extractor_ok = true;
+#endif
+    if (!extractor_ok) plan = SeekPlan::kAsIs;
+  }
   if (plan != SeekPlan::kAsIs && !IndexTrusted(trust)) plan = SeekPlan::kAsIs;
   if (plan != SeekPlan::kAsIs) epochs.Bump(dead_prefix ? kDeadPrefixSeeks : kMovedSeeks);
   return plan;
@@ -188,27 +197,40 @@ class LiveIterator : public rocksdb::Iterator {
   // The iterator reads the latest state from here on: the sequence
   // number, the serial and the SuperVersion check are taken again (before
   // RocksDB's refresh, as at creation).
+  // A failed refresh keeps reading at the old view: so does the plan.
   rocksdb::Status Refresh() override {
+    const LiveKeyDB::Rep::SeekView old = v_;
     Retake(nullptr);
-    return base_->Refresh();
+    rocksdb::Status s = base_->Refresh();
+    if (!s.ok()) v_ = old;
+    return s;
   }
 #if ROCKSDB_MAJOR >= 8
   rocksdb::Status Refresh(const rocksdb::Snapshot* snapshot) override {
+    const LiveKeyDB::Rep::SeekView old = v_;
     Retake(snapshot);
-    return base_->Refresh(snapshot);
+    rocksdb::Status s = base_->Refresh(snapshot);
+    if (!s.ok()) v_ = old;
+    return s;
   }
 #endif
 #if ROCKSDB_MAJOR >= 9
   bool PrepareValue() override { return dead_ ? false : base_->PrepareValue(); }
 #endif
 #if ROCKSDB_MAJOR >= 10
-  void Prepare(const rocksdb::MultiScanArgs& scan_opts) override { base_->Prepare(scan_opts); }
+  // (A prepared iterator's Seeks must be the prepared ranges' starts, in
+  // order: RocksDB's own from here on.)
+  void Prepare(const rocksdb::MultiScanArgs& scan_opts) override {
+    prepared_ = true;
+    base_->Prepare(scan_opts);
+  }
 #endif
 
  private:
   void Plan(const rocksdb::Slice& target, bool forward) {
     std::string to;
-    const LiveKeyDB::Rep::SeekPlan p = r_->PlanSeek(cf_, target, forward, &v_, base_.get(), &to);
+    const LiveKeyDB::Rep::SeekPlan p =
+        prepared_ ? LiveKeyDB::Rep::SeekPlan::kAsIs : r_->PlanSeek(cf_, target, forward, &v_, base_.get(), &to);
     dead_ = p == LiveKeyDB::Rep::SeekPlan::kDead;
     if (dead_) return;
     const rocksdb::Slice at = p == LiveKeyDB::Rep::SeekPlan::kMoved ? rocksdb::Slice(to) : target;
@@ -230,6 +252,7 @@ class LiveIterator : public rocksdb::Iterator {
   std::unique_ptr<rocksdb::Iterator> base_;
   LiveKeyDB::Rep::SeekView v_;
   bool dead_ = false;
+  bool prepared_ = false;
 };
 
 }  // namespace
@@ -239,11 +262,19 @@ class LiveIterator : public rocksdb::Iterator {
 // Seeks are RocksDB's own (the counts do not apply).
 CfState* LiveKeyDB::Rep::IteratorView(const ReadOptions& options, ColumnFamilyHandle* column_family,
                                       SeekView* v) {
+  // (table_filter may hide a tombstone and show an older version the
+  // counts call dead; an auto-refreshing iterator changes SuperVersion, and
+  // so maybe extractor, inside its Seek; total_order_seek with
+  // prefix_same_as_start still stops at the moved cursor's prefix.)
   if ((!opt.live_prefix_counts && opt.live_range_lengths.empty()) || options.auto_prefix_mode || options.tailing ||
       options.read_tier != rocksdb::kReadAllTier || options.timestamp != nullptr ||
-      options.iter_start_ts != nullptr || options.ignore_range_deletions) {
+      options.iter_start_ts != nullptr || options.ignore_range_deletions || options.table_filter ||
+      (options.total_order_seek && options.prefix_same_as_start)) {
     return nullptr;
   }
+#if ROCKSDB_MAJOR >= 10
+  if (options.auto_refresh_iterator_with_snapshot) return nullptr;
+#endif
   CfState* cf = nullptr;
   {
     ReadSection rs(&epochs);  // (a CfState lives until Close)
@@ -252,7 +283,7 @@ CfState* LiveKeyDB::Rep::IteratorView(const ReadOptions& options, ColumnFamilyHa
   }
   if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions) return nullptr;
   v->confined = !options.total_order_seek && options.prefix_same_as_start && cf->prefix != nullptr;
-  v->free = !opt.live_range_lengths.empty() && (options.total_order_seek || cf->prefix == nullptr);
+  v->free = cf->counts_ranges && (options.total_order_seek || cf->prefix == nullptr);
   v->check_extractor = !options.total_order_seek;
   return v->confined || v->free ? cf : nullptr;
 }

@@ -39,16 +39,17 @@
 //
 // Index swaps. A rebuild's counts know nothing of deletes before its scan:
 // a reader whose snapshot is older than built_at(), or whose iterator was
-// made before the swap (Rep::RegionProbe compares CfState::serial), reads
+// made before the swap (Rep::PlanSeek compares CfState::serial), reads
 // RocksDB.
 //
 // Keys outside the prefix extractor's domain have no prefix region (no
 // prefix-confined Seek can return them). A caller that cannot name a key's
 // regions (kUnknownRegion) poisons the counts: every slot then "may hold".
 //
-// Cost: one slot per 8 sized keys (at least 1024), 12 bytes each (about
-// 1.5 bytes per sized key), and per copy inserted or erased one atomic add
-// per region (1 + the number of range lengths).
+// Cost: one slot per 8 sized keys (at least 1024, a power of two), 16
+// bytes each (2 to 4 bytes per sized key), and per copy inserted or erased
+// one atomic add per region (1 + the number of range lengths). Counts are
+// 64-bit: a slot never wraps to 0.
 #pragma once
 
 #include <atomic>
@@ -88,7 +89,7 @@ class LiveRegionCounts {
     uint64_t slots = 1024;
     while (slots < sized_for / 8) slots <<= 1;
     mask_ = slots - 1;
-    counts_.reset(new std::atomic<uint32_t>[slots]);
+    counts_.reset(new std::atomic<uint64_t>[slots]);
     erased_at_.reset(new std::atomic<uint64_t>[slots]);
     for (uint64_t i = 0; i < slots; ++i) {
       counts_[i].store(0, std::memory_order_relaxed);
@@ -119,7 +120,7 @@ class LiveRegionCounts {
   uint64_t built_at() const { return built_at_; }
   void set_built_at(uint64_t seq) { built_at_ = seq; }  // before the index is published
   uint64_t slots() const { return mask_ + 1; }
-  uint64_t bytes() const { return slots() * (sizeof(uint32_t) + sizeof(uint64_t)); }
+  uint64_t bytes() const { return slots() * (sizeof(uint64_t) + sizeof(uint64_t)); }
 
  private:
   void Add(uint64_t rh) {
@@ -147,7 +148,7 @@ class LiveRegionCounts {
 
   uint64_t mask_ = 0;
   uint64_t built_at_ = 0;
-  std::unique_ptr<std::atomic<uint32_t>[]> counts_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;
   std::unique_ptr<std::atomic<uint64_t>[]> erased_at_;
   std::atomic<bool> poisoned_{false};
 };

@@ -525,7 +525,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     retired = std::move(cf->owned);
     cf->owned = std::move(fresh);
     // The serial first: a reader that finds the new index finds the new
-    // serial too (Rep::PrefixDead: an iterator made before the swap must
+    // serial too (Rep::PlanSeek: an iterator made before the swap must
     // not use the new index's prefix counts).
     cf->serial.fetch_add(1, std::memory_order_seq_cst);
     cf->active.store(cf->owned.get(), std::memory_order_seq_cst);

@@ -114,10 +114,10 @@ struct CfState {
   const rocksdb::Comparator* cmp = nullptr;
   std::string bypass_reason;
 
-  // The prefix extractor the live-prefix counts group keys by
-  // (LiveKeyIndexOptions::live_prefix_counts; null: no counts), fixed at
-  // registration. An iterator whose SuperVersion runs another one reads
-  // RocksDB (Rep::PrefixExtractorIsOurs).
+  // The prefix extractor the live-region counts group keys by
+  // (LiveKeyIndexOptions::live_prefix_counts; null: no prefix regions),
+  // fixed at registration. An iterator whose SuperVersion runs another one
+  // reads RocksDB (Rep::ExtractorIsOurs).
   std::shared_ptr<const rocksdb::SliceTransform> prefix;
   std::atomic<uint64_t> prefix_checked_sv{0};  // a SuperVersion number (+1) known to run `prefix`
 
@@ -125,6 +125,9 @@ struct CfState {
   // (LiveRegionCounts: a prefix extractor with live_prefix_counts, or
   // live_range_lengths), fixed at registration.
   bool counts_regions = false;
+  // Of those, range regions (live_range_lengths): only for the bytewise
+  // comparator (they are contiguous in its order).
+  bool counts_ranges = false;
 
   struct Delta {
     uint64_t hash;
@@ -503,7 +506,9 @@ struct LiveKeyDB::Rep {
     if (cf->prefix != nullptr) {
       kr.h[kr.n++] = PrefixRegion(cf, key);
     }
-    for (uint32_t L : opt.live_range_lengths) kr.h[kr.n++] = RangeRegion(key, L);
+    if (cf->counts_ranges) {
+      for (uint32_t L : opt.live_range_lengths) kr.h[kr.n++] = RangeRegion(key, L);
+    }
     return kr;
   }
   // The region hash of key's prefix (LiveRegionCounts::kNoRegion outside
@@ -716,7 +721,7 @@ struct LiveKeyDB::Rep {
     bool confined = false;  // prefix_same_as_start with cf's counted prefix
     bool free = false;      // total order: range regions anywhere
     bool check_extractor = false;  // its SuperVersion must run cf->prefix (null: none)
-    int extractor_ok = 0;          // the check's answer (0 not asked, 1 yes, -1 no)
+    int extractor_ok = 0;          // ExtractorIsOurs' answer (0 not asked or not known, 1 yes, -1 no)
   };
   enum class SeekPlan { kAsIs, kMoved, kDead };
   // Where a Seek (forward) or SeekForPrev of `target` by iterator `it` may
@@ -728,9 +733,10 @@ struct LiveKeyDB::Rep {
   // The family of an iterator whose Seeks the counts may plan, its view
   // filled but for serial and seq; nullptr: RocksDB's own iterator.
   CfState* IteratorView(const ReadOptions& options, ColumnFamilyHandle* column_family, SeekView* v);
-  // True if it's SuperVersion runs the prefix extractor cf->prefix (both
-  // null: it runs none).
-  bool ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);
+  // 1 if it's SuperVersion runs the prefix extractor cf->prefix (both
+  // null: it runs none), -1 if not, 0 if not known now (an older
+  // SuperVersion never checked while current; ask again later).
+  int ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it);
 
   // ---- deferred liveness checks (checker.cc; the contract: checker.h) ------------
   SharedSnapshot* CheckSnapshot(uint32_t si, bool* busy = nullptr);

@@ -22,7 +22,8 @@
 // "maybe" asks RocksDB. Bypassed (to RocksDB, counted in bypassed_reads): ReadOptions with a
 // snapshot, a read_tier other than kReadAllTier, a timestamp or iter_start_ts, or
 // ignore_range_deletions; reads asking for timestamps; unindexed families; an index not serving
-// yet; any read while the DB may hold a write LiveKeyDB cannot account for. Iterators,
+// yet; any read while the DB may hold a write LiveKeyDB cannot account for. Iterators are
+// RocksDB's, their Seeks planned from the live-region counts when those are on (NewIterator);
 // GetMergeOperands and MultiGetForUpdate always go to RocksDB.
 //
 // Indexed: every family opened or created through LiveKeyDB, unless its comparator has user-defined
@@ -175,7 +176,7 @@ struct LiveKeyIndexOptions {
   bool background_open_build = true;
 
   // true: each indexed family with a prefix_extractor also counts its index's copies per key
-  // prefix (hashed into slots, about 1.5 bytes per sized key), so an iterator with
+  // prefix (hashed into slots, 2 to 4 bytes per sized key), so an iterator with
   // ReadOptions::prefix_same_as_start answers a Seek or SeekForPrev into a prefix that holds no
   // live key at its snapshot as an invalid iterator without touching the LSM (a prefix full of
   // tombstones costs a probe, not a scan of them). Open then builds every index by a scan (an
@@ -183,16 +184,18 @@ struct LiveKeyIndexOptions {
   bool live_prefix_counts = false;
 
   // Each length L here (at most 4, strictly increasing, each in [1, 64]): every indexed family
-  // also counts its index's copies by the keys' first L bytes (zero-padded; hashed into the slots
-  // live_prefix_counts uses, one more atomic add per write per length). A Seek whose target starts
-  // a run of regions with no live key at the iterator's snapshot is moved past them (to the first
-  // region that may hold one) and RocksDB seeks from there, stepping over tombstones only within
-  // that region: a queue consumer Seeking to its head after deleting what it consumed. Pick
-  // lengths that cut the key space where deletes cluster: for 16-byte keys ending in a big-endian
-  // counter, {14, 15} gives regions of 65,536 and 256 consecutive counters. Applies to iterators
-  // with total_order_seek, on families without a prefix extractor, and (with live_prefix_counts)
-  // within the prefix of prefix_same_as_start; SeekForPrev is not moved. As live_prefix_counts,
-  // every index is then built by a scan. Empty (default): no range counts.
+  // with the bytewise comparator also counts its index's copies by the keys' first L bytes
+  // (zero-padded; in the slots live_prefix_counts uses, one more atomic add per write per
+  // length). A Seek whose target starts a run of regions with no live key at the iterator's
+  // snapshot is moved past them (to the first region that may hold one) and RocksDB seeks from
+  // there, stepping over tombstones only within that region: a queue consumer Seeking to its head
+  // after deleting what it consumed. Pick lengths that cut the key space where deletes cluster: for
+  // 16-byte keys ending in a big-endian counter, {14, 15} gives regions of 65,536 and 256
+  // consecutive counters. Applies to iterators with total_order_seek (without
+  // prefix_same_as_start), on families without a prefix extractor, and (with live_prefix_counts)
+  // within the prefix of prefix_same_as_start; SeekForPrev is not moved. A slot shared with a live
+  // region stops a move early (exact, slower). As live_prefix_counts, every index is then built by
+  // a scan. Empty (default): no range counts.
   std::vector<uint32_t> live_range_lengths;
 
   // With persist_index, after flushes and compactions, at most once per this many seconds, save
