@@ -833,3 +833,45 @@ TEST(LiveKeyDBRangeSeekQueue, DeadRunsAreMovedPast) {
   EXPECT_EQ(DeadRunsScenario("dead_runs", o, [] { return ReadOptions(); }, &moved), 0);
   EXPECT_GE(moved, 5u);
 }
+
+// Refresh: the iterator reads the latest state from then on, and so do
+// its plans. Made before a prefix's keys are deleted, its Seek there is
+// RocksDB's (they were live at its number); refreshed, the Seek is moved
+// past them; both as the base DB's iterator, refreshed alike.
+TEST(LiveKeyDBRangeSeekQueue, RefreshMovesToTheLatestState) {
+  const std::string dir = TestDir("refresh");
+  rocksdb::Options o = Options();
+  o.prefix_extractor.reset();
+  LiveKeyIndexOptions io = IndexOptions();
+  io.live_range_lengths = {4, 7};
+  auto db = Open(dir, o, io);
+  ASSERT_TRUE(db != nullptr);
+  for (int p = 0; p < 6; ++p) {
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key(p, i), "v").ok());
+  }
+  ASSERT_TRUE(Serving(db.get()));
+  std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ReadOptions())), theirs(db->GetBaseDB()->NewIterator(ReadOptions()));
+  for (int p = 1; p < 5; ++p) {
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), Key(p, i)).ok());
+  }
+  ASSERT_TRUE(db->WaitForDeferredChecks(60000));
+  uint64_t moved = MovedSeeks(db.get());
+  EXPECT_EQ(Walk(ours.get(), Key(1, 0), false), Walk(theirs.get(), Key(1, 0), false));
+  ours->Seek(Key(1, 0));
+  ASSERT_TRUE(ours->Valid());
+  EXPECT_EQ(ours->key().ToString(), Key(1, 0)) << "a key live at the iterator's number was skipped";
+  EXPECT_EQ(MovedSeeks(db.get()), moved) << "a region deleted after the iterator was made counted as dead";
+  ASSERT_TRUE(ours->Refresh().ok());
+  ASSERT_TRUE(theirs->Refresh().ok());
+  moved = MovedSeeks(db.get());
+  EXPECT_EQ(Walk(ours.get(), Prefix(1), false), Walk(theirs.get(), Prefix(1), false));
+  ours->Seek(Prefix(1));
+  ASSERT_TRUE(ours->Valid());
+  EXPECT_EQ(ours->key().ToString(), Key(5, 0));
+  EXPECT_GT(MovedSeeks(db.get()), moved) << "the refreshed iterator's Seek was not moved";
+  ours.reset();
+  theirs.reset();
+  ASSERT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}

@@ -17,6 +17,11 @@ the calls that cannot make a key live (reads, metadata, flush and
 compaction control, file deletions that can only remove keys). So a new
 RocksDB call of any name fails this test until someone decides which it is.
 
+Two more surfaces are checked the same way: every virtual call of
+rocksdb::Transaction reaches the transaction under LiveKeyDB's wrapper
+(transactions.cc), and every virtual call of rocksdb::Iterator reaches
+RocksDB's iterator under LiveKeyDB's (live_iterator.cc).
+
 Usage: live_key_db_surface_test.py --rocksdb-include DIR [--cxx CXX]
        [--std c++17|c++20] [--project-root DIR]
 Runs under ctest against the RocksDB the build uses, and under
@@ -226,6 +231,7 @@ def split_top(s, sep=","):
 def norm_type(p):
     p = split_top(p, "=")[0].strip()  # default value
     p = re.sub(r"\b(rocksdb|ROCKSDB_NAMESPACE)::", "", p)
+    p = re.sub(r"\b(class|struct)\s+", "", p)  # elaborated type specifiers
     p = re.sub(r"\s+", " ", p)
     m = re.match(r"^(.*[\s*&>])([A-Za-z_]\w*)$", p)
     if m and m.group(1).strip() and m.group(2) not in TYPE_WORDS:
@@ -394,6 +400,50 @@ class TransactionSurfaceTest(unittest.TestCase):
     def test_negative_control_a_missing_forward_is_caught(self):
         wrapper = {k: v for k, v in self.wrapper.items() if not k.startswith("GetRangeLock(")}
         self.assertIn("declares GetRangeLock(", "\n".join(txn_problems(self.base, wrapper)))
+
+
+def iterator_problems(base, wrapper):
+    """Virtual calls of rocksdb::Iterator (and IteratorBase) LiveKeyDB's
+    iterator does not override: on it they would run Iterator's default
+    (an empty columns(), no Refresh, no Prepare) instead of RocksDB's
+    iterator's."""
+    out = []
+    for sig in sorted(base):
+        if sig in wrapper or sig.split("(", 1)[0].startswith("~"):
+            continue
+        out.append("rocksdb::Iterator declares %s and LiveIterator (live_iterator.cc) does not override it: "
+                   "forward it to RocksDB's iterator (and decide whether a planned Seek changes it)" % sig)
+    return out
+
+
+class IteratorSurfaceTest(unittest.TestCase):
+    """Every virtual call of rocksdb::Iterator reaches RocksDB's iterator
+    under LiveKeyDB's (live_iterator.cc, LiveIterator)."""
+
+    @classmethod
+    def setUpClass(cls):
+        root = ARGS.project_root
+        text = preprocess(ARGS.cxx, ARGS.std, [ARGS.rocksdb_include, os.path.join(root, "include"), root],
+                          "filter_policy/rocksdb/live_key_db/live_iterator.cc")
+        cls.base = methods(class_body(text, r"class\s+Iterator\s*:\s*public\s+(?:IteratorBase|Cleanable)\s*\{"))
+        if re.search(r"class\s+IteratorBase\s*:\s*public\s+Cleanable\s*\{", text):  # RocksDB >= 9.x
+            cls.base.update(methods(class_body(text, r"class\s+IteratorBase\s*:\s*public\s+Cleanable\s*\{")))
+        cls.wrapper = methods(class_body(text, r"class\s+LiveIterator\s*:\s*public\s+rocksdb::Iterator\s*\{"))
+
+    def test_parser_sees_the_surface(self):
+        names = {s.split("(", 1)[0] for s in self.base}
+        for n in ("Seek", "SeekForPrev", "Next", "Prev", "key", "value", "status", "Refresh", "GetProperty"):
+            self.assertIn(n, names)
+        print("rocksdb::Iterator: %d virtual calls; LiveIterator overrides %d"
+              % (len(self.base), len(set(self.base) & set(self.wrapper))))
+
+    def test_every_call_is_forwarded(self):
+        bad = iterator_problems(self.base, self.wrapper)
+        self.assertEqual(bad, [], "\n  ".join(bad))
+
+    def test_negative_control_a_missing_forward_is_caught(self):
+        wrapper = {k: v for k, v in self.wrapper.items() if not k.startswith("columns(")}
+        self.assertIn("declares columns(", "\n".join(iterator_problems(self.base, wrapper)))
 
 
 def main():

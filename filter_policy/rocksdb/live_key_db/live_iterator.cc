@@ -43,6 +43,8 @@ namespace {
 // The most region moves of one Seek (each probes at most one region per
 // range length); past them, RocksDB seeks from where the cursor is.
 constexpr int kMaxSeekMoves = 256;
+// The most consecutive moves past regions never erased from.
+constexpr int kMaxEmptyMoves = 8;
 }  // namespace
 
 int LiveKeyDB::Rep::ExtractorIsOurs(CfState* cf, rocksdb::Iterator* it) {
@@ -105,10 +107,17 @@ LiveKeyDB::Rep::SeekPlan LiveKeyDB::Rep::PlanSeek(CfState* cf, const Slice& targ
       // one region per length.)
       Slice cursor = target;
       std::string c, q;
+      int empty_moves = 0;  // consecutive moves past regions never erased from
       for (int moves = 0; moves < kMaxSeekMoves && plan == SeekPlan::kAsIs;) {
         bool moved = false;
         for (uint32_t L : opt.live_range_lengths) {  // coarsest first
-          if (rc->MayHoldLive(RangeRegion(cursor, L), at)) continue;  // a finer region may be dead
+          bool erased = false;
+          if (!rc->Dead(RangeRegion(cursor, L), at, &erased)) continue;  // a finer region may be dead
+          // Regions never written (a zero-padded target below the first
+          // key, lengths finer than the keys vary) hold no tombstones: a
+          // run of them costs probes and saves nothing.
+          empty_moves = erased ? 0 : empty_moves + 1;
+          if (empty_moves > kMaxEmptyMoves) break;
           q.assign(L, '\0');
           live_key::RangeRegionBytes(cursor, L, &q[0]);
           if (!live_key::RegionSuccessor(&q)) {

@@ -114,6 +114,17 @@ class LiveRegionCounts {
     if (counts_[s].load(std::memory_order_seq_cst) != 0) return true;
     return erased_at_[s].load(std::memory_order_seq_cst) > seq;
   }
+  // MayHoldLive's negation, and whether the region was ever erased from
+  // (*erased: it may hold tombstones; a region never erased from while
+  // these counts existed holds none of theirs).
+  bool Dead(uint64_t rh, uint64_t seq, bool* erased) const {
+    if (rh == kNoRegion || rh == kUnknownRegion || poisoned_.load(std::memory_order_seq_cst)) return false;
+    const uint64_t s = Slot(rh);
+    if (counts_[s].load(std::memory_order_seq_cst) != 0) return false;
+    const uint64_t at = erased_at_[s].load(std::memory_order_seq_cst);
+    *erased = at != 0;
+    return at <= seq;
+  }
   // An upper bound of the sequence number the counts were built at (a
   // rebuild's scan; 0 for a new family's): a reader at a snapshot below it
   // may see keys deleted before the scan, which these counts never saw.
