@@ -193,8 +193,9 @@ struct LiveKeyIndexOptions {
   // 16-byte keys ending in a big-endian counter, {14, 15} gives regions of 65,536 and 256
   // consecutive counters. Applies to iterators with total_order_seek (without
   // prefix_same_as_start), on families without a prefix extractor, and (with live_prefix_counts)
-  // within the prefix of prefix_same_as_start; SeekForPrev is not moved. A slot shared with a live
-  // region stops a move early (exact, slower). As live_prefix_counts, every index is then built by
+  // within the prefix of prefix_same_as_start; SeekForPrev is not moved. A move stops early (exact,
+  // slower) at a slot shared with a live region, or after 8 regions in a row never erased from since
+  // the index was built (they hold no tombstones to skip). As live_prefix_counts, every index is then built by
   // a scan. Empty (default): no range counts.
   std::vector<uint32_t> live_range_lengths;
 
