@@ -511,7 +511,7 @@ rocksdb_source() {
         -DDLCBF_ROCKSDB_BUILD_DIR="$rbuild" -DDLCBF_BUILD_BENCHMARKS=OFF >/dev/null
   local suites=(filter_policy_test memtable_index_test live_key_db_test live_key_db_oracle_test
                 live_key_db_workload_test live_key_db_closed_world_test live_key_db_transactions_test
-                hostile_config_test)
+                live_key_db_seek_test hostile_config_test)
   cmake --build "$ourbuild" -j "$JOBS" --target "${suites[@]}" crash_test sst_compat livekey_stress
 
   current_step="4/9 RocksDB-facing suites against librocksdb $ver"
