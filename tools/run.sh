@@ -155,7 +155,7 @@ asan_suite() {
 TSAN_TARGETS=(dense_dleft_filter_test dense_dleft_filter_bmi2_test fast_dleft_filter_test dleft_test
               elastic_filter_test counting_bloom_filter_test autoscaling_bloom_filter_test filter_policy_test
               memtable_index_test live_key_db_oracle_test live_key_db_exactness_test
-              live_key_db_transactions_test livekey_stress)
+              live_key_db_transactions_test live_key_db_seek_test livekey_stress)
 
 # Every test the Release build runs under TSAN_TESTS must exist in the TSan
 # build too (else it would be skipped without a word).
