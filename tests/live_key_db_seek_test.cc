@@ -30,6 +30,8 @@
 #include "rocksdb/perf_level.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/table_properties.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
+#include "rocksdb/utilities/transaction_db.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb_test_util.h"
 
@@ -874,4 +876,50 @@ TEST(LiveKeyDBRangeSeekQueue, RefreshMovesToTheLatestState) {
   ASSERT_TRUE(db->Close().ok());
   db.reset();
   fs::remove_all(dir);
+}
+
+// The transaction routes: the TransactionDB and OptimisticTransactionDB
+// that LiveKeyDB hands out make their DB-level iterators through it, so
+// their Seeks are planned too (a transaction's own GetIterator is
+// RocksDB's, over its write batch).
+TEST(LiveKeyDBRangeSeekQueue, TransactionRoutesPlanTheirIterators) {
+  for (bool optimistic : {false, true}) {
+    const std::string dir = TestDir(optimistic ? "occ" : "txn");
+    rocksdb::Options o = Options();
+    o.prefix_extractor.reset();
+    LiveKeyIndexOptions io = IndexOptions();
+    io.live_range_lengths = {4, 7};
+    rocksdb::DB* db = nullptr;
+    rocksdb::TransactionDB* tdb = nullptr;
+    rocksdb::OptimisticTransactionDB* odb = nullptr;
+    if (optimistic) {
+      ASSERT_TRUE(LiveKeyDB::OpenOptimisticTransactionDB(o, io, dir, &odb).ok());
+      db = odb;
+    } else {
+      ASSERT_TRUE(LiveKeyDB::OpenTransactionDB(o, rocksdb::TransactionDBOptions(), io, dir, &tdb).ok());
+      db = tdb;
+    }
+    LiveKeyDB* live = LiveKeyDB::FromTransactionDB(db);
+    ASSERT_TRUE(live != nullptr);
+    for (int p = 0; p < 6; ++p) {
+      for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key(p, i), "v").ok());
+    }
+    for (int p = 1; p < 5; ++p) {
+      for (int i = 0; i < 40; ++i) ASSERT_TRUE(db->Delete(WriteOptions(), Key(p, i)).ok());
+    }
+    ASSERT_TRUE(live->WaitForDeferredChecks(60000));
+    ASSERT_TRUE(Serving(live));
+    const uint64_t moved = MovedSeeks(live);
+    {
+      std::unique_ptr<rocksdb::Iterator> ours(db->NewIterator(ReadOptions())),
+          theirs(live->GetBaseDB()->NewIterator(ReadOptions()));
+      EXPECT_EQ(Walk(ours.get(), Key(1, 0), false), Walk(theirs.get(), Key(1, 0), false));
+      ours->Seek(Key(1, 0));
+      ASSERT_TRUE(ours->Valid());
+      EXPECT_EQ(ours->key().ToString(), Key(5, 0));
+    }
+    EXPECT_GT(MovedSeeks(live), moved) << (optimistic ? "optimistic" : "pessimistic") << ": the Seek was not planned";
+    delete db;
+    fs::remove_all(dir);
+  }
 }
