@@ -105,6 +105,18 @@ std::string Walk(rocksdb::Iterator* it, const std::string& target, bool backward
 
 uint64_t DeadSeeks(LiveKeyDB* db) { return db->GetLiveKeyStats().dead_prefix_seeks; }
 
+#ifdef DLCBF_TESTING
+// Runs scenario() with LiveKeyDB's fault f on (the negative controls), then
+// turns it off; returns what the scenario returned.
+template <class Scenario>
+auto UnderFault(dlcbf::internal::LiveKeyFault f, Scenario&& scenario) {
+  dlcbf::internal::SetLiveKeyFaultForTesting(f);
+  auto r = scenario();
+  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  return r;
+}
+#endif
+
 }  // namespace
 
 // Random Puts, Deletes, SingleDeletes, DeleteRanges and Merges over 50
@@ -248,9 +260,9 @@ TEST(LiveKeyDBSeek, SnapshotNegativeControl) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
 #else
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresErasedAt);
-  const int explicit_missed = SnapshotScenario(false), implicit_missed = SnapshotScenario(true);
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  const auto fault = dlcbf::internal::LiveKeyFault::kPrefixIgnoresErasedAt;
+  const int explicit_missed = UnderFault(fault, [] { return SnapshotScenario(false); });
+  const int implicit_missed = UnderFault(fault, [] { return SnapshotScenario(true); });
   EXPECT_EQ(explicit_missed, 20) << "without erased_at, the counts skip keys an older snapshot holds";
   EXPECT_EQ(implicit_missed, 20);
 #endif
@@ -356,9 +368,7 @@ TEST(LiveKeyDBSeek, IndexSwappedUnderAnIteratorNegativeControl) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
 #else
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresSerial);
-  const int missed = SwapScenario();
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  const int missed = UnderFault(dlcbf::internal::LiveKeyFault::kPrefixIgnoresSerial, SwapScenario);
   EXPECT_EQ(missed, 10) << "without the serial, the new index's counts skip what the iterator sees";
 #endif
 }
@@ -403,9 +413,7 @@ TEST(LiveKeyDBSeek, ChangedPrefixExtractorNegativeControl) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
 #else
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kPrefixIgnoresExtractor);
-  const int missed = ExtractorScenario();
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  const int missed = UnderFault(dlcbf::internal::LiveKeyFault::kPrefixIgnoresExtractor, ExtractorScenario);
   EXPECT_EQ(missed, 10) << "without the SuperVersion's extractor check, the old counts skip keys";
 #endif
 }
@@ -605,9 +613,8 @@ TEST_P(LiveKeyDBRangeSeek, DifferentialOracleNegativeControl) {
 #ifndef DLCBF_TESTING
   GTEST_SKIP() << "needs the DLCBF_TESTING build (fault hooks exist only there)";
 #else
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kSeekSkipsALiveRegion);
-  const RangeOracleResult r = RangeOracle(GetParam(), ModeName({GetParam(), 0}) + "_control");
-  dlcbf::internal::SetLiveKeyFaultForTesting(dlcbf::internal::LiveKeyFault::kNone);
+  const RangeOracleResult r = UnderFault(dlcbf::internal::LiveKeyFault::kSeekSkipsALiveRegion,
+                                         [&] { return RangeOracle(GetParam(), ModeName({GetParam(), 0}) + "_control"); });
   EXPECT_GT(r.differences, 0u) << "the oracle missed Seeks moved past live keys";
 #endif
 }
