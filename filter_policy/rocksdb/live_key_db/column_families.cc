@@ -35,7 +35,6 @@ CfState* LiveKeyDB::Rep::AddFamily(ColumnFamilyHandle* h) {
     if (h->GetDescriptor(&d).ok()) st->prefix = d.options.prefix_extractor;
   }
   st->counts_ranges = st->indexed && !opt.live_range_lengths.empty() && st->cmp == rocksdb::BytewiseComparator();
-  st->counts_regions = st->indexed && (st->prefix != nullptr || st->counts_ranges);
   CfState* raw = st.get();
   cfs[st->id] = std::move(st);
   return raw;
@@ -46,7 +45,7 @@ rocksdb::Status LiveKeyDB::Rep::CreateEmptyIndex(CfState* cf, bool empty_family)
   if (!s.ok()) return s;
   // (A new family's counts are exact from its first key; Open's stand-in
   // never serves: the build brings its own.)
-  if (empty_family && cf->counts_regions) idx->AttachRegionCounts();
+  if (empty_family && cf->counts_regions()) idx->AttachRegionCounts();
   std::lock_guard<std::mutex> sl(swap_mu);
   cf->owned = std::move(idx);
   cf->active.store(cf->owned.get());

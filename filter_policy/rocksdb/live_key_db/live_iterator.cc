@@ -275,7 +275,7 @@ CfState* LiveKeyDB::Rep::IteratorView(const ReadOptions& options, ColumnFamilyHa
   // counts call dead; an auto-refreshing iterator changes SuperVersion, and
   // so maybe extractor, inside its Seek; total_order_seek with
   // prefix_same_as_start still stops at the moved cursor's prefix.)
-  if ((!opt.live_prefix_counts && opt.live_range_lengths.empty()) || options.auto_prefix_mode || options.tailing ||
+  if (!CountsRegions() || options.auto_prefix_mode || options.tailing ||
       options.read_tier != rocksdb::kReadAllTier || options.timestamp != nullptr ||
       options.iter_start_ts != nullptr || options.ignore_range_deletions || options.table_filter ||
       (options.total_order_seek && options.prefix_same_as_start)) {
@@ -290,7 +290,7 @@ CfState* LiveKeyDB::Rep::IteratorView(const ReadOptions& options, ColumnFamilyHa
     const CfTable* t = table.load();
     cf = t != nullptr ? t->Find(column_family->GetID()) : nullptr;
   }
-  if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions) return nullptr;
+  if (cf == nullptr || !cf->indexed || cf->dropped || !cf->counts_regions()) return nullptr;
   v->confined = !options.total_order_seek && options.prefix_same_as_start && cf->prefix != nullptr;
   v->free = cf->counts_ranges && (options.total_order_seek || cf->prefix == nullptr);
   v->check_extractor = !options.total_order_seek;

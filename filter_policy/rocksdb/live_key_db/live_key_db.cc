@@ -236,9 +236,8 @@ rocksdb::Status LiveKeyDB::Rep::Init(const std::vector<ColumnFamilyHandle*>& han
                       static_cast<double>(opt.expected_keys) * opt.bits_per_key / 8 >= kDeferredLoadBytes);
   // (An index file carries no live-region counts: with them, every index
   // is built by a scan.)
-  const bool counts = opt.live_prefix_counts || !opt.live_range_lengths.empty();
-  const bool load = opt.persist_index && !counts;
-  if (opt.persist_index && counts) {
+  const bool load = opt.persist_index && !CountsRegions();
+  if (opt.persist_index && CountsRegions()) {
     rocksdb::Info(log, "LiveKeyDB: live-region counts: the index file is not loaded; every index is built by a scan");
   }
   if (load && background && large) {

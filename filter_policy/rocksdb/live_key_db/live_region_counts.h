@@ -109,10 +109,8 @@ class LiveRegionCounts {
   // False only when no key of region hash rh can be live to a reader at
   // sequence number `seq` (see the file comment).
   bool MayHoldLive(uint64_t rh, uint64_t seq) const {
-    if (rh == kNoRegion || rh == kUnknownRegion || poisoned_.load(std::memory_order_seq_cst)) return true;
-    const uint64_t s = Slot(rh);
-    if (counts_[s].load(std::memory_order_seq_cst) != 0) return true;
-    return erased_at_[s].load(std::memory_order_seq_cst) > seq;
+    bool erased = false;
+    return !Dead(rh, seq, &erased);
   }
   // MayHoldLive's negation, and whether the region was ever erased from
   // (*erased: it may hold tombstones; a region never erased from while

@@ -299,7 +299,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
   bool from_checkpoint = fresh != nullptr;
   rocksdb::Status s;
   if (!from_checkpoint) s = CreateBelowTrigger(basis, sized_for, &fresh);
-  if (s.ok() && !from_checkpoint && cf->counts_regions) fresh->AttachRegionCounts();
+  if (s.ok() && !from_checkpoint && cf->counts_regions()) fresh->AttachRegionCounts();
 #ifdef DLCBF_TESTING
   if (initial && internal::GetLiveKeyFaultForTesting() == internal::LiveKeyFault::kInitialBuildFails) {
     s = rocksdb::Status::IOError("LiveKeyDB test: the initial build fails");
@@ -399,7 +399,7 @@ rocksdb::Status LiveKeyDB::Rep::Rebuild(CfState* cf, const std::string& reason, 
     fresh.reset();
     s = CreateBelowTrigger(basis, sized_for, &fresh);
     if (!s.ok()) break;
-    if (cf->counts_regions) fresh->AttachRegionCounts();
+    if (cf->counts_regions()) fresh->AttachRegionCounts();
   }
 
   cf->scanned.store(0, std::memory_order_relaxed);

@@ -121,13 +121,13 @@ struct CfState {
   std::shared_ptr<const rocksdb::SliceTransform> prefix;
   std::atomic<uint64_t> prefix_checked_sv{0};  // a SuperVersion number (+1) known to run `prefix`
 
-  // True: the family's indexes count live keys per region
-  // (LiveRegionCounts: a prefix extractor with live_prefix_counts, or
-  // live_range_lengths), fixed at registration.
-  bool counts_regions = false;
-  // Of those, range regions (live_range_lengths): only for the bytewise
-  // comparator (they are contiguous in its order).
+  // The family's indexes count range regions (live_range_lengths): only
+  // for the bytewise comparator (they are contiguous in its order). Fixed
+  // at registration.
   bool counts_ranges = false;
+  // The family's indexes count live keys per region (LiveRegionCounts):
+  // prefixes, ranges or both.
+  bool counts_regions() const { return prefix != nullptr || counts_ranges; }
 
   struct Delta {
     uint64_t hash;
@@ -496,13 +496,15 @@ struct LiveKeyDB::Rep {
   uint64_t LatestForErase(const LiveKeyIndex* idx) const {
     return idx->region_counts() != nullptr ? base->GetLatestSequenceNumber() : 0;
   }
+  // The options ask for live-region counts (some family may count them).
+  bool CountsRegions() const { return opt.live_prefix_counts || !opt.live_range_lengths.empty(); }
   // The regions of key in family cf the live-region counts count
   // (live_region_counts.h): its prefix (a family with counted prefixes,
   // a key in the extractor's domain), then its first L bytes, zero-padded,
   // for each L of live_range_lengths. Empty when cf counts none.
   KeyRegions RegionsOf(const CfState* cf, const Slice& key) const {
     KeyRegions kr;
-    if (cf == nullptr || !cf->counts_regions) return kr;
+    if (cf == nullptr || !cf->counts_regions()) return kr;
     if (cf->prefix != nullptr) {
       kr.h[kr.n++] = PrefixRegion(cf, key);
     }
