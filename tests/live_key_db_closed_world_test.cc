@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -413,6 +415,70 @@ TEST(LiveKeyClosedWorld, DeleteFilesInRangeNegativeControl) {
   FaultScope f(LiveKeyFault::kIgnoreTableFileChanges);
   EXPECT_GT(DeleteFilesScenario(false), 0) << "a file drop the world watch ignores must lose keys";
 }
+// The reverse of a drop: a file list read before a flush installs its
+// file, compared after OnFlushCompleted named the file, shows the file
+// "gone". The watch must not take that for a removal: a false alarm
+// bypasses every index, rebuilds them all and deletes the index file (seen
+// as a flaky LiveKeyExactness.NoWalWriteToAFamilyNotYetServingNegativeControl
+// on a loaded machine: its reopen found no index file). The world hook
+// forces the order: the flush's MANIFEST sync is counted, the reconciler
+// reads the list (before the install), the flush installs and is noted,
+// and only then does the reconciler compare.
+TEST(LiveKeyClosedWorld, StaleFileListIsNoUnseenChange) {
+  NEEDS_FAULT_HOOKS();
+  const std::string dir = TestDir("stale_list");
+  LiveKeyIndexOptions io;
+  io.expected_keys = 1000;
+  auto db = OpenLive(Plain(), io, dir);
+  ASSERT_TRUE(db);
+  for (const std::string& k : Keys("k", 100)) ASSERT_TRUE(db->Put(WriteOptions(), k, "v").ok());
+  std::mutex m;
+  std::condition_variable cv;
+  bool armed = true, counted = false, listed = false, noted = false;
+  const auto wait = [&](std::unique_lock<std::mutex>& l, const bool& flag) {
+    return cv.wait_for(l, std::chrono::seconds(10), [&] { return flag; });
+  };
+  using P = dlcbf::internal::LiveKeyWorldPoint;
+  dlcbf::internal::SetLiveKeyWorldHookForTesting([&](P p) {
+    std::unique_lock<std::mutex> l(m);
+    if (!armed) return;
+    if (p == P::kEditCounted && !counted) {
+      counted = true;
+      cv.notify_all();
+      wait(l, listed);  // (RocksDB installs the flush only after this returns)
+    } else if (p == P::kReconcilerListed && counted && !listed) {
+      listed = true;
+      cv.notify_all();
+      wait(l, noted);
+    } else if (p == P::kFlushNoted && listed) {
+      noted = true;
+      cv.notify_all();
+    }
+  });
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  {
+    std::unique_lock<std::mutex> l(m);
+    wait(l, noted);
+    armed = false;
+  }
+  dlcbf::internal::SetLiveKeyWorldHookForTesting(nullptr);
+  EXPECT_TRUE(counted && listed && noted) << "the order under test did not happen: counted=" << counted
+                                          << " listed=" << listed << " noted=" << noted;
+  // Settled again: an absent key's Get answers from the index.
+  const uint64_t before = db->GetLiveKeyStats().short_circuited;
+  EXPECT_TRUE(WaitFor([&] {
+    std::string v;
+    db->Get(ReadOptions(), "absent", &v).PermitUncheckedError();
+    return db->GetLiveKeyStats().short_circuited > before;
+  }));
+  const LiveKeyStats st = db->GetLiveKeyStats();
+  EXPECT_EQ(st.unseen_write_detections, 0u) << st.ToString();
+  EXPECT_EQ(CountLost(db.get(), Keys("k", 100)), 0);
+  EXPECT_TRUE(db->Close().ok());
+  db.reset();
+  fs::remove_all(dir);
+}
+
 TEST(LiveKeyClosedWorld, FilesDroppedWhileClosedAreNotTrusted) { EXPECT_EQ(DeleteFilesScenario(true), 0); }
 TEST(LiveKeyClosedWorld, FilesDroppedWhileClosedNegativeControl) {
   NEEDS_FAULT_HOOKS();

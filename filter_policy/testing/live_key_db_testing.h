@@ -150,6 +150,17 @@ enum class LiveKeyFault : int {
 void SetLiveKeyNoWalWriteHookForTesting(std::function<void()> hook);
 void RunLiveKeyNoWalWriteHookForTesting();
 
+// Called by the world watch (world_watch.cc) at each of these points, no
+// lock held; empty: nothing. Process-wide. A test orders RocksDB's threads
+// with it (LiveKeyClosedWorld.StaleFileListIsNoUnseenChange).
+enum class LiveKeyWorldPoint : int {
+  kEditCounted = 0,       // a MANIFEST sync counted (OnFileSyncFinish, on RocksDB's thread)
+  kReconcilerListed = 1,  // the reconciler read the DB's file list, before it takes its lock
+  kFlushNoted = 2,        // OnFlushCompleted noted the flush's file
+};
+void SetLiveKeyWorldHookForTesting(std::function<void(LiveKeyWorldPoint)> hook);
+void RunLiveKeyWorldHookForTesting(LiveKeyWorldPoint point);
+
 // Called by a checkpoint between two chunks of a chunked copy (no lock
 // held) with the blocks copied so far; empty: nothing. Process-wide.
 void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)> hook);
@@ -191,6 +202,8 @@ inline constexpr bool kLiveKeyHooks = true;
 inline constexpr bool kLiveKeyHooks = false;
 inline void SetLiveKeyNoWalWriteHookForTesting(std::function<void()>) {}
 inline void RunLiveKeyNoWalWriteHookForTesting() {}
+inline void SetLiveKeyWorldHookForTesting(std::function<void(LiveKeyWorldPoint)>) {}
+inline void RunLiveKeyWorldHookForTesting(LiveKeyWorldPoint) {}
 inline void SetLiveKeyCheckpointChunkHookForTesting(std::function<void(uint64_t)>) {}
 inline void RunLiveKeyCheckpointChunkHookForTesting(uint64_t) {}
 inline void SetLiveKeyCheckpointChunkBlocksForTesting(uint64_t) {}

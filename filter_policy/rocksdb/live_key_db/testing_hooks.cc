@@ -36,6 +36,25 @@ namespace {
 std::mutex g_chunk_hook_mu;
 std::function<void(uint64_t)> g_chunk_hook;
 }  // namespace
+namespace {
+std::mutex g_world_hook_mu;
+std::function<void(LiveKeyWorldPoint)> g_world_hook;
+std::atomic<bool> g_world_hook_set{false};
+}  // namespace
+void SetLiveKeyWorldHookForTesting(std::function<void(LiveKeyWorldPoint)> hook) {
+  std::lock_guard<std::mutex> l(g_world_hook_mu);
+  g_world_hook_set.store(static_cast<bool>(hook));
+  g_world_hook = std::move(hook);
+}
+void RunLiveKeyWorldHookForTesting(LiveKeyWorldPoint point) {
+  if (!g_world_hook_set.load()) return;
+  std::function<void(LiveKeyWorldPoint)> hook;
+  {
+    std::lock_guard<std::mutex> l(g_world_hook_mu);
+    hook = g_world_hook;
+  }
+  if (hook) hook(point);
+}
 std::mutex g_nowal_hook_mu;
 std::function<void()> g_nowal_hook;
 std::atomic<bool> g_nowal_hook_set{false};

@@ -227,8 +227,18 @@ void WorldWatch::Unseen(const std::vector<Change>& changes) {
   }
 }
 
-size_t WorldWatch::ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& files, const Indexed& indexed,
-                                 std::vector<Change>* unseen) {
+void WorldWatch::NoteFileLocked(uint64_t n, const std::string& cf, int level) {
+  auto it = live_.find(n);
+  if (it == live_.end()) {
+    live_.emplace(n, LiveFile{cf, level, true, ++notes_});
+  } else {
+    it->second.level = level;
+    it->second.named = true;
+  }
+}
+
+size_t WorldWatch::ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& files, uint64_t notes_before,
+                                 const Indexed& indexed, std::vector<Change>* unseen) {
   std::unordered_set<uint64_t> now;
   size_t unnamed = 0;
   for (const auto& f : files) {
@@ -239,6 +249,7 @@ size_t WorldWatch::ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& f
       it = live_.emplace(n, LiveFile{f.column_family_name, f.level, false}).first;
     }
     it->second.level = f.level;  // (a trivial move or a refit: the same keys)
+    it->second.noted = 0;        // (a list shows it)
     if (created_.erase(n) != 0) it->second.named = true;
     if (it->second.named) continue;
     // Appeared. Its flush or compaction names it (OnTableFileCreated),
@@ -258,6 +269,14 @@ size_t WorldWatch::ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& f
       continue;
     }
     const uint64_t n = it->first;
+    if (it->second.noted > notes_before) {
+      // Named by an event after `files` was read: `files` may be from
+      // before its install, so its absence proves nothing. Looked at again
+      // (counted as not yet explained: the edit does not settle on it).
+      ++unnamed;
+      ++it;
+      continue;
+    }
     if (compacting_.count(n) == 0 && compacted_.erase(n) == 0) {
       unseen->push_back(Change{it->second.cf, "table file " + std::to_string(n) + " of '" + it->second.cf +
                                                   "' was removed without a compaction (DeleteFilesInRange, "
@@ -283,18 +302,22 @@ void WorldWatch::ReconcileLoop() {
     wake_ = false;
     if (stop_ || settled_.load() == edits_.load()) continue;
     const uint64_t g = edits_.load();
+    const uint64_t notes = notes_;  // (before the list is read)
     rocksdb::DB* db = db_;
     l.unlock();
     const Indexed indexed = IndexedHook();
     std::vector<rocksdb::LiveFileMetaData> files;
     db->GetLiveFilesMetaData(&files);
+#ifdef DLCBF_TESTING
+    internal::RunLiveKeyWorldHookForTesting(internal::LiveKeyWorldPoint::kReconcilerListed);
+#endif
     std::vector<Change> unseen;
     l.lock();
     if (stop_) break;
     if (edits_.load() != g) continue;  // an edit was written meanwhile: the list may be from before it
     const bool installed = Signature(files) != before_last_edit_ ||
                            std::chrono::steady_clock::now() - last_edit_at_ >= kSettleAfter;
-    const size_t unnamed = ExplainLocked(files, indexed, &unseen);
+    const size_t unnamed = ExplainLocked(files, notes, indexed, &unseen);
     if (!unseen.empty()) {
       // Reported before the edit settles: readers go from "not settled"
       // to "not trusted" with no moment in between.
@@ -309,10 +332,12 @@ void WorldWatch::ReconcileLoop() {
 void WorldWatch::OnFileSyncFinish(const rocksdb::FileOperationInfo& info) {
   if (!IsManifest(info.path)) return;
   rocksdb::DB* db = nullptr;
+  uint64_t notes = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!armed_) return;
     db = db_;
+    notes = notes_;  // (before the list is read)
   }
   // Edit g is written, not installed; every edit before it is installed
   // (world_watch.h). The DB mutex is free here (RocksDB syncs the MANIFEST
@@ -324,13 +349,16 @@ void WorldWatch::OnFileSyncFinish(const rocksdb::FileOperationInfo& info) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!armed_) return;
-    ExplainLocked(files, indexed, &unseen);
+    ExplainLocked(files, notes, indexed, &unseen);
     before_last_edit_ = Signature(files);
     last_edit_at_ = std::chrono::steady_clock::now();
     edits_.fetch_add(1);  // (before the install: readers stop trusting now)
     wake_ = true;
   }
   cv_.notify_all();
+#ifdef DLCBF_TESTING
+  internal::RunLiveKeyWorldHookForTesting(internal::LiveKeyWorldPoint::kEditCounted);
+#endif
   Unseen(unseen);
 }
 
@@ -343,11 +371,14 @@ void WorldWatch::OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo& inf
   {
     std::lock_guard<std::mutex> l(mu_);
     const uint64_t n = info.file_number != 0 ? info.file_number : FileNumber(info.file_path);
-    if (n != 0) live_[n] = LiveFile{info.cf_name, 0, true};
+    if (n != 0) NoteFileLocked(n, info.cf_name, 0);
     flushing_.erase(info.job_id);
     wake_ = true;
   }
   cv_.notify_all();
+#ifdef DLCBF_TESTING
+  internal::RunLiveKeyWorldHookForTesting(internal::LiveKeyWorldPoint::kFlushNoted);
+#endif
   DrainFilterHolds();
   Flushed();
 }
@@ -389,7 +420,7 @@ void WorldWatch::OnCompactionCompleted(rocksdb::DB*, const rocksdb::CompactionJo
       }
     }
     if (ci.status.ok()) {
-      for (const auto& f : ci.output_file_infos) live_[f.file_number] = LiveFile{ci.cf_name, f.level, true};
+      for (const auto& f : ci.output_file_infos) NoteFileLocked(f.file_number, ci.cf_name, f.level);
     }
     wake_ = true;
   }
@@ -416,7 +447,7 @@ void WorldWatch::OnExternalFileIngested(rocksdb::DB*, const rocksdb::ExternalFil
   {
     std::lock_guard<std::mutex> l(mu_);
     const uint64_t n = FileNumber(info.internal_file_path);
-    if (n != 0) live_[n] = LiveFile{info.cf_name, -1, true};  // (its level: the reconciler's next look)
+    if (n != 0) NoteFileLocked(n, info.cf_name, -1);  // (its level: the reconciler's next look)
     wake_ = true;
   }
   cv_.notify_all();

@@ -35,7 +35,11 @@
 //   g" (g is installed: only an edit changes the list, and g is the last)
 //   and every change in it is explained; an edit that changes no file or
 //   level (a column family created, WAL bookkeeping) is settled 1 s after
-//   its report (kSettleAfter: its install follows the sync at once).
+//   its report (kSettleAfter: its install follows the sync at once). A
+//   file an event named after a list was read is not judged by that list
+//   (the list may predate the file's install, which the event follows):
+//   looked at again, unsettled until then (test
+//   LiveKeyClosedWorld.StaleFileListIsNoUnseenChange).
 //   Explained:
 //     appears:    a flush or compaction output (keys already counted: a
 //                 flush holds sequenced writes, a compaction moves entries;
@@ -191,8 +195,13 @@ class WorldWatch : public rocksdb::EventListener {
   // `*unseen` or are forgotten; returns how many files appeared that no
   // event named yet.
   using Indexed = std::function<bool(const std::string& cf)>;
-  size_t ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& files, const Indexed& indexed,
-                       std::vector<Change>* unseen);
+  // `notes_before`: notes_ read before `files` was (a file an event named
+  // after that may be missing from `files` only because the list predates
+  // its install: not judged by it).
+  size_t ExplainLocked(const std::vector<rocksdb::LiveFileMetaData>& files, uint64_t notes_before,
+                       const Indexed& indexed, std::vector<Change>* unseen);
+  // An event names file n as installed in `cf` at `level` (mu_ held).
+  void NoteFileLocked(uint64_t n, const std::string& cf, int level);
   Indexed IndexedHook();
   static uint64_t Signature(const std::vector<rocksdb::LiveFileMetaData>& files);
   bool Arm(const std::vector<rocksdb::LiveFileMetaData>& files, rocksdb::DB* db);  // mu_ held
@@ -227,7 +236,11 @@ class WorldWatch : public rocksdb::EventListener {
     std::string cf;
     int level;
     bool named;  // an event (or the list the watch was armed with) explains it
+    // notes_ when an event put it here before any list showed it; 0 once
+    // a list has.
+    uint64_t noted = 0;
   };
+  uint64_t notes_ = 0;  // files events put in live_ (NoteFileLocked)
   std::unordered_map<uint64_t, LiveFile> live_;     // file number -> where
   std::unordered_set<uint64_t> created_;            // flush/compaction outputs not yet seen installed
   std::unordered_set<uint64_t> compacting_;         // inputs of running compactions
