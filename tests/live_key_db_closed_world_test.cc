@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 using dlcbf::LiveKeyDB;
 using dlcbf::LiveKeyIndexOptions;
 using dlcbf::LiveKeyStats;
+using dlcbf::testing_util::Diag;
 using dlcbf::internal::LiveKeyFault;
 using rocksdb::ReadOptions;
 using rocksdb::Status;
@@ -335,7 +336,7 @@ int HashMemtableReplayScenario() {
   auto db = OpenLive(HashMemtableOptions(), io, image);
   if (!db) return -1;
   const LiveKeyStats st = db->GetLiveKeyStats();
-  EXPECT_EQ(st.checkpoint_replays, 1u) << "the premise: the checkpoint is brought forward";
+  EXPECT_EQ(Diag(st, "checkpoint_replays"), 1u) << "the premise: the checkpoint is brought forward";
   const int lost = CountLost(db.get(), late);
   EXPECT_TRUE(db->Close().ok());
   db.reset();

@@ -48,6 +48,7 @@ namespace fs = std::filesystem;
 using dlcbf::LiveKeyDB;
 using dlcbf::LiveKeyIndexOptions;
 using dlcbf::LiveKeyStats;
+using dlcbf::testing_util::Diag;
 using dlcbf::internal::LiveKeyFault;
 using rocksdb::ReadOptions;
 using rocksdb::Status;
@@ -301,9 +302,9 @@ int KnownStateScenario(bool single_delete, bool unchecked = false) {
   } else {
     dlcbf::internal::SetLiveKeyCheckPauseForTesting(true);
   }
-  const uint64_t unchecked0 = db->GetLiveKeyStats().unchecked_copies;
+  const uint64_t unchecked0 = Diag(db->GetLiveKeyStats(), "unchecked_copies");
   for (const auto& k : keys) db->Put(WriteOptions(), k, single_delete ? "v" : "drop").PermitUncheckedError();
-  const uint64_t unchecked_taken = db->GetLiveKeyStats().unchecked_copies - unchecked0;
+  const uint64_t unchecked_taken = Diag(db->GetLiveKeyStats(), "unchecked_copies") - unchecked0;
   if (unchecked_taken != (unchecked ? keys.size() : 0)) {
     std::printf("  %" PRIu64 " unchecked copies taken by %zu overwrites (unchecked=%d)\n", unchecked_taken,
                 keys.size(), unchecked ? 1 : 0);
@@ -399,9 +400,9 @@ TEST(LiveKeyExactness, UncheckedCopiesAreBoundedAndRebuiltAway) {
   const LiveKeyStats h0 = db->GetLiveKeyStats();
   for (int i = 0; i < 5000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[0], "hot" + std::to_string(i)).ok());
   const LiveKeyStats h1 = db->GetLiveKeyStats();
-  EXPECT_EQ(h1.unchecked_copies - h0.unchecked_copies, 1u) << h1.ToString();
+  EXPECT_EQ(Diag(h1, "unchecked_copies") - Diag(h0, "unchecked_copies"), 1u) << h1.ToString();
   EXPECT_EQ(h1.column_families[0].entries, keys.size() + 1) << h1.ToString();
-  EXPECT_EQ(h1.liveness_reads, h0.liveness_reads) << "a hot key's overwrites read: " << h1.ToString();
+  EXPECT_EQ(Diag(h1, "liveness_reads"), Diag(h0, "liveness_reads")) << "a hot key's overwrites read: " << h1.ToString();
 
   // Every key overwritten, the rebuild held at its scan: the rest of the
   // budget (199 copies: the hot key took one) goes to copies, the write that
@@ -413,9 +414,9 @@ TEST(LiveKeyExactness, UncheckedCopiesAreBoundedAndRebuiltAway) {
   const LiveKeyStats s1 = db->GetLiveKeyStats();
   EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
   dlcbf::internal::SetLiveKeyRebuildPauseForTesting(false);
-  const uint64_t copies = s1.unchecked_copies - h1.unchecked_copies;
+  const uint64_t copies = Diag(s1, "unchecked_copies") - Diag(h1, "unchecked_copies");
   EXPECT_EQ(copies, 199u) << s1.ToString();
-  EXPECT_EQ(s1.unchecked_budget_rebuilds - h1.unchecked_budget_rebuilds, 1u) << s1.ToString();
+  EXPECT_EQ(Diag(s1, "unchecked_budget_rebuilds") - Diag(h1, "unchecked_budget_rebuilds"), 1u) << s1.ToString();
   EXPECT_EQ(s1.busy_sync_reads - h1.busy_sync_reads, keys.size() - 1 - copies)
       << "every write but the hot key's (its record answers) and the copies' must read: " << s1.ToString();
   ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
@@ -469,11 +470,11 @@ TEST(LiveKeyExactness, UncheckedCopiesBoundedPerFingerprint) {
   // 50 keys take unchecked copies; at most 8 of them get a record.
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[static_cast<size_t>(i)], "v2").ok());
   const LiveKeyStats s0 = db->GetLiveKeyStats();
-  ASSERT_EQ(s0.unchecked_copies, 50u) << s0.ToString();
+  ASSERT_EQ(Diag(s0, "unchecked_copies"), 50u) << s0.ToString();
   // keys[99]: no record room.
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(db->Put(WriteOptions(), keys[99], "hot" + std::to_string(i)).ok());
   const LiveKeyStats s1 = db->GetLiveKeyStats();
-  EXPECT_EQ(s1.unchecked_copies - s0.unchecked_copies, 3u) << s1.ToString();
+  EXPECT_EQ(Diag(s1, "unchecked_copies") - Diag(s0, "unchecked_copies"), 3u) << s1.ToString();
   EXPECT_EQ(s1.column_families[0].entries, keys.size() + 53) << s1.ToString();
   EXPECT_GE(s1.busy_sync_reads - s0.busy_sync_reads, 997u) << s1.ToString();
   EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
@@ -501,7 +502,7 @@ TEST(LiveKeyExactness, UncheckedCopiesOffReads) {
       for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key("k", i), "v2").ok());
     }
     const LiveKeyStats st = db->GetLiveKeyStats();
-    EXPECT_EQ(st.unchecked_copies, 0u) << variant << ": " << st.ToString();
+    EXPECT_EQ(Diag(st, "unchecked_copies"), 0u) << variant << ": " << st.ToString();
     EXPECT_GE(st.busy_sync_reads, 100u) << variant << ": " << st.ToString();
     EXPECT_EQ(st.column_families[0].entries, 100u) << variant << ": " << st.ToString();
     EXPECT_TRUE(db->Close().ok());
@@ -748,7 +749,7 @@ int ChunkedCheckpointScenario() {
   const LiveKeyStats st = db->GetLiveKeyStats();
   // Loaded from the checkpoint (brought forward; or, when the file claims
   // the DB's own sequence number, as exact), not rebuilt.
-  int lost = st.index_file_loads == 1 && st.rebuilds == st.checkpoint_replays
+  int lost = st.index_file_loads == 1 && st.rebuilds == Diag(st, "checkpoint_replays")
                  ? CountLost(db.get(), db->DefaultColumnFamily(), keys)
                  : -1;
   if (lost < 0) std::fprintf(stderr, "the copy was not opened from the checkpoint: %s\n", st.ToString().c_str());
@@ -887,7 +888,7 @@ int TornDeltaScenario(bool as_version5 = false) {
     if (i < 300) db->Delete(WriteOptions(), Key("a", 7 * i)).PermitUncheckedError();
   }
   ok = ok && db->Flush(rocksdb::FlushOptions()).ok() &&
-       WaitFor([&] { return db->GetLiveKeyStats().checkpoint_deltas >= 1; });
+       WaitFor([&] { return Diag(db->GetLiveKeyStats(), "checkpoint_deltas") >= 1; });
   const LiveKeyStats before = db->GetLiveKeyStats();
   ok = ok && db->FlushWAL(true).ok() && db->PauseBackgroundWork().ok() && db->DisableFileDeletions().ok();
   if (ok) fs::copy(dir, copy, fs::copy_options::recursive);
@@ -901,13 +902,13 @@ int TornDeltaScenario(bool as_version5 = false) {
   db->Close().PermitUncheckedError();
   db.reset();
   const std::string file = copy + "/LIVEKEY_INDEX";
-  if (!ok || before.checkpoints != 2 || before.checkpoint_deltas != 1 || checkpoints_after_copy != 2 ||
+  if (!ok || before.checkpoints != 2 || Diag(before, "checkpoint_deltas") != 1 || checkpoints_after_copy != 2 ||
       !fs::exists(file)) {
     std::fprintf(stderr, "no delta checkpoint to cut: %s\n", before.ToString().c_str());
     return -1;
   }
   uint64_t size = fs::file_size(file);
-  uint64_t delta = before.last_checkpoint_bytes;
+  uint64_t delta = Diag(before, "last_checkpoint_bytes");
   if (delta == 0 || delta * 4 >= size * 3) {  // (the base is sparse: 2,000 keys' blocks, about 150 KB)
     std::fprintf(stderr, "the delta (%" PRIu64 " of %" PRIu64 " bytes) is not small\n", delta, size);
     return -1;
@@ -937,7 +938,7 @@ int TornDeltaScenario(bool as_version5 = false) {
     if (!LiveKeyDB::Open(o, io, c, &raw).ok()) return -1;
     db.reset(raw);
     const LiveKeyStats st = db->GetLiveKeyStats();
-    if (st.index_file_loads != 1 || st.rebuilds != st.checkpoint_replays) {
+    if (st.index_file_loads != 1 || st.rebuilds != Diag(st, "checkpoint_replays")) {
       std::fprintf(stderr, "cut at %" PRIu64 ": not opened from the file: %s\n", cut, st.ToString().c_str());
       return -1;
     }
@@ -1041,7 +1042,7 @@ TEST(LiveKeyExactness, FastKernelCheckpointsAreWhole) {
     ASSERT_TRUE(WaitFor([&] { return db->GetLiveKeyStats().checkpoints > before; }));
   }
   const LiveKeyStats st = db->GetLiveKeyStats();
-  EXPECT_EQ(st.checkpoint_deltas, 0u) << st.ToString();
+  EXPECT_EQ(Diag(st, "checkpoint_deltas"), 0u) << st.ToString();
   ASSERT_TRUE(db->Close().ok());
   db.reset();
   fs::remove_all(dir);
@@ -1075,10 +1076,10 @@ TEST(LiveKeyExactness, StreamedBaseHoldsNoCopyOfTheIndex) {
   ASSERT_TRUE(WaitFor([&] { return db->GetLiveKeyStats().checkpoints > before; }));
   const LiveKeyStats st = db->GetLiveKeyStats();
   ASSERT_GT(st.index_bytes, 10000000u) << st.ToString();
-  EXPECT_LT(st.max_checkpoint_buffer_bytes, st.index_bytes / 5) << st.ToString();
+  EXPECT_LT(Diag(st, "max_checkpoint_buffer_bytes"), st.index_bytes / 5) << st.ToString();
   // 3,000 keys in 190,000 blocks: the base is sparse (the blocks in use).
-  EXPECT_LT(st.last_checkpoint_bytes, st.index_bytes / 20) << st.ToString();
-  EXPECT_GT(st.max_checkpoint_buffer_bytes, 0u) << st.ToString();
+  EXPECT_LT(Diag(st, "last_checkpoint_bytes"), st.index_bytes / 20) << st.ToString();
+  EXPECT_GT(Diag(st, "max_checkpoint_buffer_bytes"), 0u) << st.ToString();
   ASSERT_TRUE(db->FlushWAL(true).ok() && db->PauseBackgroundWork().ok() && db->DisableFileDeletions().ok());
   fs::copy(dir, copy, fs::copy_options::recursive);
   ASSERT_TRUE(db->ContinueBackgroundWork().ok());
@@ -1120,7 +1121,7 @@ TEST(LiveKeyExactness, StreamedBaseHoldsNoCopyOfTheIndex) {
   db.reset(raw);
   const LiveKeyStats cut = db->GetLiveKeyStats();
   EXPECT_EQ(cut.index_file_loads, 1u) << cut.ToString();  // the last whole file, brought forward
-  EXPECT_GE(cut.checkpoint_replayed_keys, 3000u) << cut.ToString();
+  EXPECT_GE(Diag(cut, "checkpoint_replayed_keys"), 3000u) << cut.ToString();
   EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
   db->Close().PermitUncheckedError();
   db.reset();
@@ -1202,7 +1203,7 @@ int DeferredLoadScenario() {
   ok = ok && db->WaitForBackgroundRebuilds(60000);
   const LiveKeyStats st = ok ? db->GetLiveKeyStats() : LiveKeyStats();
   int lost = -1;
-  if (ok && st.index_file_loads == 1 && st.checkpoint_replays == 1) {
+  if (ok && st.index_file_loads == 1 && Diag(st, "checkpoint_replays") == 1) {
     lost = CountLost(db.get(), db->DefaultColumnFamily(), keys);
   } else {
     std::fprintf(stderr, "not loaded in the background (state %s): %s\n", state.c_str(), st.ToString().c_str());
@@ -1265,7 +1266,7 @@ TEST(LiveKeyExactness, CloseDuringTheOpenBuildKeepsTheFile) {
   ASSERT_TRUE(db->WaitForBackgroundRebuilds(60000));
   const LiveKeyStats st = db->GetLiveKeyStats();
   EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
-  EXPECT_EQ(st.checkpoint_replays, 1u) << "the kept file is brought forward: " << st.ToString();
+  EXPECT_EQ(Diag(st, "checkpoint_replays"), 1u) << "the kept file is brought forward: " << st.ToString();
   EXPECT_EQ(CountLost(db.get(), db->DefaultColumnFamily(), keys), 0);
   ASSERT_TRUE(db->Close().ok());
   db.reset();

@@ -42,6 +42,7 @@ namespace fs = std::filesystem;
 using dlcbf::LiveKeyDB;
 using dlcbf::LiveKeyIndexOptions;
 using dlcbf::LiveKeyStats;
+using dlcbf::testing_util::Diag;
 using dlcbf::internal::LiveKeyFault;
 using rocksdb::ReadOptions;
 using rocksdb::Status;
@@ -244,13 +245,13 @@ TEST_P(LiveKeyDBTransactions, EveryCommitIsIndexed) {
 TEST_P(LiveKeyDBTransactions, RollbackAndSavepointsIndexNothing) {
   TxnDb t;
   ASSERT_TRUE(TxnDb::Open(GetParam(), TestDir("rollback"), &t).ok());
-  const uint64_t inserts0 = t.Stats().index_inserts;
+  const uint64_t inserts0 = Diag(t.Stats(), "index_inserts");
   {
     std::unique_ptr<Transaction> txn(t.Begin());
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(txn->Put(Key("r", i), "v").ok());
     ASSERT_TRUE(txn->Rollback().ok());
   }
-  EXPECT_EQ(t.Stats().index_inserts, inserts0) << "a rollback indexes nothing";
+  EXPECT_EQ(Diag(t.Stats(), "index_inserts"), inserts0) << "a rollback indexes nothing";
   {
     std::unique_ptr<Transaction> txn(t.Begin());
     ASSERT_TRUE(txn->Put("kept", "v").ok());
@@ -259,7 +260,7 @@ TEST_P(LiveKeyDBTransactions, RollbackAndSavepointsIndexNothing) {
     ASSERT_TRUE(txn->RollbackToSavePoint().ok());
     ASSERT_TRUE(txn->Commit().ok());
   }
-  EXPECT_EQ(t.Stats().index_inserts, inserts0 + 1) << "only what was committed";
+  EXPECT_EQ(Diag(t.Stats(), "index_inserts"), inserts0 + 1) << "only what was committed";
   std::string v;
   EXPECT_TRUE(t.db()->Get(ReadOptions(), "kept", &v).ok());
   {
@@ -347,10 +348,10 @@ TEST_P(LiveKeyDBTransactions, ReadModifyWriteNeedsNoCheck) {
       ASSERT_TRUE(txn->Commit().ok());
     }
     const LiveKeyStats after = t.Stats();
-    EXPECT_EQ(after.deferred_checks, before.deferred_checks) << "no check for a key the transaction read live";
-    EXPECT_EQ(after.liveness_reads, before.liveness_reads);
-    EXPECT_EQ(after.known_writes - before.known_writes, 50u);
-    EXPECT_EQ(after.index_inserts, before.index_inserts);
+    EXPECT_EQ(Diag(after, "deferred_checks"), Diag(before, "deferred_checks")) << "no check for a key the transaction read live";
+    EXPECT_EQ(Diag(after, "liveness_reads"), Diag(before, "liveness_reads"));
+    EXPECT_EQ(Diag(after, "known_writes") - Diag(before, "known_writes"), 50u);
+    EXPECT_EQ(Diag(after, "index_inserts"), Diag(before, "index_inserts"));
 
     t.Close();
   }

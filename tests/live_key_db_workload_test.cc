@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 using dlcbf::LiveKeyDB;
 using dlcbf::LiveKeyIndexOptions;
 using dlcbf::LiveKeyStats;
+using dlcbf::testing_util::Diag;
 using rocksdb::ReadOptions;
 using rocksdb::Status;
 using rocksdb::WriteOptions;
@@ -135,7 +136,7 @@ HotKeyResult RunHotKey(const std::string& dir, uint64_t writes, uint32_t max_def
     const LiveKeyStats st = db->GetLiveKeyStats();
     r.mode = Cf0(st).mode;
     r.entries = Cf0(st).entries;
-    r.known_writes = st.known_writes;
+    r.known_writes = Diag(st, "known_writes");
     r.busy_sync_reads = st.busy_sync_reads;
     ExpectAllFound(db.get(), keys);
   }
@@ -314,7 +315,7 @@ std::pair<uint64_t, uint64_t> RunAbortedRebuild(const std::string& dir) {
     for (int i = 0; i < 800; ++i) EXPECT_TRUE(db->Put(WriteOptions(), Key("r", i), "v").ok());
     for (int i = 0; i < 100; ++i) EXPECT_TRUE(db->Put(WriteOptions(), Key("r", i), "w").ok());  // 100 checks
     // (One more when a new key collides with one the index holds.)
-    EXPECT_GE(db->GetLiveKeyStats().pending_checks, 100u);
+    EXPECT_GE(Diag(db->GetLiveKeyStats(), "pending_checks"), 100u);
     // New keys until the capacity trigger starts a rebuild; its scan waits.
     int next = 800;
     auto running = [&] { return dlcbf::internal::GetLiveKeyRebuildWaitingForTesting(); };
@@ -641,7 +642,7 @@ TEST(LiveKeyDBCheckpoint, CrashAfterCheckpointLosesNoKey) {
   LiveKeyStats st;
   EXPECT_EQ(ReopenImage(image, live, &st), 0u) << st.ToString();
   EXPECT_EQ(st.index_file_loads, 1u) << st.ToString();
-  EXPECT_EQ(st.checkpoint_replays, 1u) << st.ToString();
+  EXPECT_EQ(Diag(st, "checkpoint_replays"), 1u) << st.ToString();
   // Only what was written since is read, not the 2000 keys before.
   std::string log;
   {
@@ -650,10 +651,10 @@ TEST(LiveKeyDBCheckpoint, CrashAfterCheckpointLosesNoKey) {
       if (line.find("checkpoint") != std::string::npos) log += line + "\n";
     }
   }
-  EXPECT_LT(st.checkpoint_replayed_keys, 1000u) << st.ToString() << "\n" << log;
+  EXPECT_LT(Diag(st, "checkpoint_replayed_keys"), 1000u) << st.ToString() << "\n" << log;
   EXPECT_GE(Cf0(st).entries, live.size());
   std::printf("  checkpoint brought forward: %llu keys read, %llu entries for %zu live keys\n",
-              static_cast<unsigned long long>(st.checkpoint_replayed_keys),
+              static_cast<unsigned long long>(Diag(st, "checkpoint_replayed_keys")),
               static_cast<unsigned long long>(Cf0(st).entries), live.size());
   fs::remove_all(dir);
   fs::remove_all(image);
@@ -668,7 +669,7 @@ TEST(LiveKeyDBCheckpoint, CrashAfterCheckpointWithOneSourceLosesNoKey) {
   const auto live = CheckpointThenCrash(dir, image, /*sources=*/1);
   LiveKeyStats st;
   EXPECT_EQ(ReopenImage(image, live, &st), 0u) << st.ToString();
-  EXPECT_EQ(st.checkpoint_replays, 1u) << st.ToString();
+  EXPECT_EQ(Diag(st, "checkpoint_replays"), 1u) << st.ToString();
   EXPECT_GE(Cf0(st).entries, live.size());
   fs::remove_all(dir);
   fs::remove_all(image);

@@ -1,6 +1,7 @@
-// RocksDB helpers shared by the test suites and tools/crash_test: an
-// order-sensitive merge operator, a logger that captures lines, fresh
-// test directories and a whole file's bytes (one copy of each).
+// RocksDB helpers shared by the test suites and the test tools
+// (tools/crash_test, tools/stress, tools/bench): an order-sensitive merge
+// operator, a logger that captures lines, fresh test directories, a whole
+// file's bytes and LiveKeyDB's diagnostics by name (one copy of each).
 #pragma once
 
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "dlcbf/rocksdb/live_key_db.h"
 
 #include "rocksdb/env.h"
 #include "rocksdb/merge_operator.h"
@@ -79,6 +82,17 @@ inline std::string TestDir(const std::string& prefix, const std::string& name) {
 inline std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// LiveKeyStats' diagnostic `name` (LiveKeyStats::diagnostics); a name it
+// does not report is a test's or tool's bug: it says so and aborts.
+inline uint64_t Diag(const dlcbf::LiveKeyStats& st, const char* name) {
+  uint64_t v = 0;
+  if (!st.GetDiagnostic(name, &v)) {
+    std::fprintf(stderr, "LiveKeyStats has no diagnostic '%s'\n", name);
+    std::abort();
+  }
+  return v;
 }
 
 }  // namespace testing_util

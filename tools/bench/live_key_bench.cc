@@ -84,6 +84,7 @@
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "tests/rocksdb_test_util.h"  // (Diag: a LiveKeyStats diagnostic by name)
 #include "dlcbf/rocksdb/registration.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
@@ -120,6 +121,8 @@ DEFINE_uint64(growth_expected, 100000,
               "growth workload: expected_keys of its LiveKeyDB, which then takes 4x as many new keys (0: skip)");
 
 namespace {
+
+using dlcbf::testing_util::Diag;
 
 using Clock = std::chrono::steady_clock;
 
@@ -450,7 +453,7 @@ int main(int argc, char** argv) {
     if (!is_read) {
       for (const Config& c : configs) {
         if (c.live == nullptr) continue;
-        const uint64_t pending = c.live->GetLiveKeyStats().pending_checks;
+        const uint64_t pending = Diag(c.live->GetLiveKeyStats(), "pending_checks");
         const auto t0 = Clock::now();
         if (!c.live->WaitForDeferredChecks(600000)) std::printf("live_key_bench ERROR checks did not drain\n");
         std::printf("live_key_bench drain config=%-12s workload=%-10s pending=%" PRIu64 " ms=%.1f\n",
@@ -486,8 +489,8 @@ int main(int argc, char** argv) {
         const dlcbf::LiveKeyStats st0 = c.live->GetLiveKeyStats();
         fallbacks[c.name] = st0.queue_full_fallbacks;
         busy[c.name] = st0.busy_sync_reads;
-        unchecked[c.name] = st0.unchecked_copies;
-        budget_rebuilds[c.name] = st0.unchecked_budget_rebuilds;
+        unchecked[c.name] = Diag(st0, "unchecked_copies");
+        budget_rebuilds[c.name] = Diag(st0, "unchecked_budget_rebuilds");
       }
       for (uint32_t rep = 0; rep < FLAGS_write_repeats; ++rep) {
         // One key stream per thread, the same for every configuration.
@@ -545,9 +548,9 @@ int main(int argc, char** argv) {
                           " queue_full_fallbacks=%" PRIu64 " busy_sync_reads=%" PRIu64
                           " unchecked_copies=%" PRIu64 " budget_rebuilds=%" PRIu64,
                           cf.mode.c_str(), static_cast<int64_t>(cf.entries) - static_cast<int64_t>(settled),
-                          st.pending_checks, st.queue_full_fallbacks - fallbacks[c.name],
-                          st.busy_sync_reads - busy[c.name], st.unchecked_copies - unchecked[c.name],
-                          st.unchecked_budget_rebuilds - budget_rebuilds[c.name]);
+                          Diag(st, "pending_checks"), st.queue_full_fallbacks - fallbacks[c.name],
+                          st.busy_sync_reads - busy[c.name], Diag(st, "unchecked_copies") - unchecked[c.name],
+                          Diag(st, "unchecked_budget_rebuilds") - budget_rebuilds[c.name]);
             zipf_mode[c.name][w] = b;
           }
         }

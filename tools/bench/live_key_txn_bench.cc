@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "tests/rocksdb_test_util.h"  // (Diag: a LiveKeyStats diagnostic by name)
 #include "rocksdb/utilities/optimistic_transaction_db.h"
 #include "rocksdb/utilities/transaction.h"
 #include "rocksdb/utilities/transaction_db.h"
@@ -54,6 +55,8 @@ DEFINE_uint64(seed, 8, "random seed");
 DEFINE_string(kinds, "TransactionDB,OptimisticTransactionDB", "pairs to run");
 
 namespace {
+
+using dlcbf::testing_util::Diag;
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kTool = "live_key_txn_bench";
@@ -262,7 +265,7 @@ int main(int argc, char** argv) {
     std::printf("%s kind=%s livekey stats: lookups=%" PRIu64 " short_circuited=%" PRIu64 " unverified_reads=%" PRIu64
                 " unseen_write_detections=%" PRIu64 " index_inserts=%" PRIu64 "\n",
                 kTool, kind.c_str(), st.lookups, st.short_circuited, st.unverified_reads, st.unseen_write_detections,
-                st.index_inserts);
+                Diag(st, "index_inserts"));
     for (Db& d : dbs) delete d.db;
   }
   return 0;

@@ -52,6 +52,7 @@
 #include "dlcbf/internal/hash.h"
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "tests/rocksdb_test_util.h"  // (Diag: a LiveKeyStats diagnostic by name)
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/table.h"
@@ -72,6 +73,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+using dlcbf::testing_util::Diag;
 
 void Check(const rocksdb::Status& s, const char* what) {
   if (!s.ok()) {
@@ -323,7 +326,7 @@ int main(int argc, char** argv) {
           }
           t.ready.push_back(Since(t0));
           const dlcbf::LiveKeyStats st = db->GetLiveKeyStats();
-          t.replayed = st.checkpoint_replayed_keys;
+          t.replayed = Diag(st, "checkpoint_replayed_keys");
           t.build_keys = st.column_families.empty() ? 0 : st.column_families[0].last_rebuild_keys;
           t.build.push_back(st.column_families.empty() ? 0 : st.column_families[0].last_rebuild_seconds);
           Check(db->Close(), "Close");

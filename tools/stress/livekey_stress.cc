@@ -208,6 +208,7 @@
 
 #include "dlcbf/internal/rocksdb_compat.h"
 #include "dlcbf/rocksdb/live_key_db.h"
+#include "tests/rocksdb_test_util.h"  // (Diag: a LiveKeyStats diagnostic by name)
 #include "dlcbf/rocksdb/memtable_index.h"
 #include "rocksdb/compaction_filter.h"
 #include "rocksdb/convenience.h"
@@ -365,6 +366,8 @@ DEFINE_uint64(child_seed, 1, "child: random seed");
 DEFINE_int32(round, 0, "child: round number (for unique values)");
 
 namespace {
+
+using dlcbf::testing_util::Diag;
 
 using Clock = std::chrono::steady_clock;
 using rocksdb::ColumnFamilyHandle;
@@ -1220,8 +1223,8 @@ void CloseSession(Session* s) {
   const LiveKeyStats st = SessionStats(s);
   g.auto_rebuilds += st.auto_rebuilds;
   g.checkpoints += st.checkpoints;
-  g.checkpoint_deltas += st.checkpoint_deltas;
-  g.unchecked_copies += st.unchecked_copies;
+  g.checkpoint_deltas += Diag(st, "checkpoint_deltas");
+  g.unchecked_copies += Diag(st, "unchecked_copies");
   g.dead_prefix_seeks += st.dead_prefix_seeks;
   g.moved_seeks += st.moved_seeks;
   HangGuard hg("Close");
@@ -2741,7 +2744,7 @@ bool OpenAndVerify(Session* s, std::mt19937_64& rng, const LiveKeyIndexOptions& 
               "%s\n",
               label.c_str(), st.index_file_loads, st.index_file_rejections,
               st.last_rejection.empty() ? "" : " last_rejection=",
-              st.last_rejection.c_str(), st.checkpoint_replays, IndexStates(st).c_str());
+              st.last_rejection.c_str(), Diag(st, "checkpoint_replays"), IndexStates(st).c_str());
   return true;
 }
 
@@ -2845,8 +2848,8 @@ int RunParent() {
                 " unchecked_copies=%" PRIu64 " unseen_write_detections=%" PRIu64
                 " trust_recoveries=%" PRIu64 " lost=%" PRIu64 "%s\n",
                 round, g.ops.load() - ops0, writes, secs, st.rebuilds, st.auto_rebuilds, per_kop, st.failed_rebuilds,
-                st.index_migrations, st.checkpoints, st.deferred_checks, st.known_writes, st.busy_sync_reads,
-                st.unchecked_copies, st.unseen_write_detections,
+                st.index_migrations, st.checkpoints, Diag(st, "deferred_checks"), Diag(st, "known_writes"), st.busy_sync_reads,
+                Diag(st, "unchecked_copies"), st.unseen_write_detections,
                 st.trust_recoveries, g.lost.load() - lost0,
                 IndexStates(st).c_str());
     std::fflush(stdout);

@@ -92,7 +92,7 @@ namespace dlcbf {
 // at most 72 bytes per block: compact records, FORMATS.md), a delta the
 // list of the chunk's changed blocks (8 bytes per block); a
 // table copied whole under the stripes (fast kernel, an Env without
-// RandomRWFile) its image (LiveKeyStats::max_checkpoint_buffer_bytes).
+// RandomRWFile) its image (the diagnostic max_checkpoint_buffer_bytes).
 //
 // What changed, not the whole index. A dense index copied in chunks for a
 // new base tracks its changed blocks from before that copy (a bit per

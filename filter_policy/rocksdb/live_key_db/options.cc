@@ -95,36 +95,33 @@ rocksdb::Status LiveKeyIndexOptions::Validate() const {
   return rocksdb::Status::OK();
 }
 
+bool LiveKeyStats::GetDiagnostic(const std::string& name, uint64_t* value) const {
+  for (const auto& d : diagnostics) {
+    if (d.first == name) {
+      *value = d.second;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string LiveKeyStats::ToString() const {
   std::ostringstream o;
   o << "LiveKeyDB: lookups=" << lookups << " short_circuited=" << short_circuited
     << " dead_prefix_seeks=" << dead_prefix_seeks << " moved_seeks=" << moved_seeks
-    << " bypassed_reads=" << bypassed_reads << " write_keys=" << write_keys
-    << " liveness_reads=" << liveness_reads << " index_inserts=" << index_inserts
-    << " index_erases=" << index_erases << " undone_inserts=" << undone_inserts
-    << " deferred_checks=" << deferred_checks << " check_erases=" << check_erases
-    << " checks_dropped=" << checks_dropped << " check_snapshots=" << check_snapshots
-    << " pending_checks=" << pending_checks << " known_writes=" << known_writes
-    << " queue_full_fallbacks=" << queue_full_fallbacks << " busy_sync_reads=" << busy_sync_reads
-    << " unchecked_copies=" << unchecked_copies << " unchecked_budget_rebuilds=" << unchecked_budget_rebuilds
-    << " check_multigets=" << check_multigets << " unverified_reads=" << unverified_reads
+    << " bypassed_reads=" << bypassed_reads << " queue_full_fallbacks=" << queue_full_fallbacks
+    << " busy_sync_reads=" << busy_sync_reads << " unverified_reads=" << unverified_reads
     << " unseen_write_detections=" << unseen_write_detections << " trust_recoveries=" << trust_recoveries
-    << " indexes_trusted=" << (indexes_trusted ? 1 : 0)
-    << " delete_range_erased=" << delete_range_erased
-    << " delete_range_limit_hits=" << delete_range_limit_hits
-    << " ingested_keys=" << ingested_keys << " rebuilds=" << rebuilds
-    << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
-    << " index_migrations=" << index_migrations
-    << " checkpoints=" << checkpoints << " checkpoint_deltas=" << checkpoint_deltas
-    << " checkpoint_bytes=" << checkpoint_bytes << " last_checkpoint_bytes=" << last_checkpoint_bytes
-    << " checkpoint_failures=" << checkpoint_failures
-    << " max_checkpoint_buffer_bytes=" << max_checkpoint_buffer_bytes
-    << " last_checkpoint_seq=" << last_checkpoint_seq
-    << " max_checkpoint_pause_micros=" << max_checkpoint_pause_micros
-    << " checkpoint_replays=" << checkpoint_replays << " checkpoint_replayed_keys=" << checkpoint_replayed_keys
-    << " index_file_loads=" << index_file_loads
+    << " indexes_trusted=" << (indexes_trusted ? 1 : 0) << " delete_range_limit_hits=" << delete_range_limit_hits
+    << " rebuilds=" << rebuilds << " auto_rebuilds=" << auto_rebuilds << " failed_rebuilds=" << failed_rebuilds
+    << " index_migrations=" << index_migrations << " checkpoints=" << checkpoints
+    << " checkpoint_failures=" << checkpoint_failures << " index_file_loads=" << index_file_loads
     << " index_file_rejections=" << index_file_rejections << " index_bytes=" << index_bytes
     << " cache_charged_bytes=" << cache_charged_bytes << " cache_charge_failures=" << cache_charge_failures;
+  if (!diagnostics.empty()) {
+    o << "\n  diagnostics:";
+    for (const auto& d : diagnostics) o << " " << d.first << "=" << d.second;
+  }
   if (!last_rejection.empty()) o << " last_rejection=\"" << last_rejection << "\"";
   for (const LiveKeyCfStats& c : column_families) {
     o << "\n  cf " << c.id << " '" << c.name << "': ";

@@ -89,45 +89,20 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
   st.dead_prefix_seeks = r.epochs.Sum(kDeadPrefixSeeks);
   st.moved_seeks = r.epochs.Sum(kMovedSeeks);
   st.bypassed_reads = r.epochs.Sum(kBypassed);
-  st.write_keys = r.epochs.Sum(kWriteKeys);
-  st.liveness_reads = r.epochs.Sum(kLivenessReads);
-  st.index_inserts = r.epochs.Sum(kIndexInserts);
-  st.index_erases = r.epochs.Sum(kIndexErases);
-  st.undone_inserts = r.epochs.Sum(kUndone);
-  st.deferred_checks = r.epochs.Sum(kDeferredChecks);
-  st.check_erases = r.epochs.Sum(kCheckErases);
-  st.checks_dropped = r.epochs.Sum(kChecksDropped);
-  st.known_writes = r.epochs.Sum(kKnownWrites);
   st.queue_full_fallbacks = r.epochs.Sum(kQueueFullFallbacks);
   st.busy_sync_reads = r.epochs.Sum(kBusySyncReads);
-  st.unchecked_copies = r.epochs.Sum(kUncheckedCopies);
-  st.unchecked_budget_rebuilds = r.epochs.Sum(kUncheckedBudgetRebuilds);
-  st.check_multigets = r.epochs.Sum(kCheckReads);
   st.unverified_reads = r.epochs.Sum(kUnverifiedReads);
   st.unseen_write_detections = r.unseen_write_detections.load();
   st.trust_recoveries = r.trust_recoveries.load();
   st.indexes_trusted = !r.untrusted.load();
   st.index_migrations = r.epochs.Sum(kIndexMigrations);
-  st.check_snapshots = r.epochs.Sum(kCheckSnapshots);
-  st.pending_checks = r.pending_checks.load();
-  st.delete_range_erased = r.epochs.Sum(kRangeErased);
   st.delete_range_limit_hits = r.epochs.Sum(kRangeLimitHits);
-  st.ingested_keys = r.epochs.Sum(kIngestedKeys);
   st.rebuilds = r.rebuilds.load();
   st.auto_rebuilds = r.auto_rebuilds.load();
   st.failed_rebuilds = r.failed_rebuilds.load();
   st.index_file_loads = r.file_loads.load();
   st.checkpoints = r.checkpoints.load();
-  st.checkpoint_deltas = r.checkpoint_deltas.load();
-  st.checkpoint_bytes = r.checkpoint_bytes.load();
-  st.last_checkpoint_bytes = r.last_checkpoint_bytes.load();
   st.checkpoint_failures = r.checkpoint_failures.load();
-  st.max_checkpoint_buffer_bytes = r.max_checkpoint_buffer_bytes.load();
-  st.last_checkpoint_pause_micros = r.last_checkpoint_pause_us.load();
-  st.max_checkpoint_pause_micros = r.max_checkpoint_pause_us.load();
-  st.last_checkpoint_seq = r.last_checkpoint_seq.load();
-  st.checkpoint_replays = r.checkpoint_replays.load();
-  st.checkpoint_replayed_keys = r.checkpoint_replayed_keys.load();
   st.index_file_rejections = r.file_rejections.load();
   st.cache_charged_bytes = r.charged_bytes.load();
   st.cache_charge_failures = r.charge_failures.load();
@@ -135,6 +110,33 @@ LiveKeyStats LiveKeyDB::GetLiveKeyStats() const {
     std::lock_guard<std::mutex> l(r.reject_mu);
     st.last_rejection = r.last_rejection;
   }
+  st.diagnostics = {
+      {"write_keys", r.epochs.Sum(kWriteKeys)},
+      {"liveness_reads", r.epochs.Sum(kLivenessReads)},
+      {"index_inserts", r.epochs.Sum(kIndexInserts)},
+      {"index_erases", r.epochs.Sum(kIndexErases)},
+      {"undone_inserts", r.epochs.Sum(kUndone)},
+      {"deferred_checks", r.epochs.Sum(kDeferredChecks)},
+      {"check_erases", r.epochs.Sum(kCheckErases)},
+      {"checks_dropped", r.epochs.Sum(kChecksDropped)},
+      {"check_snapshots", r.epochs.Sum(kCheckSnapshots)},
+      {"pending_checks", r.pending_checks.load()},
+      {"known_writes", r.epochs.Sum(kKnownWrites)},
+      {"unchecked_copies", r.epochs.Sum(kUncheckedCopies)},
+      {"unchecked_budget_rebuilds", r.epochs.Sum(kUncheckedBudgetRebuilds)},
+      {"check_multigets", r.epochs.Sum(kCheckReads)},
+      {"delete_range_erased", r.epochs.Sum(kRangeErased)},
+      {"ingested_keys", r.epochs.Sum(kIngestedKeys)},
+      {"checkpoint_deltas", r.checkpoint_deltas.load()},
+      {"checkpoint_bytes", r.checkpoint_bytes.load()},
+      {"last_checkpoint_bytes", r.last_checkpoint_bytes.load()},
+      {"max_checkpoint_buffer_bytes", r.max_checkpoint_buffer_bytes.load()},
+      {"last_checkpoint_pause_micros", r.last_checkpoint_pause_us.load()},
+      {"max_checkpoint_pause_micros", r.max_checkpoint_pause_us.load()},
+      {"last_checkpoint_seq", r.last_checkpoint_seq.load()},
+      {"checkpoint_replays", r.checkpoint_replays.load()},
+      {"checkpoint_replayed_keys", r.checkpoint_replayed_keys.load()},
+  };
   std::vector<const CfState*> fams;
   {
     std::lock_guard<std::mutex> l(r.cf_mu);

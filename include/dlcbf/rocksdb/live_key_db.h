@@ -41,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "dlcbf/core/elastic_filter.h"
 #include "rocksdb/cache.h"
@@ -254,76 +255,41 @@ struct LiveKeyCfStats {
   uint64_t last_rebuild_pause_micros = 0;  // writers paused for the swap
 };
 
-// Counters since Open. What a user acts on: short_circuited / lookups (ShortCircuitRate) and
-// bypassed_reads; queue_full_fallbacks, busy_sync_reads (writes that read); indexes_trusted,
-// unseen_write_detections, trust_recoveries, unverified_reads (writes behind LiveKeyDB's back:
-// every index bypassed until rebuilt); delete_range_limit_hits; rebuilds, auto_rebuilds,
-// failed_rebuilds, index_migrations (raise expected_keys, lower rebuild_at_capacity);
-// checkpoint_failures, index_file_rejections, last_rejection; index_bytes, cache_charged_bytes,
-// cache_charge_failures. Diagnostics (for dumps and tests; not a contract: they may change): the
-// other fields.
+// Counters since Open, each one a user acts on; the internal counters are `diagnostics`.
 struct LiveKeyStats {
-  // Reads.
-  uint64_t lookups = 0;          // keys checked against the index
-  uint64_t short_circuited = 0;  // of those, "no": RocksDB not touched
-  uint64_t dead_prefix_seeks = 0;  // Seeks answered "no live key in this prefix" (live_prefix_counts)
-  uint64_t moved_seeks = 0;        // Seeks moved past regions with no live key (live_range_lengths)
-  uint64_t bypassed_reads = 0;   // snapshot/tier/timestamp/unindexed reads
-  // Writes.
-  uint64_t write_keys = 0;       // point keys handled for indexed families
-  uint64_t liveness_reads = 0;   // base-DB reads issued by writes
-  // Index inserts and erases for writes.
-  uint64_t index_inserts = 0;
-  uint64_t index_erases = 0;
-  uint64_t undone_inserts = 0;   // removed again after a failed write
-  uint64_t deferred_checks = 0;  // liveness checks moved off the write path
-  uint64_t check_erases = 0;     // of those, copies erased (key was live)
-  uint64_t checks_dropped = 0;   // erases skipped: a rebuild or drop came first
-  uint64_t check_snapshots = 0;  // snapshots taken for them (shared by many)
-  uint64_t pending_checks = 0;   // queued now
-  // Writes that read: the queue was full (the checker fell behind); more than
+  // Reads: keys checked against the index; of those, "no" (RocksDB not touched); Seeks answered
+  // "no live key in this prefix" (live_prefix_counts) and moved past dead regions
+  // (live_range_lengths); reads the index cannot serve (snapshot, tier, timestamp, unindexed).
+  uint64_t lookups = 0;
+  uint64_t short_circuited = 0;
+  uint64_t dead_prefix_seeks = 0;
+  uint64_t moved_seeks = 0;
+  uint64_t bypassed_reads = 0;
+  // Writes that read on the write path: the checker fell behind (its queue was full); more than
   // max_deferring_writers writes were in progress (by design).
   uint64_t queue_full_fallbacks = 0;
   uint64_t busy_sync_reads = 0;
-  // Busy overwrites that counted an unchecked copy; rebuilds their budget scheduled.
-  uint64_t unchecked_copies = 0;
-  uint64_t unchecked_budget_rebuilds = 0;
-  uint64_t check_multigets = 0;  // the checker's reads (one MultiGet per
-                                 // family and snapshot, up to 64 keys)
-  // Index "no"s sent to RocksDB as the DB's sequence number was past LiveKeyDB's writes (also in
-  // bypassed_reads); unseen writes found certain; every index rebuilt after one; false meanwhile.
+  // Writes behind LiveKeyDB's back: index "no"s sent to RocksDB as the DB's sequence number was
+  // past LiveKeyDB's writes (also in bypassed_reads); unseen changes found certain; every index
+  // rebuilt after one; false meanwhile (every index bypassed).
   uint64_t unverified_reads = 0;
   uint64_t unseen_write_detections = 0;
   uint64_t trust_recoveries = 0;
   bool indexes_trusted = true;
-  // Writes decided by a pending check's known key state: no read, check or extra copy.
-  uint64_t known_writes = 0;
-  uint64_t delete_range_erased = 0;      // keys erased by DeleteRange scans
-  uint64_t delete_range_limit_hits = 0;  // scans cut by the limit (stale)
-  uint64_t ingested_keys = 0;    // keys read from ingested files
-  // Rebuilds (all, automatic, failed); indexes past their dlCBF's capacity before a rebuild.
+  uint64_t delete_range_limit_hits = 0;  // DeleteRange scans cut by delete_range_scan_limit (stale)
+  // Rebuilds (all, automatic, failed); indexes past their dlCBF's capacity before a rebuild
+  // (raise expected_keys, lower rebuild_at_capacity).
   uint64_t rebuilds = 0;
   uint64_t auto_rebuilds = 0;
   uint64_t failed_rebuilds = 0;
   uint64_t index_migrations = 0;
-  uint64_t checkpoints = 0;            // index files written by checkpoints
-  // Of them, deltas (changed blocks appended); bytes written by all, and by the last.
-  uint64_t checkpoint_deltas = 0;
-  uint64_t checkpoint_bytes = 0;
-  uint64_t last_checkpoint_bytes = 0;
-  // Failed (the info LOG says why): the file keeps the last good one; the next is written whole.
+  // Index files written by checkpoints; failed ones (the info LOG says why); families loaded
+  // from the file at Open; files (or entries) not trusted, and why the last one was not.
+  uint64_t checkpoints = 0;
   uint64_t checkpoint_failures = 0;
-  // Most memory one checkpoint held: a chunk, its block list, 1 MiB read-back (fast: the table).
-  uint64_t max_checkpoint_buffer_bytes = 0;
-  // Writers' pause (every stripe held) of the last checkpoint, and the longest since Open.
-  uint64_t last_checkpoint_pause_micros = 0;
-  uint64_t max_checkpoint_pause_micros = 0;
-  uint64_t last_checkpoint_seq = 0;    // the sequence number the last one covers
-  uint64_t checkpoint_replays = 0;     // families brought forward from a checkpoint
-  uint64_t checkpoint_replayed_keys = 0;  // keys counted to bring them forward
-  uint64_t index_file_loads = 0;       // column families loaded from file
-  uint64_t index_file_rejections = 0;  // files (or entries) not trusted
-  std::string last_rejection;          // why
+  uint64_t index_file_loads = 0;
+  uint64_t index_file_rejections = 0;
+  std::string last_rejection;
   // Every index's bytes (property "dlcbf.livekey.index-bytes"); charged to charge_cache; refused.
   uint64_t index_bytes = 0;
   uint64_t cache_charged_bytes = 0;
@@ -331,10 +297,18 @@ struct LiveKeyStats {
 
   std::vector<LiveKeyCfStats> column_families;
 
+  // Diagnostics: LiveKeyDB's internal counters (the write path's index updates and reads, the
+  // checker's work, checkpoint sizes and pauses), as (name, value) in ToString's order. For dumps
+  // and tests; not a contract: names may come and go between releases.
+  std::vector<std::pair<std::string, uint64_t>> diagnostics;
+  // Sets *value to the diagnostic `name`; false if there is none of that name.
+  bool GetDiagnostic(const std::string& name, uint64_t* value) const;
+
   double ShortCircuitRate() const {
     return lookups == 0 ? 0.0 : static_cast<double>(short_circuited) / lookups;
   }
-  // Multi-line human-readable summary (property "dlcbf.livekey.stats"); not a stable format.
+  // Multi-line human-readable summary, diagnostics included (property "dlcbf.livekey.stats");
+  // not a stable format.
   std::string ToString() const;
 };
 
