@@ -267,6 +267,13 @@ TEST(LiveKeyDBTest, ExactMaintenanceAndReadPaths) {
   EXPECT_EQ(Cf(st).entries, 2u);
   EXPECT_EQ(Cf(st).mode, "dlcbf");
   EXPECT_EQ(Diag(st, "liveness_reads"), 0u);  // new keys need no read
+  // The diagnostics by name: 2 inserts (the two new keys); no such name; the dump.
+  uint64_t inserts = 0, none = 7;
+  EXPECT_TRUE(st.GetDiagnostic("index_inserts", &inserts));
+  EXPECT_EQ(inserts, 2u);
+  EXPECT_FALSE(st.GetDiagnostic("no_such_counter", &none));
+  EXPECT_EQ(none, 7u) << "an unknown name leaves the value alone";
+  EXPECT_NE(st.ToString().find("\n  diagnostics: write_keys=2 "), std::string::npos) << st.ToString();
 
   // Absent keys: answered by the index alone.
   Status s;
