@@ -14,12 +14,13 @@
 //     TakeUncheckedCopy             (here)    only when every core is writing
 //     ReadLiveness                  (here)    only when neither is possible
 //     IndexInsert                   (here)    +1 copy and k's region counts, BEFORE the write
-//     write()  -> LedgerWrite       (here)    the base write, counted by the ledger (seq_ledger.h)
+//     write(): WriteOne (live_key_db.cc) builds the batch, LedgerWrite (here) writes it,
+//                                             counted by the ledger (seq_ledger.h)
 //     QueueCheck                    (checker.cc) the deferred check: erase the extra copy
-//   ~StripeGuard                    (rep.h)   releases the stripe
+//   ~StripeGuard                    (here)    releases the stripe
 //
 // The invariant every step keeps is the design note's (README.md, "The
-// invariant"): live(k) => count(k) >= 1 at every moment a reader can
+// invariant and the mechanisms"): live(k) => count(k) >= 1 at every moment a reader can
 // observe. Hence the insert before the base write, the erase only after
 // the delete returned, and a failed write undone only when a read proves
 // the key not live.
