@@ -347,7 +347,7 @@ rocksdb_java() {
   jstep "$current_step"
   rm -rf "$work"; mkdir -p "$work/classes"
   javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java java/org/dlcbf/rocksdb/*.java \
-        tools/java/LiveKeyJavaCheck.java
+        tools/java/LiveKeyJavaCheck.java tools/java/LiveKeyJavaBench.java
 
   current_step="4/4 DlcbfJavaCheck: dlcbf:10 + dlcbf_index through the properties and OPTIONS-file routes"
   jstep "$current_step"
@@ -362,6 +362,11 @@ rocksdb_java() {
   java "${libpath[@]}" -cp "$jar:$work/classes" LiveKeyJavaCheck "$work/livekey-negative" 4000 --negative |
     tee "$work/livekey-negative.log"
   grep -q '^livekey-java PASSED (negative control' "$work/livekey-negative.log"
+  if [ -n "${JAVA_LIVEKEY_BENCH_KEYS:-}" ]; then
+    jstep "LiveKeyJavaBench, $JAVA_LIVEKEY_BENCH_KEYS keys (JAVA_LIVEKEY_BENCH_KEYS)"
+    java "${libpath[@]}" -cp "$jar:$work/classes" LiveKeyJavaBench "$work/bench" "$JAVA_LIVEKEY_BENCH_KEYS" |
+      tee "$work/livekey-bench.log"
+  fi
   trap - ERR
   log "rocksdb-java $ver: PASSED (build ${t}s; log $work/java-check.log)"
 }
