@@ -346,8 +346,13 @@ rocksdb_java() {
   current_step="3/4 compile tools/java/DlcbfJavaCheck.java, LiveKeyDB's binding (java/) and tools/java/LiveKeyJavaCheck.java (javac, no Maven)"
   jstep "$current_step"
   rm -rf "$work"; mkdir -p "$work/classes"
+  # (8.10's CMake jar lacks AbstractComparatorJniBridge, which its own
+  # AbstractComparator needs from native code: compiled from the same tree.)
+  local bridge=()
+  unzip -l "$jar" | grep -q 'org/rocksdb/AbstractComparatorJniBridge.class' ||
+    bridge=("$src/java/src/main/java/org/rocksdb/AbstractComparatorJniBridge.java")
   javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java java/org/dlcbf/rocksdb/*.java \
-        tools/java/LiveKeyJavaCheck.java tools/java/LiveKeyJavaBench.java
+        tools/java/LiveKeyJavaCheck.java tools/java/LiveKeyJavaBench.java "${bridge[@]}"
 
   current_step="4/4 DlcbfJavaCheck: dlcbf:10 + dlcbf_index through the properties and OPTIONS-file routes"
   jstep "$current_step"
