@@ -9,20 +9,25 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
 import java.util.stream.Stream;
 import org.dlcbf.rocksdb.LiveKeyDB;
 import org.dlcbf.rocksdb.LiveKeyIndexOptions;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
+import org.rocksdb.CompactionOptions;
+import org.rocksdb.LRUCache;
+import org.rocksdb.LiveFileMetaData;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 import org.rocksdb.WriteOptions;
 
 public final class LiveKeyJavaBench {
-  private static byte[] key(String p, long i) { return String.format("%s%010d", p, i).getBytes(StandardCharsets.UTF_8); }
 
   private static void wipe(Path p) throws Exception {
     if (!Files.exists(p)) return;
@@ -31,30 +36,80 @@ public final class LiveKeyJavaBench {
     }
   }
 
+  // The deep LSM of tools/bench/deep_lsm.h (live_key_bench's): keys spread over the key space
+  // (16 hex digits of a mix of the id; even ids loaded, odd ids never written); auto compactions
+  // off; 50 % of the keys in L4, 20 % in L3, 12 % in L2, 8 % in L1 (each moved with compactFiles),
+  // the newest 10 % in 12 L0 files; then `deleted` keys spread over every level deleted, their
+  // tombstones in one more L0 file. A lookup that misses probes every L0 file and every level.
+  private static byte[] key(long id) {
+    long z = id + 0x5EED + 0x9E3779B97F4A7C15L;
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    z = z ^ (z >>> 31);
+    return String.format("%016x", z).getBytes(StandardCharsets.UTF_8);
+  }
+  private static byte[] loaded(long i) { return key(2 * i); }
+  private static byte[] missing(long i) { return key(2 * i + 1); }
+
   private static Options options() {
     final BlockBasedTableConfig t = new BlockBasedTableConfig();
     t.setFilterPolicy(new BloomFilter(10, false));
-    return new Options().setCreateIfMissing(true).setWriteBufferSize(2 << 20).setMaxBytesForLevelBase(8 << 20)
-        .setTargetFileSizeBase(2 << 20).setLevel0FileNumCompactionTrigger(40).setLevel0SlowdownWritesTrigger(60)
-        .setLevel0StopWritesTrigger(80).setTableFormatConfig(t);
+    t.setBlockCache(new LRUCache(32L << 20));
+    return new Options().setCreateIfMissing(true).setDisableAutoCompactions(true)
+        .setLevel0FileNumCompactionTrigger(1000).setLevel0SlowdownWritesTrigger(1000).setLevel0StopWritesTrigger(1000)
+        .setWriteBufferSize(512L << 20).setMaxWriteBufferNumber(4).setTargetFileSizeBase(32L << 20).setNumLevels(7)
+        .setTableFormatConfig(t);
   }
 
-  // Loads `keys` keys (the oldest 90 % compacted into levels, the newest 10 % in L0 files),
-  // then deletes `deleted` of them (their tombstones in L0).
-  private static void load(RocksDB db, long keys, long deleted) throws Exception {
-    final byte[] v = new byte[100];
-    try (WriteOptions wo = new WriteOptions().setDisableWAL(true); FlushOptions fo = new FlushOptions().setWaitForFlush(true)) {
-      final long old = keys * 9 / 10;
-      for (long i = 0; i < old; ++i) db.put(wo, key("k", i * 2), v);
-      db.flush(fo);
-      db.compactRange();
-      for (long i = old; i < keys; ++i) {
-        db.put(wo, key("k", i * 2), v);
-        if ((i - old) % ((keys - old) / 10 + 1) == 0) db.flush(fo);
-      }
-      for (long i = 0; i < deleted; ++i) db.delete(wo, key("k", i * 2 * (keys / deleted)));
+  private static void flushAndMove(RocksDB db, int level) throws Exception {
+    try (FlushOptions fo = new FlushOptions().setWaitForFlush(true)) {
       db.flush(fo);
     }
+    if (level <= 0) return;
+    final List<String> l0 = new ArrayList<>();
+    for (LiveFileMetaData f : db.getLiveFilesMetaData()) {
+      if (f.level() == 0) l0.add(f.fileName());
+    }
+    try (CompactionOptions co = new CompactionOptions()) {
+      db.compactFiles(co, l0, level, 0, null);
+    }
+  }
+
+  // Returns the deleted keys.
+  private static byte[][] load(RocksDB db, long keys, long deleted) throws Exception {
+    final byte[] v = new byte[100];
+    final long[] ids = new long[(int) keys];
+    for (int i = 0; i < keys; ++i) ids[i] = i;
+    final Random rnd = new Random(8);
+    for (int i = (int) keys - 1; i > 0; --i) {
+      final int j = rnd.nextInt(i + 1);
+      final long t = ids[i];
+      ids[i] = ids[j];
+      ids[j] = t;
+    }
+    final double[] fraction = {0.50, 0.20, 0.12, 0.08, 0.10};
+    final int[] level = {4, 3, 2, 1, 0};
+    final int l0Files = 12;
+    final byte[][] gone = new byte[(int) deleted][];
+    try (WriteOptions wo = new WriteOptions()) {
+      int pos = 0;
+      for (int b = 0; b < fraction.length; ++b) {
+        final int n = b + 1 == fraction.length ? (int) keys - pos : (int) (fraction[b] * keys);
+        final int perFile = level[b] == 0 ? (n + l0Files - 1) / l0Files : n;
+        for (int i = 0; i < n; ++i) {
+          db.put(wo, loaded(ids[pos + i]), v);
+          if ((i + 1) % perFile == 0 && level[b] == 0) flushAndMove(db, 0);
+        }
+        pos += n;
+        flushAndMove(db, level[b]);
+      }
+      for (int i = 0; i < deleted; ++i) {
+        gone[i] = loaded(ids[(int) (i * (keys / deleted))]);
+        db.delete(wo, gone[i]);
+      }
+      flushAndMove(db, 0);
+    }
+    return gone;
   }
 
   private static double median(double[] a) {
@@ -78,7 +133,7 @@ public final class LiveKeyJavaBench {
       final RocksDB plain = RocksDB.open(o, work.resolve("plain").toString());
       final LiveKeyDB live = LiveKeyDB.open(ol, new LiveKeyIndexOptions().setExpectedKeys(keys * 2)
           .setBackgroundOpenBuild(false), work.resolve("live").toString());
-      load(plain, keys, deleted);
+      final byte[][] deletedKeys = load(plain, keys, deleted);
       load(live, keys, deleted);
       final String[] names = {"missing", "deleted", "put"};
       final double[][] ratio = new double[3][rounds];
@@ -91,15 +146,15 @@ public final class LiveKeyJavaBench {
           for (RocksDB db : dbs) {
             final long t0 = System.nanoTime();
             if (w == 0) {
-              for (long i = 0; i < reads; ++i) if (db.get(key("k", (i * 7919 % keys) * 2 + 1)) != null) ++sink;
+              for (long i = 0; i < reads; ++i) if (db.get(missing((i * 7919 + r * reads) % keys)) != null) ++sink;
             } else if (w == 1) {
               for (long i = 0; i < reads; ++i) {
-                if (db.get(key("k", ((i % deleted) * 2 * (keys / deleted)))) != null) ++sink;
+                if (db.get(deletedKeys[(int) (i % deleted)]) != null) ++sink;
               }
             } else {
               final byte[] v = new byte[100];
               final long base = next;
-              for (long i = 0; i < puts; ++i) db.put(wo, key("n" + r, base + i), v);
+              for (long i = 0; i < puts; ++i) db.put(wo, loaded(keys + base + i), v);
             }
             final double per = (System.nanoTime() - t0) / (double) (w == 2 ? puts : reads);
             ns[db == plain ? 0 : 1] = per;
