@@ -10,10 +10,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "dlcbf/rocksdb/live_key_db.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
+#include "rocksdb/utilities/transaction_db.h"
 
 namespace {
 
@@ -154,9 +157,20 @@ rocksdb::Status ParseOptions(const std::string& s, dlcbf::LiveKeyIndexOptions* o
   return o->Validate();
 }
 
-dlcbf::LiveKeyDB* Live(jlong handle) {
-  // (The handle is the rocksdb::DB* RocksJava holds; LiveKeyDB::open made it.)
-  return static_cast<dlcbf::LiveKeyDB*>(reinterpret_cast<rocksdb::DB*>(handle));
+// The LiveKeyDB behind a handle: a LiveKeyDB's own (kind 0), or the
+// TransactionDB or OptimisticTransactionDB its Open returned (kind 1);
+// nullptr (a RocksDBException thrown) for a handle of no LiveKeyDB.
+dlcbf::LiveKeyDB* Live(JNIEnv* env, jlong handle, jint kind) {
+  rocksdb::DB* db = reinterpret_cast<rocksdb::DB*>(handle);
+  dlcbf::LiveKeyDB* live = kind == 0 ? static_cast<dlcbf::LiveKeyDB*>(db) : dlcbf::LiveKeyDB::FromTransactionDB(db);
+  if (live == nullptr) Throw(env, "not a DB that LiveKeyDB opened");
+  return live;
+}
+
+jlongArray Longs(JNIEnv* env, const std::vector<jlong>& v) {
+  jlongArray out = env->NewLongArray(static_cast<jsize>(v.size()));
+  if (out != nullptr) env->SetLongArrayRegion(out, 0, static_cast<jsize>(v.size()), v.data());
+  return out;
 }
 
 }  // namespace
@@ -189,27 +203,85 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openNative(JNIEnv* env,
   return reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db));
 }
 
-// GetLiveKeyStats(): the user counters as a long[] in LiveKeyStats' field
-// order (LiveKeyDB.java names them), then the dump as a string.
-JNIEXPORT jstring JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_statsString(JNIEnv* env, jclass, jlong handle) {
-  return env->NewStringUTF(Live(handle)->GetLiveKeyStats().ToString().c_str());
+// LiveKeyDB::OpenTransactionDB / OpenOptimisticTransactionDB: RocksDB's own
+// TransactionDB* / OptimisticTransactionDB* (RocksJava's handles).
+JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openTransactionDBNative(JNIEnv* env, jclass, jlong options_handle,
+                                                                                 jlong txn_options_handle,
+                                                                                 jstring index_options, jstring path) {
+  dlcbf::LiveKeyIndexOptions io;
+  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return 0;
+  }
+  rocksdb::TransactionDB* db = nullptr;
+  s = dlcbf::LiveKeyDB::OpenTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle),
+                                          *reinterpret_cast<const rocksdb::TransactionDBOptions*>(txn_options_handle),
+                                          io, Str(env, path), &db);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return 0;
+  }
+  return reinterpret_cast<jlong>(db);
 }
 
-JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_statsCounters(JNIEnv* env, jclass, jlong handle) {
-  const dlcbf::LiveKeyStats st = Live(handle)->GetLiveKeyStats();
-  const jlong v[] = {static_cast<jlong>(st.lookups),
-                     static_cast<jlong>(st.short_circuited),
-                     static_cast<jlong>(st.bypassed_reads),
-                     static_cast<jlong>(st.unseen_write_detections),
-                     static_cast<jlong>(st.indexes_trusted ? 1 : 0),
-                     static_cast<jlong>(st.rebuilds),
-                     static_cast<jlong>(st.checkpoints),
-                     static_cast<jlong>(st.index_file_loads),
-                     static_cast<jlong>(st.index_bytes)};
-  const jsize n = static_cast<jsize>(sizeof(v) / sizeof(v[0]));
-  jlongArray out = env->NewLongArray(n);
-  if (out != nullptr) env->SetLongArrayRegion(out, 0, n, v);
-  return out;
+JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openOptimisticTransactionDBNative(JNIEnv* env, jclass,
+                                                                                           jlong options_handle,
+                                                                                           jstring index_options,
+                                                                                           jstring path) {
+  dlcbf::LiveKeyIndexOptions io;
+  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return 0;
+  }
+  rocksdb::OptimisticTransactionDB* db = nullptr;
+  s = dlcbf::LiveKeyDB::OpenOptimisticTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle), io,
+                                                    Str(env, path), &db);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return 0;
+  }
+  return reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db));
+}
+
+// Deletes a DB a Java wrapper could not be made for (the open's cleanup).
+JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_deleteNative(JNIEnv*, jclass, jlong handle) {
+  delete reinterpret_cast<rocksdb::DB*>(handle);
+}
+
+// GetLiveKeyStats(): the user counters in LiveKeyStats.java's order.
+JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyStats_counters(JNIEnv* env, jclass, jlong handle, jint kind) {
+  dlcbf::LiveKeyDB* live = Live(env, handle, kind);
+  if (live == nullptr) return nullptr;
+  const dlcbf::LiveKeyStats st = live->GetLiveKeyStats();
+  return Longs(env, {static_cast<jlong>(st.lookups), static_cast<jlong>(st.short_circuited),
+                     static_cast<jlong>(st.dead_prefix_seeks), static_cast<jlong>(st.moved_seeks),
+                     static_cast<jlong>(st.bypassed_reads), static_cast<jlong>(st.queue_full_fallbacks),
+                     static_cast<jlong>(st.busy_sync_reads), static_cast<jlong>(st.unverified_reads),
+                     static_cast<jlong>(st.unseen_write_detections), static_cast<jlong>(st.trust_recoveries),
+                     static_cast<jlong>(st.indexes_trusted ? 1 : 0), static_cast<jlong>(st.delete_range_limit_hits),
+                     static_cast<jlong>(st.rebuilds), static_cast<jlong>(st.auto_rebuilds),
+                     static_cast<jlong>(st.failed_rebuilds), static_cast<jlong>(st.index_migrations),
+                     static_cast<jlong>(st.checkpoints), static_cast<jlong>(st.checkpoint_failures),
+                     static_cast<jlong>(st.index_file_loads), static_cast<jlong>(st.index_file_rejections),
+                     static_cast<jlong>(st.index_bytes), static_cast<jlong>(st.cache_charged_bytes),
+                     static_cast<jlong>(st.cache_charge_failures)});
+}
+
+// The dump (LiveKeyStats::ToString, diagnostics included).
+JNIEXPORT jstring JNICALL Java_org_dlcbf_rocksdb_LiveKeyStats_dump(JNIEnv* env, jclass, jlong handle, jint kind) {
+  dlcbf::LiveKeyDB* live = Live(env, handle, kind);
+  return live == nullptr ? nullptr : env->NewStringUTF(live->GetLiveKeyStats().ToString().c_str());
+}
+
+// One diagnostic by name; -1 when there is none of that name.
+JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyStats_diagnostic(JNIEnv* env, jclass, jlong handle, jint kind,
+                                                                      jstring name) {
+  dlcbf::LiveKeyDB* live = Live(env, handle, kind);
+  if (live == nullptr) return -1;
+  uint64_t v = 0;
+  return live->GetLiveKeyStats().GetDiagnostic(Str(env, name), &v) ? static_cast<jlong>(v) : -1;
 }
 
 }  // extern "C"

@@ -1,19 +1,31 @@
 // LiveKeyDB from Java: open() returns an org.rocksdb.RocksDB whose native
-// handle is a dlcbf::LiveKeyDB, so every RocksJava call goes through it.
-// The native code is in filter_policy/rocksdb/java/live_key_db_jni.cc,
-// compiled into librocksdbjni when RocksDB is built with the plugin and JNI.
+// handle is a dlcbf::LiveKeyDB, so every RocksJava call (get, put, delete,
+// singleDelete, merge, write, multiGetAsList, keyMayExist, iterators,
+// deleteRange, ingestExternalFile, flush, compactRange, close) goes through
+// it; openTransactionDB and openOptimisticTransactionDB return RocksJava's
+// own TransactionDB and OptimisticTransactionDB over LiveKeyDB's. The
+// native code is filter_policy/rocksdb/java/live_key_db_jni.cc, compiled
+// into librocksdbjni when RocksDB is built with the plugin and WITH_JNI.
 package org.dlcbf.rocksdb;
 
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Method;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.DBOptionsInterface;
+import org.rocksdb.OptimisticTransactionDB;
 import org.rocksdb.Options;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
+import org.rocksdb.TransactionDB;
+import org.rocksdb.TransactionDBOptions;
 
 public final class LiveKeyDB extends RocksDB {
   private LiveKeyDB(final long handle) { super(handle); }
 
   /**
    * Opens (or creates) the DB at {@code path}, default column family only, with LiveKeyDB's index.
-   * Throws RocksDBException with RocksDB's or LiveKeyDB's error (a bad index option names its field).
+   * RocksDBException with RocksDB's or LiveKeyDB's error (a bad index option names its field).
+   * Thread-safety and ownership as RocksDB.open's: close() it when done.
    */
   public static LiveKeyDB open(final Options options, final LiveKeyIndexOptions indexOptions, final String path)
       throws RocksDBException {
@@ -24,15 +36,62 @@ public final class LiveKeyDB extends RocksDB {
     return db;
   }
 
-  /** LiveKeyStats::ToString(): the counters, then the diagnostics. */
-  public String getLiveKeyStatsString() { return statsString(getNativeHandle()); }
+  /** As TransactionDB.open(options, txnDbOptions, path), with LiveKeyDB under it (write-committed only). */
+  public static TransactionDB openTransactionDB(final Options options, final TransactionDBOptions txnDbOptions,
+      final LiveKeyIndexOptions indexOptions, final String path) throws RocksDBException {
+    RocksDB.loadLibrary();
+    final long h = openTransactionDBNative(options.getNativeHandle(), txnDbOptions.getNativeHandle(),
+        indexOptions.toString(), path);
+    final TransactionDB db = wrap(TransactionDB.class, h, options);
+    try {
+      final Method m = TransactionDB.class.getDeclaredMethod("storeTransactionDbOptions", TransactionDBOptions.class);
+      m.setAccessible(true);
+      m.invoke(db, txnDbOptions);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      db.close();
+      throw new RocksDBException("LiveKeyDB: cannot keep the TransactionDBOptions with RocksJava's TransactionDB: " + e);
+    }
+    return db;
+  }
 
-  /** Lookups answered by the index ("no": RocksDB not touched). */
-  public long shortCircuited() { return statsCounters(getNativeHandle())[1]; }
-  /** Keys checked against the index. */
-  public long lookups() { return statsCounters(getNativeHandle())[0]; }
+  /** As OptimisticTransactionDB.open(options, path), with LiveKeyDB under it. */
+  public static OptimisticTransactionDB openOptimisticTransactionDB(final Options options,
+      final LiveKeyIndexOptions indexOptions, final String path) throws RocksDBException {
+    RocksDB.loadLibrary();
+    return wrap(OptimisticTransactionDB.class,
+        openOptimisticTransactionDBNative(options.getNativeHandle(), indexOptions.toString(), path), options);
+  }
+
+  /** The counters since Open (LiveKeyStats.of(this)). */
+  public LiveKeyStats getLiveKeyStats() throws RocksDBException { return LiveKeyStats.of(this); }
+
+  // RocksJava's own object over a native handle (its constructor is private; the calls its open
+  // makes after it are protected), made as its open makes it. On failure the native DB is deleted.
+  private static <T extends RocksDB> T wrap(final Class<T> c, final long handle, final Options options)
+      throws RocksDBException {
+    try {
+      final Constructor<T> k = c.getDeclaredConstructor(long.class);
+      k.setAccessible(true);
+      final T db = k.newInstance(handle);
+      final Method store = RocksDB.class.getDeclaredMethod("storeOptionsInstance", DBOptionsInterface.class);
+      store.setAccessible(true);
+      store.invoke(db, options);
+      final Method make = RocksDB.class.getDeclaredMethod("makeDefaultColumnFamilyHandle");
+      make.setAccessible(true);
+      final Method storeCf = RocksDB.class.getDeclaredMethod("storeDefaultColumnFamilyHandle", ColumnFamilyHandle.class);
+      storeCf.setAccessible(true);
+      storeCf.invoke(db, make.invoke(db));
+      return db;
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      deleteNative(handle);
+      throw new RocksDBException("LiveKeyDB: this RocksJava's " + c.getSimpleName() + " cannot be made over a handle: " + e);
+    }
+  }
 
   private static native long openNative(long optionsHandle, String indexOptions, String path) throws RocksDBException;
-  private static native String statsString(long handle);
-  private static native long[] statsCounters(long handle);
+  private static native long openTransactionDBNative(long optionsHandle, long txnOptionsHandle, String indexOptions,
+      String path) throws RocksDBException;
+  private static native long openOptimisticTransactionDBNative(long optionsHandle, String indexOptions, String path)
+      throws RocksDBException;
+  private static native void deleteNative(long handle);
 }
