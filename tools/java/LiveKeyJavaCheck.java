@@ -38,7 +38,11 @@ import org.dlcbf.rocksdb.LiveKeyIndexOptions;
 import java.nio.ByteBuffer;
 import org.rocksdb.AbstractComparator;
 import org.rocksdb.ComparatorOptions;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.CompactRangeOptions;
+import org.rocksdb.DBOptions;
 import org.dlcbf.rocksdb.LiveKeyStats;
 import org.rocksdb.EnvOptions;
 import org.rocksdb.IngestExternalFileOptions;
@@ -323,6 +327,38 @@ public final class LiveKeyJavaCheck {
         lostTotal += lost(o3, ot, keys, false);
         ot.close();
         o3.close();
+        // The column-family form: writes to a second family, read back through its handle.
+        try (DBOptions dbo = new DBOptions().setCreateIfMissing(true).setCreateMissingColumnFamilies(true);
+             ColumnFamilyOptions cfo = new ColumnFamilyOptions()) {
+          final List<ColumnFamilyDescriptor> d = Arrays.asList(
+              new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, cfo),
+              new ColumnFamilyDescriptor("cf1".getBytes(StandardCharsets.UTF_8), cfo));
+          final List<ColumnFamilyHandle> hl = new ArrayList<>(), ho = new ArrayList<>();
+          final LiveKeyDB lc = LiveKeyDB.open(dbo, io, work.resolve("live-cf").toString(), d, hl);
+          final RocksDB oc = RocksDB.open(dbo, work.resolve("oracle-cf").toString(), d, ho);
+          int cfLost = 0;
+          try (WriteOptions wo = new WriteOptions()) {
+            for (int i = 0; i < keys; ++i) {
+              for (int j = 0; j < 2; ++j) {
+                final RocksDB db = j == 0 ? oc : lc;
+                final ColumnFamilyHandle h = (j == 0 ? ho : hl).get(1);
+                if (i % 3 == 0) db.delete(h, wo, key(i / 2)); else db.put(h, wo, key(i), key(i));
+              }
+            }
+            for (int i = 0; i < keys; ++i) {
+              if (oc.get(ho.get(1), key(i)) != null && lc.get(hl.get(1), key(i)) == null) ++cfLost;
+            }
+          }
+          final LiveKeyStats before = lc.getLiveKeyStats();
+          for (int i = keys; i < keys + 1000; ++i) lc.get(hl.get(1), key(i));
+          final long sc = lc.getLiveKeyStats().shortCircuited - before.shortCircuited;
+          System.out.printf("  column family 'cf1': %d keys lost; absent keys answered by its index: %d of 1000%n",
+              cfLost, sc);
+          if (sc < 900) fail("cf1's index answered too few absent keys: " + sc);
+          lostTotal += cfLost;
+          lc.close();
+          oc.close();
+        }
         try (RocksDB plain = RocksDB.open(o, work.resolve("plain").toString())) {
           LiveKeyStats.of(plain);
           fail("LiveKeyStats.of accepted a DB LiveKeyDB did not open");

@@ -203,6 +203,47 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openNative(JNIEnv* env,
   return reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db));
 }
 
+// LiveKeyDB::Open with column families: {db, handle per descriptor} (as
+// RocksJava's RocksDB.open(DBOptions, path, descriptors, handles) returns).
+JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamiliesNative(
+    JNIEnv* env, jclass, jlong db_options_handle, jstring index_options, jstring path, jobjectArray names,
+    jlongArray cf_options_handles) {
+  dlcbf::LiveKeyIndexOptions io;
+  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return nullptr;
+  }
+  const jsize n = env->GetArrayLength(names);
+  if (env->GetArrayLength(cf_options_handles) != n) {
+    Throw(env, "LiveKeyDB: one ColumnFamilyOptions per column family name");
+    return nullptr;
+  }
+  std::vector<jlong> opt(static_cast<size_t>(n));
+  env->GetLongArrayRegion(cf_options_handles, 0, n, opt.data());
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (jsize i = 0; i < n; ++i) {
+    auto* b = static_cast<jbyteArray>(env->GetObjectArrayElement(names, i));
+    const jsize len = env->GetArrayLength(b);
+    std::string name(static_cast<size_t>(len), '\0');
+    env->GetByteArrayRegion(b, 0, len, reinterpret_cast<jbyte*>(&name[0]));
+    env->DeleteLocalRef(b);
+    cfs.emplace_back(name, *reinterpret_cast<const rocksdb::ColumnFamilyOptions*>(opt[static_cast<size_t>(i)]));
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  dlcbf::LiveKeyDB* db = nullptr;
+  s = dlcbf::LiveKeyDB::Open(*reinterpret_cast<const rocksdb::DBOptions*>(db_options_handle), io, Str(env, path), cfs,
+                             &handles, &db);
+  if (!s.ok()) {
+    Throw(env, s.ToString());
+    return nullptr;
+  }
+  std::vector<jlong> out;
+  out.push_back(reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db)));
+  for (rocksdb::ColumnFamilyHandle* h : handles) out.push_back(reinterpret_cast<jlong>(h));
+  return Longs(env, out);
+}
+
 // LiveKeyDB::OpenTransactionDB / OpenOptimisticTransactionDB: RocksDB's own
 // TransactionDB* / OptimisticTransactionDB* (RocksJava's handles).
 JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openTransactionDBNative(JNIEnv* env, jclass, jlong options_handle,

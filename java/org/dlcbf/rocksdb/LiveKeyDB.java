@@ -9,8 +9,13 @@
 package org.dlcbf.rocksdb;
 
 import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.DBOptions;
 import org.rocksdb.DBOptionsInterface;
 import org.rocksdb.OptimisticTransactionDB;
 import org.rocksdb.Options;
@@ -32,6 +37,44 @@ public final class LiveKeyDB extends RocksDB {
     RocksDB.loadLibrary();
     final LiveKeyDB db = new LiveKeyDB(openNative(options.getNativeHandle(), indexOptions.toString(), path));
     db.storeOptionsInstance(options);
+    db.storeDefaultColumnFamilyHandle(db.makeDefaultColumnFamilyHandle());
+    return db;
+  }
+
+  /**
+   * As RocksDB.open(DBOptions, path, descriptors, handles): one handle per descriptor is added to
+   * {@code columnFamilyHandles} (owned by the DB, closed with it). Every family is indexed.
+   */
+  public static LiveKeyDB open(final DBOptions options, final LiveKeyIndexOptions indexOptions, final String path,
+      final List<ColumnFamilyDescriptor> columnFamilyDescriptors, final List<ColumnFamilyHandle> columnFamilyHandles)
+      throws RocksDBException {
+    RocksDB.loadLibrary();
+    final byte[][] names = new byte[columnFamilyDescriptors.size()][];
+    final long[] cfOptions = new long[columnFamilyDescriptors.size()];
+    for (int i = 0; i < names.length; ++i) {
+      names[i] = columnFamilyDescriptors.get(i).getName();
+      cfOptions[i] = columnFamilyDescriptors.get(i).getOptions().getNativeHandle();
+    }
+    final long[] handles = openColumnFamiliesNative(options.getNativeHandle(), indexOptions.toString(), path, names,
+        cfOptions);
+    final LiveKeyDB db = new LiveKeyDB(handles[0]);
+    db.storeOptionsInstance(options);
+    final List<ColumnFamilyHandle> made = new ArrayList<>();
+    try {
+      // (ColumnFamilyHandle's constructor and RocksDB's list of owned handles are not public.)
+      final Constructor<ColumnFamilyHandle> k =
+          ColumnFamilyHandle.class.getDeclaredConstructor(RocksDB.class, long.class);
+      k.setAccessible(true);
+      for (int i = 1; i < handles.length; ++i) made.add(k.newInstance(db, handles[i]));
+      final Field owned = RocksDB.class.getDeclaredField("ownedColumnFamilyHandles");
+      owned.setAccessible(true);
+      @SuppressWarnings("unchecked") final List<ColumnFamilyHandle> list = (List<ColumnFamilyHandle>) owned.get(db);
+      list.addAll(made);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      db.close();
+      throw new RocksDBException("LiveKeyDB: this RocksJava's ColumnFamilyHandle cannot be made over a handle: " + e);
+    }
+    columnFamilyHandles.addAll(made);
     db.storeDefaultColumnFamilyHandle(db.makeDefaultColumnFamilyHandle());
     return db;
   }
@@ -89,6 +132,8 @@ public final class LiveKeyDB extends RocksDB {
   }
 
   private static native long openNative(long optionsHandle, String indexOptions, String path) throws RocksDBException;
+  private static native long[] openColumnFamiliesNative(long dbOptionsHandle, String indexOptions, String path,
+      byte[][] names, long[] cfOptionsHandles) throws RocksDBException;
   private static native long openTransactionDBNative(long optionsHandle, long txnOptionsHandle, String indexOptions,
       String path) throws RocksDBException;
   private static native long openOptimisticTransactionDBNative(long optionsHandle, String indexOptions, String path)
