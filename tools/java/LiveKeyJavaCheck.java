@@ -263,6 +263,23 @@ public final class LiveKeyJavaCheck {
     final int keys = 2000;
     final Random rnd = new Random(20261129);
 
+    // The README's example: open, write, read an absent key (answered by the index alone).
+    final String path = work.resolve("readme").toString();
+    // [readme-snippet:livekey_java]
+    try (Options options = new Options().setCreateIfMissing(true)) {
+      LiveKeyIndexOptions indexOptions = new LiveKeyIndexOptions().setExpectedKeys(1_000_000);
+      try (RocksDB db = LiveKeyDB.open(options, indexOptions, path)) {  // RocksJava's own type
+        db.put("user:alice".getBytes(StandardCharsets.UTF_8), "1".getBytes(StandardCharsets.UTF_8));
+        byte[] bob = db.get("user:bob".getBytes(StandardCharsets.UTF_8));  // null: RocksDB not touched
+        System.out.println("reads answered by the index alone: " + LiveKeyStats.of(db).shortCircuited);
+      }
+    }
+    // [/readme-snippet]
+    try (Options options = new Options(); RocksDB db = LiveKeyDB.open(options, new LiveKeyIndexOptions(), path)) {
+      if (db.get("user:bob".getBytes(StandardCharsets.UTF_8)) != null) fail("the README's absent key is there");
+      if (db.get("user:alice".getBytes(StandardCharsets.UTF_8)) == null) fail("the README's key is lost");
+    }
+
     // Bad options: a RocksDBException naming the field.
     try {
       new LiveKeyIndexOptions().set("sizing_load", 7).validate();
