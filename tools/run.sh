@@ -349,7 +349,7 @@ rocksdb_java() {
   # (8.10's CMake jar lacks AbstractComparatorJniBridge, which its own
   # AbstractComparator needs from native code: compiled from the same tree.)
   local bridge=()
-  unzip -l "$jar" | grep -q 'org/rocksdb/AbstractComparatorJniBridge.class' ||
+  jar tf "$jar" | grep -q '^org/rocksdb/AbstractComparatorJniBridge.class$' ||
     bridge=("$src/java/src/main/java/org/rocksdb/AbstractComparatorJniBridge.java")
   javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java java/org/dlcbf/rocksdb/*.java \
         tools/java/LiveKeyJavaCheck.java tools/java/LiveKeyJavaBench.java "${bridge[@]}"
