@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""check_readme_snippets.py README.md EXAMPLES_DIR
+"""check_readme_snippets.py README.md DIR [DIR...]
 
 The README shows only code that compiles and runs: every fenced code block
 of the README preceded by a line `<!-- snippet: NAME -->` must equal the
-region of a file under EXAMPLES_DIR between a comment line
+region of a file under one of the DIRs (examples/, and tools/java/ for the
+Java check program tools/run.sh rocksdb-java runs) between a comment line
 `// [readme-snippet:NAME]` (or `# ...`) and the next comment line
 `// [/readme-snippet]` (both lines excluded; compared after removing the region's common
 indentation and trailing blanks). Every C++ block of the README must be
@@ -84,11 +85,18 @@ def example_regions(root):
 
 
 def main(argv):
-    if len(argv) != 3:
+    if len(argv) < 3:
         print(__doc__)
         return 2
-    readme, root = argv[1], argv[2]
-    regions, errors = example_regions(root)
+    readme = argv[1]
+    regions, errors = {}, []
+    for root in argv[2:]:
+        r, e = example_regions(root)
+        for name, where in r.items():
+            if name in regions:
+                errors.append(f"{where[1]}: snippet '{name}' defined twice (also {regions[name][1]})")
+            regions[name] = where
+        errors += e
     blocks = readme_blocks(readme)
     checked = 0
     for name, lang, body, line in blocks:

@@ -343,16 +343,35 @@ rocksdb_java() {
   [ "$(nm -D --defined-only "$so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
     { echo "$so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
 
-  current_step="3/4 compile tools/java/DlcbfJavaCheck.java (javac, no Maven)"
+  current_step="3/4 compile tools/java/DlcbfJavaCheck.java, LiveKeyDB's binding (java/) and tools/java/LiveKeyJavaCheck.java (javac, no Maven)"
   jstep "$current_step"
   rm -rf "$work"; mkdir -p "$work/classes"
-  javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java
+  # (8.10's CMake jar lacks AbstractComparatorJniBridge, which its own
+  # AbstractComparator needs from native code: compiled from the same tree.)
+  local bridge=()
+  jar tf "$jar" | grep -q '^org/rocksdb/AbstractComparatorJniBridge.class$' ||
+    bridge=("$src/java/src/main/java/org/rocksdb/AbstractComparatorJniBridge.java")
+  javac -cp "$jar" -d "$work/classes" tools/java/DlcbfJavaCheck.java java/org/dlcbf/rocksdb/*.java \
+        tools/java/LiveKeyJavaCheck.java tools/java/LiveKeyJavaBench.java "${bridge[@]}"
 
   current_step="4/4 DlcbfJavaCheck: dlcbf:10 + dlcbf_index through the properties and OPTIONS-file routes"
   jstep "$current_step"
   java "${libpath[@]}" -cp "$jar:$work/classes" DlcbfJavaCheck "$work/db" "${JAVA_CHECK_KEYS:-20000}" |
     tee "$work/java-check.log"
   grep -q '^dlcbf-java PASSED' "$work/java-check.log"
+  current_step="4/4 LiveKeyJavaCheck: LiveKeyDB through RocksJava against a plain DB, and its negative control"
+  jstep "$current_step"
+  java "${libpath[@]}" -cp "$jar:$work/classes" LiveKeyJavaCheck "$work/livekey" "${JAVA_LIVEKEY_OPS:-20000}" |
+    tee "$work/livekey-check.log"
+  grep -q '^livekey-java PASSED' "$work/livekey-check.log"
+  java "${libpath[@]}" -cp "$jar:$work/classes" LiveKeyJavaCheck "$work/livekey-negative" 4000 --negative |
+    tee "$work/livekey-negative.log"
+  grep -q '^livekey-java PASSED (negative control' "$work/livekey-negative.log"
+  if [ -n "${JAVA_LIVEKEY_BENCH_KEYS:-}" ]; then
+    jstep "LiveKeyJavaBench, $JAVA_LIVEKEY_BENCH_KEYS keys (JAVA_LIVEKEY_BENCH_KEYS)"
+    java "${libpath[@]}" -cp "$jar:$work/classes" LiveKeyJavaBench "$work/bench" "$JAVA_LIVEKEY_BENCH_KEYS" |
+      tee "$work/livekey-bench.log"
+  fi
   trap - ERR
   log "rocksdb-java $ver: PASSED (build ${t}s; log $work/java-check.log)"
 }
