@@ -342,6 +342,8 @@ rocksdb_java() {
   echo "built $jar and $(basename "$so") in ${t}s"
   [ "$(nm -D --defined-only "$so" | grep -c ' dlcbf_register_all$')" -ge 1 ] ||
     { echo "$so does not define dlcbf_register_all: the plugin was not built in" >&2; false; }
+  [ "$(nm -D --defined-only "$so" | grep -c ' Java_org_dlcbf_rocksdb_LiveKeyDB_openNative$')" -ge 1 ] ||
+    { echo "$so does not define LiveKeyDB's JNI functions: the plugin's CMakeLists.txt did not add them" >&2; false; }
 
   current_step="3/4 compile tools/java/DlcbfJavaCheck.java, LiveKeyDB's binding (java/) and tools/java/LiveKeyJavaCheck.java (javac, no Maven)"
   jstep "$current_step"

@@ -7,8 +7,7 @@
 // is thrown.
 #include <jni.h>
 
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
 #include <string>
 #include <vector>
 
@@ -20,36 +19,37 @@
 
 namespace {
 
+// (Never over a pending exception: that one is reported.)
 void Throw(JNIEnv* env, const std::string& msg) {
+  if (env->ExceptionCheck()) return;
   jclass c = env->FindClass("org/rocksdb/RocksDBException");
   if (c != nullptr) env->ThrowNew(c, msg.c_str());
 }
 
-std::string Str(JNIEnv* env, jstring s) {
-  if (s == nullptr) return std::string();
+// False with an exception pending (OutOfMemoryError) when the string
+// cannot be read.
+bool Str(JNIEnv* env, jstring s, std::string* out) {
+  out->clear();
+  if (s == nullptr) return true;
   const char* p = env->GetStringUTFChars(s, nullptr);
-  std::string out = p != nullptr ? p : "";
-  if (p != nullptr) env->ReleaseStringUTFChars(s, p);
-  return out;
+  if (p == nullptr) return false;
+  *out = p;
+  env->ReleaseStringUTFChars(s, p);
+  return true;
 }
 
+// Base 10, the whole string, no sign or space; doubles in the C locale's
+// form whatever the JVM's locale (std::from_chars).
 bool ParseU64(const std::string& v, uint64_t* out) {
-  if (v.empty() || v[0] == '-') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 0);
-  if (errno != 0 || end == v.c_str() || *end != '\0') return false;
-  *out = x;
-  return true;
+  const char* end = v.data() + v.size();
+  const auto r = std::from_chars(v.data(), end, *out, 10);
+  return !v.empty() && r.ec == std::errc() && r.ptr == end;
 }
 
 bool ParseDouble(const std::string& v, double* out) {
-  errno = 0;
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (errno != 0 || end == v.c_str() || *end != '\0') return false;
-  *out = x;
-  return true;
+  const char* end = v.data() + v.size();
+  const auto r = std::from_chars(v.data(), end, *out);
+  return !v.empty() && r.ec == std::errc() && r.ptr == end;
 }
 
 bool ParseBool(const std::string& v, bool* out) {
@@ -128,12 +128,12 @@ rocksdb::Status SetOption(dlcbf::LiveKeyIndexOptions* o, const std::string& name
   if (name == "live_range_lengths") {
     o->live_range_lengths.clear();
     size_t at = 0;
-    while (at < v.size()) {
-      size_t comma = v.find(':', at);
-      if (comma == std::string::npos) comma = v.size();
-      if (!ParseU64(v.substr(at, comma - at), &u) || u > 0xFFFFFFFFULL) return bad();
+    while (at <= v.size() && !v.empty()) {  // "5:6": every length non-empty
+      size_t colon = v.find(':', at);
+      if (colon == std::string::npos) colon = v.size();
+      if (!ParseU64(v.substr(at, colon - at), &u) || u > 0xFFFFFFFFULL) return bad();
       o->live_range_lengths.push_back(static_cast<uint32_t>(u));
-      at = comma + 1;
+      at = colon + 1;
     }
     return rocksdb::Status::OK();
   }
@@ -180,7 +180,9 @@ extern "C" {
 // Validates an options string; throws RocksDBException naming the field.
 JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyIndexOptions_validate(JNIEnv* env, jclass, jstring opts) {
   dlcbf::LiveKeyIndexOptions io;
-  const rocksdb::Status s = ParseOptions(Str(env, opts), &io);
+  std::string text;
+  if (!Str(env, opts, &text)) return;
+  const rocksdb::Status s = ParseOptions(text, &io);
   if (!s.ok()) Throw(env, s.ToString());
 }
 
@@ -188,14 +190,16 @@ JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyIndexOptions_validate(JNIEn
 JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openNative(JNIEnv* env, jclass, jlong options_handle,
                                                                     jstring index_options, jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  std::string text, where;
+  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
+  rocksdb::Status s = ParseOptions(text, &io);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
   }
   const auto* opts = reinterpret_cast<const rocksdb::Options*>(options_handle);
   dlcbf::LiveKeyDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::Open(*opts, io, Str(env, path), &db);
+  s = dlcbf::LiveKeyDB::Open(*opts, io, where, &db);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
@@ -209,7 +213,9 @@ JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamilies
     JNIEnv* env, jclass, jlong db_options_handle, jstring index_options, jstring path, jobjectArray names,
     jlongArray cf_options_handles) {
   dlcbf::LiveKeyIndexOptions io;
-  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  std::string text, where;
+  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
+  rocksdb::Status s = ParseOptions(text, &io);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return nullptr;
@@ -232,7 +238,7 @@ JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamilies
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   dlcbf::LiveKeyDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::Open(*reinterpret_cast<const rocksdb::DBOptions*>(db_options_handle), io, Str(env, path), cfs,
+  s = dlcbf::LiveKeyDB::Open(*reinterpret_cast<const rocksdb::DBOptions*>(db_options_handle), io, where, cfs,
                              &handles, &db);
   if (!s.ok()) {
     Throw(env, s.ToString());
@@ -241,7 +247,12 @@ JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamilies
   std::vector<jlong> out;
   out.push_back(reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db)));
   for (rocksdb::ColumnFamilyHandle* h : handles) out.push_back(reinterpret_cast<jlong>(h));
-  return Longs(env, out);
+  jlongArray r = Longs(env, out);
+  if (r == nullptr) {  // (OutOfMemoryError pending: nobody would own the DB)
+    for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    delete db;
+  }
+  return r;
 }
 
 // LiveKeyDB::OpenTransactionDB / OpenOptimisticTransactionDB: RocksDB's own
@@ -250,7 +261,9 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openTransactionDBNative
                                                                                  jlong txn_options_handle,
                                                                                  jstring index_options, jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  std::string text, where;
+  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
+  rocksdb::Status s = ParseOptions(text, &io);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
@@ -258,7 +271,7 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openTransactionDBNative
   rocksdb::TransactionDB* db = nullptr;
   s = dlcbf::LiveKeyDB::OpenTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle),
                                           *reinterpret_cast<const rocksdb::TransactionDBOptions*>(txn_options_handle),
-                                          io, Str(env, path), &db);
+                                          io, where, &db);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
@@ -271,24 +284,34 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openOptimisticTransacti
                                                                                            jstring index_options,
                                                                                            jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  rocksdb::Status s = ParseOptions(Str(env, index_options), &io);
+  std::string text, where;
+  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
+  rocksdb::Status s = ParseOptions(text, &io);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
   }
   rocksdb::OptimisticTransactionDB* db = nullptr;
   s = dlcbf::LiveKeyDB::OpenOptimisticTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle), io,
-                                                    Str(env, path), &db);
+                                                    where, &db);
   if (!s.ok()) {
     Throw(env, s.ToString());
     return 0;
   }
-  return reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db));
+  return reinterpret_cast<jlong>(db);  // (RocksJava's own OptimisticTransactionDB handle)
 }
 
 // Deletes a DB a Java wrapper could not be made for (the open's cleanup).
 JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_deleteNative(JNIEnv*, jclass, jlong handle) {
   delete reinterpret_cast<rocksdb::DB*>(handle);
+}
+
+// DestroyColumnFamilyHandle through the DB (LiveKeyDB keeps its families'
+// handles until Close): RocksJava's own close would delete them directly.
+JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_destroyColumnFamilyHandleNative(JNIEnv*, jclass, jlong db,
+                                                                                       jlong cf) {
+  reinterpret_cast<rocksdb::DB*>(db)->DestroyColumnFamilyHandle(reinterpret_cast<rocksdb::ColumnFamilyHandle*>(cf))
+      .PermitUncheckedError();
 }
 
 // GetLiveKeyStats(): the user counters in LiveKeyStats.java's order.
@@ -322,7 +345,9 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyStats_diagnostic(JNIEnv* e
   dlcbf::LiveKeyDB* live = Live(env, handle, kind);
   if (live == nullptr) return -1;
   uint64_t v = 0;
-  return live->GetLiveKeyStats().GetDiagnostic(Str(env, name), &v) ? static_cast<jlong>(v) : -1;
+  std::string n;
+  if (!Str(env, name, &n)) return -1;
+  return live->GetLiveKeyStats().GetDiagnostic(n, &v) ? static_cast<jlong>(v) : -1;
 }
 
 }  // extern "C"

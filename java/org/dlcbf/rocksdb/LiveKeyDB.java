@@ -6,15 +6,23 @@
 // own TransactionDB and OptimisticTransactionDB over LiveKeyDB's. The
 // native code is filter_policy/rocksdb/java/live_key_db_jni.cc, compiled
 // into librocksdbjni when RocksDB is built with the plugin and WITH_JNI.
+//
+// Column-family handles: LiveKeyDB uses a family's handle until Close, and
+// RocksJava's ColumnFamilyHandle.close() deletes it. The handles this class
+// hands out (open's, createColumnFamily's) do not own theirs; close()
+// destroys them through the DB. The transaction DBs are RocksJava's own
+// classes: open them with the default family only, and create no family
+// through them (their handles would be deleted under LiveKeyDB).
 package org.dlcbf.rocksdb;
 
 import java.lang.reflect.Constructor;
-import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
+import org.rocksdb.AbstractImmutableNativeReference;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.DBOptions;
 import org.rocksdb.DBOptionsInterface;
 import org.rocksdb.OptimisticTransactionDB;
@@ -25,6 +33,12 @@ import org.rocksdb.TransactionDB;
 import org.rocksdb.TransactionDBOptions;
 
 public final class LiveKeyDB extends RocksDB {
+  // Native handles of the column families this object handed out. LiveKeyDB keeps using a
+  // family's handle until Close, and its contract is DestroyColumnFamilyHandle, never a delete;
+  // RocksJava's ColumnFamilyHandle.close() deletes, and RocksDB.close() closes them before the
+  // DB. So the Java handles do not own them: close() destroys them through the DB, first.
+  private final List<Long> familyHandles = new ArrayList<>();
+
   private LiveKeyDB(final long handle) { super(handle); }
 
   /**
@@ -65,11 +79,8 @@ public final class LiveKeyDB extends RocksDB {
       final Constructor<ColumnFamilyHandle> k =
           ColumnFamilyHandle.class.getDeclaredConstructor(RocksDB.class, long.class);
       k.setAccessible(true);
-      for (int i = 1; i < handles.length; ++i) made.add(k.newInstance(db, handles[i]));
-      final Field owned = RocksDB.class.getDeclaredField("ownedColumnFamilyHandles");
-      owned.setAccessible(true);
-      @SuppressWarnings("unchecked") final List<ColumnFamilyHandle> list = (List<ColumnFamilyHandle>) owned.get(db);
-      list.addAll(made);
+      for (int i = 1; i < handles.length; ++i) db.familyHandles.add(handles[i]);
+      for (int i = 1; i < handles.length; ++i) made.add(disown(k.newInstance(db, handles[i])));
     } catch (ReflectiveOperationException | RuntimeException e) {
       db.close();
       throw new RocksDBException("LiveKeyDB: this RocksJava's ColumnFamilyHandle cannot be made over a handle: " + e);
@@ -103,6 +114,67 @@ public final class LiveKeyDB extends RocksDB {
     RocksDB.loadLibrary();
     return wrap(OptimisticTransactionDB.class,
         openOptimisticTransactionDBNative(options.getNativeHandle(), indexOptions.toString(), path), options);
+  }
+
+  /** As RocksDB's; the handle is destroyed through the DB at close() (closing it earlier is a no-op). */
+  @Override
+  public ColumnFamilyHandle createColumnFamily(final ColumnFamilyDescriptor descriptor) throws RocksDBException {
+    return adopt(super.createColumnFamily(descriptor));
+  }
+
+  /** As RocksDB's; the handles are destroyed through the DB at close(). */
+  @Override
+  public List<ColumnFamilyHandle> createColumnFamilies(final List<ColumnFamilyDescriptor> descriptors)
+      throws RocksDBException {
+    final List<ColumnFamilyHandle> hs = super.createColumnFamilies(descriptors);
+    for (ColumnFamilyHandle h : hs) adopt(h);
+    return hs;
+  }
+
+  /** As RocksDB's; the handles are destroyed through the DB at close(). */
+  @Override
+  public List<ColumnFamilyHandle> createColumnFamilies(final ColumnFamilyOptions options, final List<byte[]> names)
+      throws RocksDBException {
+    final List<ColumnFamilyHandle> hs = super.createColumnFamilies(options, names);
+    for (ColumnFamilyHandle h : hs) adopt(h);
+    return hs;
+  }
+
+  /** Destroys the families' handles through LiveKeyDB (which closes them), then closes as RocksDB's. */
+  @Override
+  public void close() {
+    destroyFamilyHandles();
+    super.close();
+  }
+
+  @Override
+  public void closeE() throws RocksDBException {
+    destroyFamilyHandles();
+    super.closeE();
+  }
+
+  private synchronized void destroyFamilyHandles() {
+    if (isOwningHandle()) {
+      for (long h : familyHandles) destroyColumnFamilyHandleNative(getNativeHandle(), h);
+    }
+    familyHandles.clear();
+  }
+
+  private synchronized ColumnFamilyHandle adopt(final ColumnFamilyHandle h) throws RocksDBException {
+    try {
+      familyHandles.add(h.getNativeHandle());
+      return disown(h);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      throw new RocksDBException("LiveKeyDB: cannot take over a ColumnFamilyHandle: " + e);
+    }
+  }
+
+  // The Java handle stops owning its native handle (its close() no longer deletes it).
+  private static ColumnFamilyHandle disown(final ColumnFamilyHandle h) throws ReflectiveOperationException {
+    final Method m = AbstractImmutableNativeReference.class.getDeclaredMethod("disOwnNativeHandle");
+    m.setAccessible(true);
+    m.invoke(h);
+    return h;
   }
 
   /** The counters since Open (LiveKeyStats.of(this)). */
@@ -139,4 +211,5 @@ public final class LiveKeyDB extends RocksDB {
   private static native long openOptimisticTransactionDBNative(long optionsHandle, String indexOptions, String path)
       throws RocksDBException;
   private static native void deleteNative(long handle);
+  private static native void destroyColumnFamilyHandleNative(long db, long columnFamily);
 }

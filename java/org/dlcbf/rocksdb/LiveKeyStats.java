@@ -14,11 +14,11 @@ public final class LiveKeyStats {
   public final long deleteRangeLimitHits, rebuilds, autoRebuilds, failedRebuilds, indexMigrations;
   public final long checkpoints, checkpointFailures, indexFileLoads, indexFileRejections;
   public final long indexBytes, cacheChargedBytes, cacheChargeFailures;
-  private final long handle;
+  private final RocksDB db;
   private final int kind;
 
-  private LiveKeyStats(final long handle, final int kind, final long[] c) {
-    this.handle = handle;
+  private LiveKeyStats(final RocksDB db, final int kind, final long[] c) {
+    this.db = db;
     this.kind = kind;
     int i = 0;
     lookups = c[i++]; shortCircuited = c[i++]; deadPrefixSeeks = c[i++]; movedSeeks = c[i++];
@@ -35,18 +35,23 @@ public final class LiveKeyStats {
    */
   public static LiveKeyStats of(final RocksDB db) throws RocksDBException {
     final int kind = db instanceof LiveKeyDB ? 0 : 1;
-    final long[] c = counters(db.getNativeHandle(), kind);
-    return new LiveKeyStats(db.getNativeHandle(), kind, c);
+    return new LiveKeyStats(db, kind, counters(handleOf(db), kind));
   }
 
   /** Keys answered "no" by the index over keys checked (0 with none). */
   public double shortCircuitRate() { return lookups == 0 ? 0.0 : (double) shortCircuited / lookups; }
 
   /** The diagnostic {@code name} now (C++ LiveKeyStats::diagnostics), or -1 if there is none. */
-  public long diagnostic(final String name) throws RocksDBException { return diagnostic(handle, kind, name); }
+  public long diagnostic(final String name) throws RocksDBException { return diagnostic(handleOf(db), kind, name); }
 
   /** LiveKeyStats::ToString() now: the counters, then the diagnostics; not a stable format. */
-  public String dump() throws RocksDBException { return dump(handle, kind); }
+  public String dump() throws RocksDBException { return dump(handleOf(db), kind); }
+
+  // (A closed DB's handle is freed: refused, never read.)
+  private static long handleOf(final RocksDB db) throws RocksDBException {
+    if (!db.isOwningHandle()) throw new RocksDBException("LiveKeyStats: the DB is closed");
+    return db.getNativeHandle();
+  }
 
   private static native long[] counters(long handle, int kind) throws RocksDBException;
   private static native String dump(long handle, int kind) throws RocksDBException;
