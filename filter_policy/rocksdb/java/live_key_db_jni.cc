@@ -160,6 +160,18 @@ rocksdb::Status ParseOptions(const std::string& s, dlcbf::LiveKeyIndexOptions* o
 // The LiveKeyDB behind a handle: a LiveKeyDB's own (kind 0), or the
 // TransactionDB or OptimisticTransactionDB its Open returned (kind 1);
 // nullptr (a RocksDBException thrown) for a handle of no LiveKeyDB.
+// False with a RocksDBException thrown (or an exception pending) unless s is OK.
+bool Ok(JNIEnv* env, const rocksdb::Status& s) {
+  if (!s.ok()) Throw(env, s.ToString());
+  return s.ok();
+}
+
+// Every open's first step: the index options parsed and validated, the path read.
+bool OpenArgs(JNIEnv* env, jstring index_options, jstring path, dlcbf::LiveKeyIndexOptions* io, std::string* where) {
+  std::string text;
+  return Str(env, index_options, &text) && Str(env, path, where) && Ok(env, ParseOptions(text, io));
+}
+
 dlcbf::LiveKeyDB* Live(JNIEnv* env, jlong handle, jint kind) {
   rocksdb::DB* db = reinterpret_cast<rocksdb::DB*>(handle);
   dlcbf::LiveKeyDB* live = kind == 0 ? static_cast<dlcbf::LiveKeyDB*>(db) : dlcbf::LiveKeyDB::FromTransactionDB(db);
@@ -181,29 +193,18 @@ extern "C" {
 JNIEXPORT void JNICALL Java_org_dlcbf_rocksdb_LiveKeyIndexOptions_validate(JNIEnv* env, jclass, jstring opts) {
   dlcbf::LiveKeyIndexOptions io;
   std::string text;
-  if (!Str(env, opts, &text)) return;
-  const rocksdb::Status s = ParseOptions(text, &io);
-  if (!s.ok()) Throw(env, s.ToString());
+  if (Str(env, opts, &text)) Ok(env, ParseOptions(text, &io));
 }
 
 // LiveKeyDB::Open(options, index options, path): the rocksdb::DB* handle.
 JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openNative(JNIEnv* env, jclass, jlong options_handle,
                                                                     jstring index_options, jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  std::string text, where;
-  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
-  rocksdb::Status s = ParseOptions(text, &io);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
-    return 0;
-  }
+  std::string where;
+  if (!OpenArgs(env, index_options, path, &io, &where)) return {};
   const auto* opts = reinterpret_cast<const rocksdb::Options*>(options_handle);
   dlcbf::LiveKeyDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::Open(*opts, io, where, &db);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
-    return 0;
-  }
+  if (!Ok(env, dlcbf::LiveKeyDB::Open(*opts, io, where, &db))) return 0;
   return reinterpret_cast<jlong>(static_cast<rocksdb::DB*>(db));
 }
 
@@ -213,13 +214,8 @@ JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamilies
     JNIEnv* env, jclass, jlong db_options_handle, jstring index_options, jstring path, jobjectArray names,
     jlongArray cf_options_handles) {
   dlcbf::LiveKeyIndexOptions io;
-  std::string text, where;
-  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
-  rocksdb::Status s = ParseOptions(text, &io);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
-    return nullptr;
-  }
+  std::string where;
+  if (!OpenArgs(env, index_options, path, &io, &where)) return {};
   const jsize n = env->GetArrayLength(names);
   if (env->GetArrayLength(cf_options_handles) != n) {
     Throw(env, "LiveKeyDB: one ColumnFamilyOptions per column family name");
@@ -238,10 +234,8 @@ JNIEXPORT jlongArray JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openColumnFamilies
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   dlcbf::LiveKeyDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::Open(*reinterpret_cast<const rocksdb::DBOptions*>(db_options_handle), io, where, cfs,
-                             &handles, &db);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
+  if (!Ok(env, dlcbf::LiveKeyDB::Open(*reinterpret_cast<const rocksdb::DBOptions*>(db_options_handle), io, where,
+                                      cfs, &handles, &db))) {
     return nullptr;
   }
   std::vector<jlong> out;
@@ -261,19 +255,12 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openTransactionDBNative
                                                                                  jlong txn_options_handle,
                                                                                  jstring index_options, jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  std::string text, where;
-  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
-  rocksdb::Status s = ParseOptions(text, &io);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
-    return 0;
-  }
+  std::string where;
+  if (!OpenArgs(env, index_options, path, &io, &where)) return {};
   rocksdb::TransactionDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::OpenTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle),
-                                          *reinterpret_cast<const rocksdb::TransactionDBOptions*>(txn_options_handle),
-                                          io, where, &db);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
+  if (!Ok(env, dlcbf::LiveKeyDB::OpenTransactionDB(
+                   *reinterpret_cast<const rocksdb::Options*>(options_handle),
+                   *reinterpret_cast<const rocksdb::TransactionDBOptions*>(txn_options_handle), io, where, &db))) {
     return 0;
   }
   return reinterpret_cast<jlong>(db);
@@ -284,18 +271,11 @@ JNIEXPORT jlong JNICALL Java_org_dlcbf_rocksdb_LiveKeyDB_openOptimisticTransacti
                                                                                            jstring index_options,
                                                                                            jstring path) {
   dlcbf::LiveKeyIndexOptions io;
-  std::string text, where;
-  if (!Str(env, index_options, &text) || !Str(env, path, &where)) return {};
-  rocksdb::Status s = ParseOptions(text, &io);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
-    return 0;
-  }
+  std::string where;
+  if (!OpenArgs(env, index_options, path, &io, &where)) return {};
   rocksdb::OptimisticTransactionDB* db = nullptr;
-  s = dlcbf::LiveKeyDB::OpenOptimisticTransactionDB(*reinterpret_cast<const rocksdb::Options*>(options_handle), io,
-                                                    where, &db);
-  if (!s.ok()) {
-    Throw(env, s.ToString());
+  if (!Ok(env, dlcbf::LiveKeyDB::OpenOptimisticTransactionDB(
+                   *reinterpret_cast<const rocksdb::Options*>(options_handle), io, where, &db))) {
     return 0;
   }
   return reinterpret_cast<jlong>(db);  // (RocksJava's own OptimisticTransactionDB handle)
